@@ -1,0 +1,46 @@
+// The ABI header compiles as C++ and its shared helpers agree with their
+// definition: every value falls in the slot whose bounds contain it.
+#include <linux/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "looptrace/abi.h"
+
+namespace {
+
+static_assert(sizeof(lt_rec_header) == 24);
+static_assert(sizeof(lt_key_spec) == 24);
+static_assert(sizeof(lt_span_rec) % 8 == 0);
+static_assert(offsetof(lt_span_rec, keys) % 8 == 0);
+static_assert(sizeof(lt_sample_rec) == 24 + 16 + 8 * LT_MAX_STACK);
+static_assert(sizeof(lt_hist) == 32 + 24 + 8 * LT_HIST_SLOTS);
+
+TEST(HistSlot, SmallValuesHaveTheirOwnSlot) {
+  for (uint64_t v = 0; v < LT_HIST_SUB; ++v) EXPECT_EQ(lt_hist_slot(v), v);
+}
+
+TEST(HistSlot, ValueLiesWithinItsSlotBounds) {
+  std::mt19937_64 rng(42);
+  for (int i = 0; i < 100000; ++i) {
+    uint64_t v = rng() >> (rng() % 64);
+    uint32_t s = lt_hist_slot(v);
+    ASSERT_LT(s, static_cast<uint32_t>(LT_HIST_SLOTS));
+    EXPECT_LE(lt_hist_slot_low(s), v) << "v=" << v;
+    if (s + 1 < LT_HIST_SLOTS) {
+      EXPECT_GT(lt_hist_slot_low(s + 1), v);
+    }
+  }
+}
+
+TEST(HistSlot, KnownBounds) {
+  // 1 ms = 1000000 ns: msb 19 (524288), sub-bucket (1000000>>17)&3 = 3.
+  EXPECT_EQ(lt_hist_slot(1000000), 19u * 4 + 3);
+  EXPECT_EQ(lt_hist_slot_low(19 * 4 + 3), 524288u + 3 * 131072u);
+  EXPECT_EQ(lt_hist_slot(UINT64_MAX), static_cast<uint32_t>(LT_HIST_SLOTS - 1));
+}
+
+}  // namespace

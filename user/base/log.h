@@ -1,0 +1,42 @@
+// Logging: fmt-formatted lines on stderr, with levels and per-area debug
+// switches (--debug=elf,loader). libbpf's messages go through here too.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
+
+namespace looptrace::log {
+
+enum class Level { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
+
+void set_level(Level level);
+Level level();
+// Comma-separated areas ("elf,loader" or "all"); enables debug for them.
+void enable_debug_areas(std::string_view areas);
+bool debug_enabled(std::string_view area);
+void write(Level level, std::string_view area, const std::string& line);
+
+template <typename... Args>
+void error(fmt::format_string<Args...> f, Args&&... args) {
+  write(Level::kError, "", fmt::format(f, std::forward<Args>(args)...));
+}
+template <typename... Args>
+void warn(fmt::format_string<Args...> f, Args&&... args) {
+  if (level() >= Level::kWarn)
+    write(Level::kWarn, "", fmt::format(f, std::forward<Args>(args)...));
+}
+template <typename... Args>
+void info(fmt::format_string<Args...> f, Args&&... args) {
+  if (level() >= Level::kInfo)
+    write(Level::kInfo, "", fmt::format(f, std::forward<Args>(args)...));
+}
+template <typename... Args>
+void debug(std::string_view area, fmt::format_string<Args...> f,
+           Args&&... args) {
+  if (debug_enabled(area))
+    write(Level::kDebug, area, fmt::format(f, std::forward<Args>(args)...));
+}
+
+}  // namespace looptrace::log

@@ -1,0 +1,41 @@
+// A probe point as the loader attaches it and the report describes it.
+#pragma once
+
+#include <linux/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "looptrace/abi.h"
+
+namespace looptrace {
+
+// How a key value is shown in a report.
+enum class KeyFormat {
+  kInt,     // signed decimal ("what=3")
+  kHex,     // 0x...
+  kSymbol,  // a code pointer: symbolized to a function name
+  kVtable,  // a vtable pointer: symbolized, "vtable for " stripped -> class
+};
+
+struct KeyDef {
+  std::string name;  // "target", "callback", "what"
+  std::string expr;  // as written: "*(*(arg1+0))"
+  lt_key_spec spec{};
+  KeyFormat format = KeyFormat::kHex;
+};
+
+struct ProbeDef {
+  uint32_t id = 0;  // index into lt_config.probes and the attach cookie
+  uint32_t role = LT_ROLE_DISPATCH;
+  std::string binary;  // as given: path or library name
+  std::string symbol;  // as given: name, glob or 0x offset
+  std::vector<KeyDef> keys;
+  // Filled in by resolution:
+  std::string path;             // absolute path of the ELF file
+  std::string resolved_symbol;  // demangled name of the match
+  uint64_t file_offset = 0;     // what the uprobe attaches at
+};
+
+}  // namespace looptrace

@@ -1,0 +1,73 @@
+// The in-memory event stream: typed events decoded from the ring buffer (or
+// a recording, or a unit test). Analysers consume these and nothing else.
+#pragma once
+
+#include <linux/types.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "looptrace/abi.h"
+
+namespace looptrace {
+
+// A completed span that crossed its slow threshold (or every span with
+// --record-all).
+struct SpanEvent {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  std::string comm;
+  uint64_t span_id = 0;
+  uint64_t start_ns = 0;  // CLOCK_MONOTONIC
+  uint64_t duration_ns = 0;
+  uint64_t cpu_ns = 0;
+  uint32_t probe_id = 0;
+  uint32_t role = LT_ROLE_DISPATCH;
+  uint32_t depth = 0;
+  uint32_t key_fault_mask = 0;
+  std::array<uint64_t, LT_MAX_KEYS> keys{};
+};
+
+// A user stack sampled while a span was running.
+struct SampleEvent {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint64_t ts_ns = 0;
+  uint64_t span_id = 0;
+  uint32_t probe_id = 0;
+  std::vector<uint64_t> frames;  // innermost first, raw user addresses
+};
+
+// A span that had samples but ended below its threshold.
+struct SpanDropEvent {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint64_t span_id = 0;
+};
+
+using Event = std::variant<SpanEvent, SampleEvent, SpanDropEvent>;
+
+// Read from the lt_hists map at the end of a run: every span of one thread
+// at one probe, fast and slow.
+struct ThreadHistogram {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  std::string comm;
+  uint32_t probe_id = 0;
+  uint32_t role = LT_ROLE_DISPATCH;
+  uint64_t count = 0;
+  uint64_t sum_ns = 0;
+  uint64_t max_ns = 0;
+  std::array<uint64_t, LT_HIST_SLOTS> slots{};
+};
+
+// Summed lt_counters plus what userspace itself lost.
+struct Counters {
+  std::array<uint64_t, LT_CNT_MAX> bpf{};
+  uint64_t decode_errors = 0;  // malformed ring-buffer records
+};
+
+}  // namespace looptrace
