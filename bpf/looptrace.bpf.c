@@ -1,19 +1,397 @@
 // SPDX-License-Identifier: GPL-2.0
-/* The benchmark floor: a uprobe + uretprobe pair that does nothing. */
+/*
+ * looptrace span tracing: uprobe/uretprobe pairs around a loop's dispatch
+ * (and idle) functions, CPU-time accounting from sched_switch, and a
+ * perf-event stack sampler for spans that run long.
+ *
+ * Fast spans only update a per-thread histogram; slow spans, stack samples
+ * and sample drops cross the ring buffer. Everything lost is counted.
+ */
 #include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-SEC("uprobe")
-int BPF_KPROBE(lt_empty_entry)
+#include "looptrace/abi.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Filled in by the loader before load; frozen afterwards. */
+const volatile struct lt_config lt_cfg = {};
+
+/* Set by the loader once every probe is attached. */
+volatile __u32 lt_ready = 0;
+/* Next free index in lt_hists. */
+__u32 lt_hist_next = 0;
+
+/* One in-flight span. */
+struct lt_frame {
+	__u64 start_ns;
+	__u64 cpu_at_start;
+	__u64 span_id;
+	__u64 keys[LT_MAX_KEYS];
+	__u32 probe_id;
+	__u32 key_fault_mask;
+	__u32 sampled;
+	__u32 pad;
+};
+
+/* Per-thread state, in task-local storage: no hash lookup on the hot path. */
+struct lt_thread {
+	__u64 oncpu_since; /* when the thread last went on CPU */
+	__u64 cpu_acc;     /* on-CPU ns accumulated at switch-out */
+	__u64 next_span_id;
+	__u32 depth; /* in-flight spans, may exceed LT_MAX_DEPTH */
+	__u32 pad;
+	/* index + 1 into lt_hists per probe; 0: none yet; -1: map full */
+	__s32 hist_slot[LT_MAX_PROBES];
+	struct lt_frame stack[LT_MAX_DEPTH];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct lt_thread);
+} lt_threads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20); /* resized by the loader */
+} lt_events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 4096); /* resized by the loader */
+	__type(key, __u32);
+	__type(value, struct lt_hist);
+} lt_hists SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, LT_CNT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} lt_counters SEC(".maps");
+
+static __always_inline void count(__u32 which)
 {
+	__u64 *v = bpf_map_lookup_elem(&lt_counters, &which);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline __u64 cpu_now(struct lt_thread *st, __u64 now)
+{
+	/* The thread is running (we are in its context). */
+	return st->cpu_acc + (now - st->oncpu_since);
+}
+
+/*
+ * The key bases, read once per entry at constant ctx offsets (the verifier
+ * rejects a ctx access at a variable offset, which is what a switch on the
+ * base would compile to).
+ */
+static __always_inline void load_regs(struct pt_regs *ctx, __u64 regs[8])
+{
+	regs[LT_KEY_NONE] = 0;
+	regs[LT_KEY_ARG0] = PT_REGS_PARM1(ctx);
+	regs[LT_KEY_ARG0 + 1] = PT_REGS_PARM2(ctx);
+	regs[LT_KEY_ARG0 + 2] = PT_REGS_PARM3(ctx);
+	regs[LT_KEY_ARG0 + 3] = PT_REGS_PARM4(ctx);
+	regs[LT_KEY_ARG0 + 4] = PT_REGS_PARM5(ctx);
+#if defined(PT_REGS_PARM6)
+	regs[LT_KEY_ARG5] = PT_REGS_PARM6(ctx);
+#elif defined(__TARGET_ARCH_x86)
+	regs[LT_KEY_ARG5] = ctx->r9; /* libbpf 1.1 has no PT_REGS_PARM6 */
+#else
+	regs[LT_KEY_ARG5] = 0;
+#endif
+	regs[LT_KEY_SP] = PT_REGS_SP(ctx);
+}
+
+/* Evaluates one key expression; returns 0 on success, -1 on a fault. */
+static __always_inline int read_key(const __u64 regs[8], const volatile struct lt_key_spec *spec,
+				    __u64 *out)
+{
+	__u64 v = regs[spec->base & 7];
+	__u8 nderef = spec->nderef;
+	__u8 size = spec->size;
+	int i;
+
+	for (i = 0; i < LT_MAX_DEREF; i++) {
+		void *addr;
+		__u64 next = 0;
+		long err;
+
+		if (i >= nderef)
+			break;
+		addr = (void *)(v + (__s64)spec->off[i]);
+		/* Only the last read may be narrower than a pointer. */
+		if (i == nderef - 1 && size == 4)
+			err = bpf_probe_read_user(&next, 4, addr);
+		else if (i == nderef - 1 && size == 2)
+			err = bpf_probe_read_user(&next, 2, addr);
+		else if (i == nderef - 1 && size == 1)
+			err = bpf_probe_read_user(&next, 1, addr);
+		else
+			err = bpf_probe_read_user(&next, 8, addr);
+		if (err)
+			return -1;
+		v = next;
+	}
+	*out = v + (__s64)spec->add;
 	return 0;
+}
+
+static __always_inline struct lt_thread *thread_state(int create)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+
+	return bpf_task_storage_get(&lt_threads, task, 0,
+				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(lt_span_entry)
+{
+	__u32 probe_id = (__u32)bpf_get_attach_cookie(ctx);
+	const volatile struct lt_probe_cfg *cfg;
+	struct lt_thread *st;
+	struct lt_frame *f;
+	__u64 regs[8];
+	__u64 now;
+	__u32 d, i;
+
+	if (!lt_ready || probe_id >= LT_MAX_PROBES)
+		return 0;
+	probe_id &= LT_MAX_PROBES - 1; /* keeps the verifier's bound */
+	st = thread_state(1);
+	if (!st) {
+		count(LT_CNT_STORAGE_FAIL);
+		return 0;
+	}
+	now = bpf_ktime_get_ns();
+	if (!st->oncpu_since) /* just created: the thread is running now */
+		st->oncpu_since = now;
+	d = st->depth;
+	st->depth = d + 1;
+	if (d >= LT_MAX_DEPTH) {
+		count(LT_CNT_DEPTH_OVERFLOW);
+		return 0;
+	}
+	f = &st->stack[d];
+	f->start_ns = now;
+	f->cpu_at_start = cpu_now(st, now);
+	f->span_id = ++st->next_span_id;
+	f->probe_id = probe_id;
+	f->key_fault_mask = 0;
+	f->sampled = 0;
+
+	cfg = &lt_cfg.probes[probe_id];
+	if (cfg->nkeys)
+		load_regs(ctx, regs);
+	for (i = 0; i < LT_MAX_KEYS; i++) {
+		if (i >= cfg->nkeys)
+			break;
+		if (read_key(regs, &cfg->keys[i], &f->keys[i])) {
+			f->keys[i] = 0;
+			f->key_fault_mask |= 1u << i;
+			count(LT_CNT_KEY_FAULT);
+		}
+	}
+	return 0;
+}
+
+static __always_inline struct lt_hist *thread_hist(struct lt_thread *st, __u32 probe_id, __u32 role)
+{
+	struct task_struct *task;
+	struct lt_hist *h;
+	__s32 slot;
+	__u32 idx;
+
+	probe_id &= LT_MAX_PROBES - 1;
+	slot = st->hist_slot[probe_id];
+	if (slot > 0) {
+		idx = slot - 1;
+		return bpf_map_lookup_elem(&lt_hists, &idx);
+	}
+	if (slot < 0)
+		return 0;
+	idx = __sync_fetch_and_add(&lt_hist_next, 1);
+	if (idx >= lt_cfg.hist_max) {
+		st->hist_slot[probe_id] = -1;
+		count(LT_CNT_HIST_FULL);
+		return 0;
+	}
+	h = bpf_map_lookup_elem(&lt_hists, &idx);
+	if (!h)
+		return 0;
+	task = bpf_get_current_task_btf();
+	h->pid = BPF_CORE_READ(task, tgid);
+	h->tid = BPF_CORE_READ(task, pid);
+	h->probe_id = probe_id;
+	h->role = role;
+	bpf_get_current_comm(h->comm, sizeof(h->comm));
+	st->hist_slot[probe_id] = idx + 1;
+	return h;
 }
 
 SEC("uretprobe")
-int BPF_KRETPROBE(lt_empty_return)
+int BPF_KRETPROBE(lt_span_return)
 {
+	__u32 probe_id = (__u32)bpf_get_attach_cookie(ctx);
+	struct lt_span_rec *rec;
+	struct lt_thread *st;
+	struct lt_frame *f;
+	struct lt_hist *h;
+	__u64 now, dur, pid_tgid;
+	__u32 d, role;
+
+	if (!lt_ready || probe_id >= LT_MAX_PROBES)
+		return 0;
+	probe_id &= LT_MAX_PROBES - 1; /* keeps the verifier's bound */
+	st = thread_state(0);
+	if (!st || !st->depth) {
+		count(LT_CNT_RET_UNMATCHED);
+		return 0;
+	}
+	now = bpf_ktime_get_ns();
+	d = --st->depth;
+	if (d >= LT_MAX_DEPTH)
+		return 0; /* its entry overflowed and was counted then */
+	f = &st->stack[d];
+	if (f->probe_id != probe_id)
+		count(LT_CNT_RET_UNMATCHED);
+	dur = now - f->start_ns;
+	role = lt_cfg.probes[probe_id].role;
+	if (role >= LT_ROLE_MAX)
+		role = LT_ROLE_DISPATCH;
+	count(LT_CNT_SPANS);
+
+	h = thread_hist(st, probe_id, role);
+	if (h) {
+		__u32 slot = lt_hist_slot(dur);
+
+		h->count++;
+		h->sum_ns += dur;
+		if (dur > h->max_ns)
+			h->max_ns = dur;
+		if (slot < LT_HIST_SLOTS)
+			h->slots[slot]++;
+	}
+
+	if (dur < lt_cfg.slow_ns[role] && !lt_cfg.record_all) {
+		struct lt_span_drop_rec *drop;
+
+		if (!f->sampled)
+			return 0;
+		drop = bpf_ringbuf_reserve(&lt_events, sizeof(*drop), 0);
+		if (!drop) {
+			count(LT_CNT_RB_FULL);
+			return 0;
+		}
+		pid_tgid = bpf_get_current_pid_tgid();
+		drop->hdr.type = LT_REC_SPAN_DROP;
+		drop->hdr.size = sizeof(*drop);
+		drop->hdr.ts_ns = now;
+		drop->hdr.pid = pid_tgid >> 32;
+		drop->hdr.tid = (__u32)pid_tgid;
+		drop->span_id = f->span_id;
+		bpf_ringbuf_submit(drop, 0);
+		return 0;
+	}
+
+	rec = bpf_ringbuf_reserve(&lt_events, sizeof(*rec), 0);
+	if (!rec) {
+		count(LT_CNT_RB_FULL);
+		return 0;
+	}
+	pid_tgid = bpf_get_current_pid_tgid();
+	rec->hdr.type = LT_REC_SPAN;
+	rec->hdr.size = sizeof(*rec);
+	rec->hdr.ts_ns = now;
+	rec->hdr.pid = pid_tgid >> 32;
+	rec->hdr.tid = (__u32)pid_tgid;
+	rec->span_id = f->span_id;
+	rec->start_ns = f->start_ns;
+	rec->duration_ns = dur;
+	rec->cpu_ns = cpu_now(st, now) - f->cpu_at_start;
+	rec->probe_id = probe_id;
+	rec->role = role;
+	rec->depth = d;
+	rec->key_fault_mask = f->key_fault_mask;
+	__builtin_memcpy(rec->keys, f->keys, sizeof(rec->keys));
+	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
+	bpf_ringbuf_submit(rec, 0);
 	return 0;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+/* CPU-time accounting: exact on-CPU time of threads that have state. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	struct lt_thread *st;
+	__u64 now;
+
+	if (!prev->bpf_storage && !next->bpf_storage)
+		return 0;
+	now = bpf_ktime_get_ns();
+	st = bpf_task_storage_get(&lt_threads, prev, 0, 0);
+	if (st && st->oncpu_since)
+		st->cpu_acc += now - st->oncpu_since;
+	st = bpf_task_storage_get(&lt_threads, next, 0, 0);
+	if (st)
+		st->oncpu_since = now;
+	return 0;
+}
+
+/* Stack sampler: a cpu-clock perf event on every CPU. */
+SEC("perf_event")
+int lt_sample(struct bpf_perf_event_data *ctx)
+{
+	struct lt_sample_rec *rec;
+	struct lt_thread *st;
+	struct lt_frame *f;
+	__u64 now, pid_tgid;
+	__u32 d;
+	long n;
+
+	if (!lt_ready)
+		return 0;
+	st = thread_state(0);
+	if (!st || !st->depth)
+		return 0;
+	d = st->depth - 1;
+	if (d >= LT_MAX_DEPTH)
+		d = LT_MAX_DEPTH - 1;
+	f = &st->stack[d];
+	now = bpf_ktime_get_ns();
+	if (now - f->start_ns < lt_cfg.sample_after_ns)
+		return 0;
+	rec = bpf_ringbuf_reserve(&lt_events, sizeof(*rec), 0);
+	if (!rec) {
+		count(LT_CNT_RB_FULL);
+		return 0;
+	}
+	n = bpf_get_stack(ctx, rec->frames, sizeof(rec->frames), BPF_F_USER_STACK);
+	if (n <= 0) {
+		count(LT_CNT_STACK_FAIL);
+		bpf_ringbuf_discard(rec, 0);
+		return 0;
+	}
+	pid_tgid = bpf_get_current_pid_tgid();
+	rec->hdr.type = LT_REC_SAMPLE;
+	rec->hdr.size = sizeof(*rec);
+	rec->hdr.ts_ns = now;
+	rec->hdr.pid = pid_tgid >> 32;
+	rec->hdr.tid = (__u32)pid_tgid;
+	rec->span_id = f->span_id;
+	rec->probe_id = f->probe_id;
+	rec->nframes = n / sizeof(__u64);
+	f->sampled = 1;
+	count(LT_CNT_SAMPLES);
+	bpf_ringbuf_submit(rec, 0);
+	return 0;
+}

@@ -33,10 +33,12 @@ function(looptrace_bpf_skeleton name src)
   set(skel ${LOOPTRACE_BPF_GEN_DIR}/${name}.skel.h)
   add_custom_command(
     OUTPUT ${obj}
-    COMMAND ${CLANG_EXE} -g -O2 -target bpf -D__TARGET_ARCH_${LOOPTRACE_BPF_ARCH}
+    COMMAND ${CLANG_EXE} -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_${LOOPTRACE_BPF_ARCH}
             -Wall -Werror -Wno-unused-function
             -I${LOOPTRACE_BPF_GEN_DIR} -I${CMAKE_SOURCE_DIR}/include
-            -I${CMAKE_SOURCE_DIR}/bpf -c ${src} -o ${obj}
+            -I${CMAKE_SOURCE_DIR}/bpf -c ${src} -o ${obj}.tmp
+    # bpftool's static linker drops DWARF, keeping the skeleton small.
+    COMMAND ${BPFTOOL_EXE} gen object ${obj} ${obj}.tmp
     DEPENDS ${src} ${LOOPTRACE_BPF_GEN_DIR}/vmlinux.h
             ${CMAKE_SOURCE_DIR}/include/looptrace/abi.h
     COMMENT "BPF ${name}")

@@ -1,1 +1,99 @@
-int main() { return 0; }
+// looptrace: event-loop lag tracer. Parse, run, turn a status into an exit
+// code; the work is in record.cpp and below.
+#include <unistd.h>
+
+#include <climits>
+#include <filesystem>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "base/log.h"
+#include "cli/record.h"
+
+namespace {
+
+std::string self_dir() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return ".";
+  buf[n] = '\0';
+  return std::filesystem::path(buf).parent_path().string();
+}
+
+constexpr const char* kExamples = R"(
+Examples:
+  looptrace demo
+      trace the bundled reference app through a scripted scenario
+  looptrace record --profile refapp -- ./refapp --stall busy:50ms@500
+      run a command under the tracer until it exits
+  looptrace record -p 1234 --dispatch libglib-2.0.so.0:g_main_context_dispatch
+      trace a running GLib program's main-loop dispatches
+  looptrace record --dispatch libQt5Core.so.5:'QCoreApplication::notify*' -d 10s
+      every process that maps QtCore, for 10 seconds
+  looptrace record --profile refapp -p 1234 --slow 50ms --json report.json
+      slow dispatches over 50 ms, machine-readable report in report.json
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"looptrace: find where an event loop loses time"};
+  app.footer(kExamples);
+  app.require_subcommand(1);
+  bool verbose = false;
+  std::string debug_areas;
+  app.add_flag("-v,--verbose", verbose, "Print progress and libbpf messages");
+  app.add_option("--debug", debug_areas,
+                 "Debug areas: elf,resolve,loader,libbpf,symbolize or all");
+
+  looptrace::RecordArgs ra;
+  ra.self_dir = self_dir();
+  CLI::App* rec = app.add_subcommand(
+      "record", "Trace dispatches and report slow ones");
+  rec->add_option("--profile", ra.profile, "Probe set: a built-in (refapp) or a JSON profile file");
+  rec->add_option("--dispatch", ra.dispatch,
+                  "Ad-hoc dispatch span BINARY:SYMBOL (repeatable); SYMBOL: "
+                  "name, demangled C++ name, glob or 0x file offset");
+  rec->add_option("--idle", ra.idle, "Ad-hoc idle-handler span BINARY:SYMBOL (repeatable)");
+  rec->add_option("--key", ra.keys,
+                  "Key read at entry of ad-hoc probes: NAME=EXPR[:int|hex|sym|vtable], "
+                  "e.g. 'what=u32 *(arg1+16):int' (repeatable)");
+  rec->add_option("-p,--pid", ra.pid, "Trace this process");
+  rec->add_flag("-a,--system-wide", ra.system_wide,
+                "Trace every process that maps the binaries (the default without -p or a command)");
+  rec->add_option("--slow", ra.slow, "Slow-dispatch threshold (ns/us/ms/s)")->capture_default_str();
+  rec->add_option("--slow-idle", ra.slow_idle, "Slow idle-handler threshold (default: --slow)");
+  rec->add_option("-d,--duration", ra.duration, "Stop after this long");
+  rec->add_option("--sample-freq", ra.sample_freq, "Stack samples per second and CPU (0: off)")
+      ->capture_default_str();
+  rec->add_option("--sample-after", ra.sample_after,
+                  "Sample stacks of spans running longer than this (default: half of --slow)");
+  rec->add_option("--ringbuf-size", ra.ringbuf_size, "Ring buffer size (power of two: 8M)")
+      ->capture_default_str();
+  rec->add_option("--max-threads", ra.hist_max, "Histogram slots (threads x probes)")
+      ->capture_default_str();
+  rec->add_flag("--record-all", ra.record_all, "Send every span through the ring buffer");
+  rec->add_option("--json", ra.json_path, "Write the JSON report to FILE ('-': stdout)");
+  rec->add_flag("-q,--quiet", ra.quiet, "No text report, no progress lines");
+  rec->add_option("command", ra.command, "-- COMMAND [ARGS...] to run and trace");
+  rec->footer(kExamples);
+
+  std::string demo_json;
+  CLI::App* demo = app.add_subcommand(
+      "demo", "Run the bundled reference app under looptrace and compare with its own log");
+  demo->add_option("--json", demo_json, "Also write the JSON report to FILE");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (verbose) looptrace::log::set_level(looptrace::log::Level::kInfo);
+  if (!debug_areas.empty()) looptrace::log::enable_debug_areas(debug_areas);
+  if (verbose) looptrace::log::enable_debug_areas("libbpf");
+
+  if (*rec) return looptrace::run_record(ra);
+  if (*demo) return looptrace::run_demo(ra.self_dir, demo_json);
+  return 2;
+}

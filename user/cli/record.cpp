@@ -1,0 +1,384 @@
+#include "cli/record.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <set>
+
+#include "analysis/dispatch.h"
+#include "base/duration.h"
+#include "base/log.h"
+#include "loader/tracer.h"
+#include "proc/maps.h"
+#include "proc/process.h"
+#include "profiles/key_expr.h"
+#include "profiles/profile.h"
+#include "profiles/resolve.h"
+#include "report/report.h"
+#include "symbolize/proc_symbolizer.h"
+
+namespace looptrace {
+namespace {
+
+volatile sig_atomic_t g_stop_signal = 0;
+
+void on_stop_signal(int sig) { g_stop_signal = sig; }
+
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+uint64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull +
+         static_cast<uint64_t>(ts.tv_nsec);
+}
+
+int fail(const Status& st) {
+  log::error("{}", st.message());
+  if (!st.hint().empty()) std::fprintf(stderr, "hint: %s\n", st.hint().c_str());
+  return st.exit_code();
+}
+
+Result<uint32_t> parse_size(const std::string& s) {
+  if (s.empty()) return Status::Error("bad size ''", ErrorKind::kUsage);
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(s.c_str(), &end, 10);
+  std::string unit(end);
+  if (errno || end == s.c_str())
+    return Status::Error(fmt::format("bad size '{}'", s), ErrorKind::kUsage);
+  if (unit == "K" || unit == "k")
+    v <<= 10;
+  else if (unit == "M" || unit == "m")
+    v <<= 20;
+  else if (unit == "G" || unit == "g")
+    v <<= 30;
+  else if (!unit.empty())
+    return Status::Error(fmt::format("bad size '{}': use K, M or G", s),
+                         ErrorKind::kUsage);
+  if (v < 4096 || v > (1ull << 30) || (v & (v - 1)))
+    return Status::Error(
+        fmt::format("bad ring buffer size '{}': a power of two from 4K to 1G", s),
+        ErrorKind::kUsage);
+  return static_cast<uint32_t>(v);
+}
+
+// A command started stopped: it execs only when released, after the probes
+// are attached, so its first dispatch is already traced.
+class Child {
+ public:
+  ~Child() {
+    if (pid_ > 0 && !reaped_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (go_fd_ >= 0) close(go_fd_);
+  }
+
+  Status start(const std::vector<std::string>& argv) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return Status::Errno("pipe", errno);
+    pid_ = fork();
+    if (pid_ < 0) return Status::Errno("fork", errno);
+    if (pid_ == 0) {
+      close(fds[1]);
+      char c;
+      // EOF without a byte: the tracer gave up; do not run the command.
+      if (read(fds[0], &c, 1) != 1) _exit(127);
+      std::vector<char*> args;
+      for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      signal(SIGINT, SIG_DFL);
+      signal(SIGTERM, SIG_DFL);
+      execvp(args[0], args.data());
+      std::fprintf(stderr, "looptrace: error: cannot run %s: %s\n", args[0],
+                   std::strerror(errno));
+      _exit(127);
+    }
+    close(fds[0]);
+    go_fd_ = fds[1];
+    return Status::Ok();
+  }
+  void release() {
+    if (go_fd_ < 0) return;
+    if (write(go_fd_, "g", 1) != 1) log::warn("could not release the command");
+    close(go_fd_);
+    go_fd_ = -1;
+  }
+  // True once the child has exited (reaps it).
+  bool exited() {
+    if (reaped_) return true;
+    int status = 0;
+    pid_t r = waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+      reaped_ = true;
+      status_ = status;
+    }
+    return reaped_;
+  }
+  void terminate() {
+    if (exited()) return;
+    kill(pid_, SIGTERM);
+    for (int i = 0; i < 300 && !exited(); ++i) usleep(10'000);
+    if (!exited()) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, &status_, 0);
+      reaped_ = true;
+    }
+  }
+  pid_t pid() const { return pid_; }
+  int status() const { return status_; }
+
+ private:
+  pid_t pid_ = -1;
+  int go_fd_ = -1;
+  bool reaped_ = false;
+  int status_ = 0;
+};
+
+Result<std::string> find_command(const std::string& name) {
+  if (name.find('/') != std::string::npos) {
+    if (access(name.c_str(), X_OK) != 0)
+      return Status::Errno(fmt::format("command {}", name), errno,
+                           ErrorKind::kUsage);
+    return std::filesystem::absolute(name).string();
+  }
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  size_t pos = 0;
+  while (pos <= dirs.size()) {
+    size_t colon = dirs.find(':', pos);
+    if (colon == std::string::npos) colon = dirs.size();
+    std::string cand = dirs.substr(pos, colon - pos) + "/" + name;
+    if (access(cand.c_str(), X_OK) == 0) return cand;
+    pos = colon + 1;
+  }
+  return Status::Error(fmt::format("command '{}' not found in PATH", name),
+                       ErrorKind::kUsage);
+}
+
+struct Setup {
+  std::vector<ProbeDef> probes;
+  TraceOptions opts;
+  uint64_t duration_ns = 0;
+};
+
+Status build_probes(const RecordArgs& a, std::vector<ProbeDef>* probes) {
+  if (!a.profile.empty()) {
+    auto prof = load_profile(a.profile);
+    if (!prof.ok()) return prof.status();
+    for (ProbeDef& p : prof->probes) probes->push_back(std::move(p));
+  }
+  std::vector<KeyDef> keys;
+  for (const std::string& k : a.keys) {
+    auto kd = parse_key_def(k);
+    if (!kd.ok()) return kd.status();
+    keys.push_back(*kd);
+  }
+  if (keys.size() > LT_MAX_KEYS)
+    return Status::Error(fmt::format("at most {} --key options", LT_MAX_KEYS),
+                         ErrorKind::kUsage);
+  auto add = [&](const std::vector<std::string>& list, uint32_t role) -> Status {
+    for (const std::string& s : list) {
+      auto p = parse_probe_arg(s, role);
+      if (!p.ok()) return p.status();
+      p->keys = keys;
+      probes->push_back(std::move(*p));
+    }
+    return Status::Ok();
+  };
+  LT_RETURN_IF_ERROR(add(a.dispatch, LT_ROLE_DISPATCH));
+  LT_RETURN_IF_ERROR(add(a.idle, LT_ROLE_IDLE));
+  if (probes->empty())
+    return Status::Error("nothing to trace: give --profile NAME or --dispatch "
+                         "BINARY:SYMBOL",
+                         ErrorKind::kUsage);
+  return Status::Ok();
+}
+
+Status build_options(const RecordArgs& a, Setup* s) {
+  auto slow = parse_duration(a.slow);
+  if (!slow.ok()) return slow.status();
+  if (*slow == 0)
+    return Status::Error("--slow must be above 0", ErrorKind::kUsage);
+  s->opts.slow_ns[LT_ROLE_DISPATCH] = *slow;
+  s->opts.slow_ns[LT_ROLE_IDLE] = *slow;
+  if (!a.slow_idle.empty()) {
+    auto si = parse_duration(a.slow_idle);
+    if (!si.ok()) return si.status();
+    s->opts.slow_ns[LT_ROLE_IDLE] = *si;
+  }
+  uint64_t min_slow = std::min(s->opts.slow_ns[0], s->opts.slow_ns[1]);
+  s->opts.sample_after_ns = min_slow / 2;
+  if (!a.sample_after.empty()) {
+    auto sa = parse_duration(a.sample_after);
+    if (!sa.ok()) return sa.status();
+    s->opts.sample_after_ns = *sa;
+  }
+  if (!a.duration.empty()) {
+    auto d = parse_duration(a.duration);
+    if (!d.ok()) return d.status();
+    if (*d == 0)
+      return Status::Error("--duration must be above 0", ErrorKind::kUsage);
+    s->duration_ns = *d;
+  }
+  if (a.sample_freq > 100000)
+    return Status::Error("--sample-freq: at most 100000 Hz", ErrorKind::kUsage);
+  s->opts.sample_hz = a.sample_freq;
+  auto rb = parse_size(a.ringbuf_size);
+  if (!rb.ok()) return rb.status();
+  s->opts.ringbuf_bytes = *rb;
+  if (a.hist_max == 0 || a.hist_max > (1u << 20))
+    return Status::Error("--max-threads: 1 to 1048576", ErrorKind::kUsage);
+  s->opts.hist_max = a.hist_max;
+  s->opts.record_all = a.record_all;
+  return Status::Ok();
+}
+
+std::string join_command(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const std::string& a : argv) {
+    if (!s.empty()) s += ' ';
+    s += a;
+  }
+  return s;
+}
+
+}  // namespace
+
+int run_record(const RecordArgs& a) {
+  int targets = (a.pid > 0) + (!a.command.empty()) + a.system_wide;
+  if (targets > 1)
+    return fail(Status::Error("give only one of -p PID, -- COMMAND and "
+                              "--system-wide",
+                              ErrorKind::kUsage));
+  Setup s;
+  if (Status st = build_options(a, &s); !st.ok()) return fail(st);
+  if (Status st = build_probes(a, &s.probes); !st.ok()) return fail(st);
+  if (a.pid > 0 && !proc::pid_exists(static_cast<uint32_t>(a.pid)))
+    return fail(Status::Error(fmt::format("pid {} not found", a.pid),
+                              ErrorKind::kUsage));
+  if (Status st = check_bpf_environment(); !st.ok()) return fail(st);
+
+  ResolveContext rctx;
+  rctx.self_dir = a.self_dir;
+  rctx.pid = a.pid;
+  std::unique_ptr<Child> child;
+  if (!a.command.empty()) {
+    auto path = find_command(a.command[0]);
+    if (!path.ok()) return fail(path.status());
+    rctx.command_path = *path;
+  }
+  if (Status st = resolve_probes(&s.probes, rctx); !st.ok()) return fail(st);
+  if (!a.command.empty()) {
+    child = std::make_unique<Child>();
+    if (Status st = child->start(a.command); !st.ok()) return fail(st);
+    s.opts.pid = child->pid();
+  } else {
+    s.opts.pid = a.pid > 0 ? a.pid : -1;
+  }
+  s.opts.probes = s.probes;
+
+  install_libbpf_logger();
+  install_stop_handlers();
+  auto tracer = Tracer::Create(s.opts);
+  if (!tracer.ok()) return fail(tracer.status());
+
+  ProcSymbolizer symbolizer;
+  std::set<uint32_t> seen_pids;
+  DispatchAnalyzer analyzer(DispatchOptions{s.opts.slow_ns});
+  Tracer::Sink sink = [&](Event&& ev) {
+    uint32_t pid = std::visit([](const auto& e) { return e.pid; }, ev);
+    // Capture mappings while the process is alive, for symbolization at exit.
+    if (seen_pids.insert(pid).second) symbolizer.snapshot(pid);
+    analyzer.consume(ev);
+  };
+
+  uint64_t t0 = monotonic_ns();
+  if (child) child->release();
+  if (!a.quiet) {
+    std::string what = child ? fmt::format("pid {} ({})", child->pid(), a.command[0])
+                       : a.pid > 0 ? fmt::format("pid {}", a.pid)
+                                   : std::string("all processes");
+    std::fprintf(stderr, "looptrace: tracing %zu probe%s in %s; Ctrl-C to stop\n",
+                 s.probes.size(), s.probes.size() == 1 ? "" : "s", what.c_str());
+  }
+
+  Status run_status;
+  std::string stop_reason;
+  while (true) {
+    if (g_stop_signal) {
+      stop_reason = g_stop_signal == SIGINT ? "interrupted" : "terminated";
+      break;
+    }
+    if (s.duration_ns && monotonic_ns() - t0 >= s.duration_ns) {
+      stop_reason = "duration elapsed";
+      break;
+    }
+    if (child && child->exited()) {
+      stop_reason = "command exited";
+      break;
+    }
+    if (a.pid > 0 && !proc::pid_exists(static_cast<uint32_t>(a.pid))) {
+      stop_reason = fmt::format("pid {} exited", a.pid);
+      break;
+    }
+    int timeout = 100;
+    if (s.duration_ns) {
+      uint64_t left = s.duration_ns - std::min(s.duration_ns, monotonic_ns() - t0);
+      timeout = static_cast<int>(std::min<uint64_t>(100, left / 1'000'000 + 1));
+    }
+    run_status = (*tracer)->poll(timeout, sink);
+    if (!run_status.ok()) break;
+  }
+  uint64_t elapsed = monotonic_ns() - t0;
+  Status stop_status = (*tracer)->stop(sink);
+  std::vector<ThreadHistogram> hists = (*tracer)->read_histograms();
+  Counters counters = (*tracer)->read_counters();
+  tracer->reset();
+  if (child) child->terminate();
+  if (!a.quiet) std::fprintf(stderr, "looptrace: stopped: %s\n", stop_reason.c_str());
+
+  DispatchAnalysis analysis = analyzer.finish(hists, counters);
+  ReportContext ctx;
+  ctx.probes = &s.probes;
+  ctx.symbolizer = &symbolizer;
+  ctx.slow_ns = s.opts.slow_ns;
+  ctx.duration_ns = elapsed;
+  ctx.start_ns = t0;
+  ctx.command_line = child ? join_command(a.command) : "";
+
+  bool json_to_stdout = a.json_path == "-";
+  if (!a.json_path.empty()) {
+    nlohmann::json j = to_json(analysis, ctx);
+    if (json_to_stdout) {
+      std::cout << j.dump(2) << std::endl;
+    } else {
+      std::ofstream out(a.json_path);
+      if (!out) return fail(Status::Errno(fmt::format("writing {}", a.json_path), errno));
+      out << j.dump(2) << '\n';
+      if (!out) return fail(Status::Errno(fmt::format("writing {}", a.json_path), errno));
+    }
+  }
+  if (!a.quiet) write_text_report(json_to_stdout ? std::cerr : std::cout, analysis, ctx);
+  if (!run_status.ok()) return fail(run_status);
+  if (!stop_status.ok()) return fail(stop_status);
+  return 0;
+}
+
+}  // namespace looptrace

@@ -1,0 +1,40 @@
+// `looptrace record`: trace, analyse, report.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace looptrace {
+
+struct RecordArgs {
+  std::string profile;
+  std::vector<std::string> dispatch;  // BINARY:SYMBOL
+  std::vector<std::string> idle;      // BINARY:SYMBOL
+  std::vector<std::string> keys;      // NAME=EXPR[:FORMAT], for ad-hoc probes
+  pid_t pid = -1;
+  bool system_wide = false;
+  std::vector<std::string> command;
+  std::string slow = "16ms";
+  std::string slow_idle;  // default: same as --slow
+  std::string duration;   // empty: until Ctrl-C / exit
+  std::string sample_after;  // default: half the slow threshold
+  uint32_t sample_freq = 1000;
+  std::string ringbuf_size = "8M";
+  uint32_t hist_max = 4096;
+  bool record_all = false;
+  std::string json_path;
+  bool quiet = false;
+  std::string self_dir;  // directory of the looptrace binary
+};
+
+// Runs a whole tracing session; returns the process exit code.
+int run_record(const RecordArgs& args);
+
+// Runs the reference app under looptrace with a built-in scenario.
+int run_demo(const std::string& self_dir, const std::string& json_path);
+
+}  // namespace looptrace

@@ -1,0 +1,273 @@
+#include "loader/tracer.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "base/log.h"
+#include "looptrace.skel.h"
+#include "trace/decode.h"
+
+namespace looptrace {
+namespace {
+
+struct SkelDeleter {
+  void operator()(looptrace_bpf* s) const { looptrace_bpf::destroy(s); }
+};
+struct LinkDeleter {
+  void operator()(bpf_link* l) const { bpf_link__destroy(l); }
+};
+struct RingBufferDeleter {
+  void operator()(ring_buffer* rb) const { ring_buffer__free(rb); }
+};
+using LinkPtr = std::unique_ptr<bpf_link, LinkDeleter>;
+
+class ScopedFd {
+ public:
+  explicit ScopedFd(int fd = -1) : fd_(fd) {}
+  ~ScopedFd() {
+    if (fd_ >= 0) close(fd_);
+  }
+  ScopedFd(ScopedFd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  ScopedFd& operator=(ScopedFd&&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+int libbpf_print(enum libbpf_print_level level, const char* fmt_str,
+                 va_list args) {
+  if (!log::debug_enabled("libbpf")) return 0;
+  (void)level;
+  char* buf = nullptr;
+  int n = vasprintf(&buf, fmt_str, args);  // verifier logs can be long
+  if (n < 0) return 0;
+  std::string line(buf);
+  free(buf);
+  while (!line.empty() && line.back() == '\n') line.pop_back();
+  // Even libbpf's warnings go to debug: it warns while probing features,
+  // and every real failure comes back to us as an error we report.
+  log::debug("libbpf", "{}", line);
+  return n;
+}
+
+}  // namespace
+
+void install_libbpf_logger() { libbpf_set_print(libbpf_print); }
+
+Status check_bpf_environment() {
+  if (geteuid() != 0) {
+    // Without root we would need CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN (for
+    // uprobes via perf_event_open on other processes); keep the rule simple.
+    return Status::Error("looptrace needs root to load BPF programs "
+                         "(run it with sudo)",
+                         ErrorKind::kPermission);
+  }
+  if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
+    return Status::Error(
+        "this kernel has no BTF (/sys/kernel/btf/vmlinux is missing); "
+        "looptrace needs a kernel built with CONFIG_DEBUG_INFO_BTF=y");
+  }
+  return Status::Ok();
+}
+
+struct Tracer::Impl {
+  std::unique_ptr<looptrace_bpf, SkelDeleter> skel;
+  std::vector<LinkPtr> links;
+  std::vector<ScopedFd> perf_fds;
+  std::unique_ptr<ring_buffer, RingBufferDeleter> rb;
+  const Sink* sink = nullptr;
+  uint64_t decode_errors = 0;
+  int ncpus = 0;
+
+  static int on_record(void* ctx, void* data, size_t size) {
+    auto* self = static_cast<Impl*>(ctx);
+    Event ev;
+    if (!decode_record(data, size, &ev)) {
+      ++self->decode_errors;
+      return 0;
+    }
+    if (self->sink) (*self->sink)(std::move(ev));
+    return 0;
+  }
+
+  Status attach_probe(const ProbeDef& p, pid_t pid) {
+    for (bool ret : {false, true}) {
+      LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = p.id, .retprobe = ret);
+      bpf_program* prog =
+          ret ? skel->progs.lt_span_return : skel->progs.lt_span_entry;
+      bpf_link* link = bpf_program__attach_uprobe_opts(
+          prog, pid, p.path.c_str(), p.file_offset, &uo);
+      if (!link) {
+        int err = errno;
+        return Status::Errno(
+            fmt::format("attaching {} to {}:{} (offset {:#x})",
+                        ret ? "uretprobe" : "uprobe", p.path,
+                        p.resolved_symbol.empty() ? p.symbol
+                                                  : p.resolved_symbol,
+                        p.file_offset),
+            err);
+      }
+      links.emplace_back(link);
+    }
+    return Status::Ok();
+  }
+
+  Status attach_sampler(uint32_t hz) {
+    ncpus = libbpf_num_possible_cpus();
+    if (ncpus <= 0) return Status::Errno("counting CPUs", -ncpus);
+    for (int cpu = 0; cpu < ncpus; ++cpu) {
+      perf_event_attr attr{};
+      attr.type = PERF_TYPE_SOFTWARE;
+      attr.size = sizeof(attr);
+      attr.config = PERF_COUNT_SW_CPU_CLOCK;
+      attr.freq = 1;
+      attr.sample_freq = hz;
+      int fd = static_cast<int>(
+          syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+      if (fd < 0) {
+        if (errno == ENODEV) continue;  // possible but offline CPU
+        return Status::Errno(
+            fmt::format("perf_event_open(cpu-clock, cpu {})", cpu), errno);
+      }
+      perf_fds.emplace_back(fd);
+      bpf_link* link = bpf_program__attach_perf_event(skel->progs.lt_sample, fd);
+      if (!link)
+        return Status::Errno(
+            fmt::format("attaching the stack sampler on cpu {}", cpu), errno);
+      links.emplace_back(link);
+    }
+    return Status::Ok();
+  }
+};
+
+Tracer::Tracer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Tracer::~Tracer() = default;
+
+Result<std::unique_ptr<Tracer>> Tracer::Create(const TraceOptions& opts) {
+  if (opts.probes.empty())
+    return Status::Error("nothing to trace: give --profile or --dispatch",
+                         ErrorKind::kUsage);
+  if (opts.probes.size() > LT_MAX_PROBES)
+    return Status::Error(fmt::format("too many probes ({}; at most {})",
+                                     opts.probes.size(), LT_MAX_PROBES),
+                         ErrorKind::kUsage);
+  auto impl = std::make_unique<Impl>();
+  impl->skel.reset(looptrace_bpf::open());
+  if (!impl->skel) return Status::Errno("opening the BPF object", errno);
+  looptrace_bpf* skel = impl->skel.get();
+
+  lt_config& cfg = const_cast<lt_config&>(skel->rodata->lt_cfg);
+  for (int r = 0; r < LT_ROLE_MAX; ++r) cfg.slow_ns[r] = opts.slow_ns[r];
+  cfg.sample_after_ns = opts.sample_after_ns;
+  cfg.record_all = opts.record_all ? 1 : 0;
+  cfg.nprobes = static_cast<uint32_t>(opts.probes.size());
+  cfg.hist_max = opts.hist_max;
+  for (const ProbeDef& p : opts.probes) {
+    if (p.id >= LT_MAX_PROBES || p.keys.size() > LT_MAX_KEYS)
+      return Status::Error(fmt::format("probe {} is malformed", p.symbol));
+    lt_probe_cfg& pc = cfg.probes[p.id];
+    pc.role = p.role;
+    pc.nkeys = static_cast<uint32_t>(p.keys.size());
+    for (size_t k = 0; k < p.keys.size(); ++k) pc.keys[k] = p.keys[k].spec;
+  }
+  int err = bpf_map__set_max_entries(skel->maps.lt_events, opts.ringbuf_bytes);
+  if (!err) err = bpf_map__set_max_entries(skel->maps.lt_hists, opts.hist_max);
+  if (err)
+    return Status::Errno("sizing BPF maps (--ringbuf-size must be a power "
+                         "of two multiple of the page size)",
+                         -err);
+  if (opts.sample_hz == 0)
+    bpf_program__set_autoload(skel->progs.lt_sample, false);
+
+  err = looptrace_bpf::load(skel);
+  if (err)
+    return Status::Errno("loading the BPF programs (run with --debug=libbpf "
+                         "for the verifier log)",
+                         -err);
+
+  // CPU accounting first, so spans never see a thread without it.
+  bpf_link* sw = bpf_program__attach(skel->progs.lt_sched_switch);
+  if (!sw) return Status::Errno("attaching to sched_switch", errno);
+  impl->links.emplace_back(sw);
+  for (const ProbeDef& p : opts.probes)
+    LT_RETURN_IF_ERROR(impl->attach_probe(p, opts.pid));
+  if (opts.sample_hz) LT_RETURN_IF_ERROR(impl->attach_sampler(opts.sample_hz));
+
+  impl->rb.reset(ring_buffer__new(bpf_map__fd(skel->maps.lt_events),
+                                  &Impl::on_record, impl.get(), nullptr));
+  if (!impl->rb) return Status::Errno("creating the ring buffer", errno);
+
+  skel->bss->lt_ready = 1;
+  return std::unique_ptr<Tracer>(new Tracer(std::move(impl)));
+}
+
+Status Tracer::poll(int timeout_ms, const Sink& sink) {
+  impl_->sink = &sink;
+  int n = ring_buffer__poll(impl_->rb.get(), timeout_ms);
+  impl_->sink = nullptr;
+  if (n < 0 && n != -EINTR) return Status::Errno("polling the ring buffer", -n);
+  return Status::Ok();
+}
+
+Status Tracer::stop(const Sink& sink) {
+  impl_->skel->bss->lt_ready = 0;
+  // Destroying the links unregisters the uprobes: breakpoints leave the
+  // traced processes; pending uretprobes return normally.
+  impl_->links.clear();
+  impl_->perf_fds.clear();
+  impl_->sink = &sink;
+  int n = ring_buffer__consume(impl_->rb.get());
+  impl_->sink = nullptr;
+  if (n < 0) return Status::Errno("draining the ring buffer", -n);
+  return Status::Ok();
+}
+
+std::vector<ThreadHistogram> Tracer::read_histograms() const {
+  std::vector<ThreadHistogram> out;
+  const looptrace_bpf* skel = impl_->skel.get();
+  uint32_t used = skel->bss->lt_hist_next;
+  uint32_t max = skel->rodata->lt_cfg.hist_max;
+  if (used > max) used = max;
+  int fd = bpf_map__fd(skel->maps.lt_hists);
+  lt_hist h;
+  for (uint32_t i = 0; i < used; ++i) {
+    if (bpf_map_lookup_elem(fd, &i, &h) != 0 || h.count == 0) continue;
+    ThreadHistogram t;
+    t.pid = h.pid;
+    t.tid = h.tid;
+    t.comm.assign(h.comm, strnlen(h.comm, sizeof(h.comm)));
+    t.probe_id = h.probe_id;
+    t.role = h.role;
+    t.count = h.count;
+    t.sum_ns = h.sum_ns;
+    t.max_ns = h.max_ns;
+    for (int s = 0; s < LT_HIST_SLOTS; ++s) t.slots[s] = h.slots[s];
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+Counters Tracer::read_counters() const {
+  Counters c;
+  int fd = bpf_map__fd(impl_->skel->maps.lt_counters);
+  int ncpus = libbpf_num_possible_cpus();
+  std::vector<uint64_t> vals(ncpus > 0 ? ncpus : 1);
+  for (uint32_t k = 0; k < LT_CNT_MAX; ++k) {
+    if (bpf_map_lookup_elem(fd, &k, vals.data()) != 0) continue;
+    for (uint64_t v : vals) c.bpf[k] += v;
+  }
+  c.decode_errors = impl_->decode_errors;
+  return c;
+}
+
+}  // namespace looptrace

@@ -1,0 +1,62 @@
+// The live tracer: configures, loads and attaches the BPF programs, then
+// turns ring-buffer records into typed events. The only code that knows
+// about the skeleton.
+#pragma once
+
+#include <sys/types.h>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "base/status.h"
+#include "profiles/probe.h"
+#include "trace/events.h"
+
+namespace looptrace {
+
+struct TraceOptions {
+  std::vector<ProbeDef> probes;  // resolved: path and file_offset set
+  pid_t pid = -1;                // -1: every process that maps the binary
+  std::array<uint64_t, LT_ROLE_MAX> slow_ns{16'000'000, 16'000'000};
+  uint64_t sample_after_ns = 8'000'000;
+  uint32_t sample_hz = 1000;  // 0: no stack sampling
+  uint32_t ringbuf_bytes = 8u << 20;
+  uint32_t hist_max = 4096;
+  bool record_all = false;
+};
+
+// Checks that this process may load tracing BPF programs and that the
+// kernel has BTF; one clear error line otherwise.
+Status check_bpf_environment();
+
+// Routes libbpf's messages through our log (shown with -v / --debug=libbpf).
+void install_libbpf_logger();
+
+class Tracer {
+ public:
+  using Sink = std::function<void(Event&&)>;
+
+  static Result<std::unique_ptr<Tracer>> Create(const TraceOptions& opts);
+  ~Tracer();
+  Tracer(const Tracer&) = delete;
+  Tracer& operator=(const Tracer&) = delete;
+
+  // Waits up to timeout_ms for records and hands each decoded event to sink.
+  Status poll(int timeout_ms, const Sink& sink);
+  // Removes every probe (the traced processes run on untouched), then
+  // drains what is left in the ring buffer into sink.
+  Status stop(const Sink& sink);
+
+  std::vector<ThreadHistogram> read_histograms() const;
+  Counters read_counters() const;
+
+ private:
+  struct Impl;
+  explicit Tracer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace looptrace

@@ -1,0 +1,67 @@
+#include "profiles/resolve.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "base/log.h"
+#include "elf/resolve.h"
+#include "proc/maps.h"
+#include "proc/process.h"
+
+namespace looptrace {
+namespace {
+
+std::string basename_of(const std::string& path) {
+  return std::filesystem::path(path).filename().string();
+}
+
+}  // namespace
+
+Result<std::string> resolve_binary(const std::string& binary,
+                                   const ResolveContext& ctx) {
+  if (ctx.pid > 0) {
+    auto mapped = proc::find_mapped_library(static_cast<uint32_t>(ctx.pid), binary);
+    if (mapped.ok()) {
+      // Through the process's root, so a binary inside a container resolves.
+      std::string via_root = fmt::format("/proc/{}/root{}", ctx.pid, *mapped);
+      if (access(via_root.c_str(), R_OK) == 0) return via_root;
+      return mapped;
+    }
+    return mapped.status();
+  }
+  if (!ctx.command_path.empty() &&
+      (binary == ctx.command_path || binary == basename_of(ctx.command_path)))
+    return ctx.command_path;
+  auto found = elf::find_library(binary);
+  if (found.ok()) return found;
+  // The bundled reference app sits beside looptrace in a build tree.
+  if (!ctx.self_dir.empty() && binary.find('/') == std::string::npos) {
+    for (const std::string& cand :
+         {ctx.self_dir + "/" + binary, ctx.self_dir + "/" + binary + "/" + binary}) {
+      if (access(cand.c_str(), X_OK) == 0 &&
+          std::filesystem::is_regular_file(cand))
+        return cand;
+    }
+  }
+  return found.status();
+}
+
+Status resolve_probes(std::vector<ProbeDef>* probes, const ResolveContext& ctx) {
+  uint32_t id = 0;
+  for (ProbeDef& p : *probes) {
+    p.id = id++;
+    auto path = resolve_binary(p.binary, ctx);
+    if (!path.ok()) return path.status();
+    p.path = *path;
+    auto match = elf::resolve_symbol(p.path, p.symbol);
+    if (!match.ok()) return match.status();
+    p.file_offset = match->file_offset;
+    p.resolved_symbol = match->demangled.empty() ? match->name : match->demangled;
+    log::debug("resolve", "{}:{} -> {} offset {:#x} ({})", p.binary, p.symbol,
+               p.path, p.file_offset, p.resolved_symbol);
+  }
+  return Status::Ok();
+}
+
+}  // namespace looptrace

@@ -1,0 +1,76 @@
+#include "trace/decode.h"
+
+#include <linux/types.h>
+
+#include <cstring>
+#include <string>
+
+#include "looptrace/abi.h"
+
+namespace looptrace {
+namespace {
+
+template <typename T>
+bool read_rec(const void* data, size_t size, T* rec) {
+  if (size < sizeof(T)) return false;
+  std::memcpy(rec, data, sizeof(T));
+  return rec->hdr.size == sizeof(T);
+}
+
+std::string comm_string(const char (&comm)[LT_COMM_LEN]) {
+  return std::string(comm, strnlen(comm, LT_COMM_LEN));
+}
+
+}  // namespace
+
+bool decode_record(const void* data, size_t size, Event* out) {
+  lt_rec_header hdr;
+  if (size < sizeof(hdr)) return false;
+  std::memcpy(&hdr, data, sizeof(hdr));
+  switch (hdr.type) {
+    case LT_REC_SPAN: {
+      lt_span_rec r;
+      if (!read_rec(data, size, &r) || r.role >= LT_ROLE_MAX ||
+          r.probe_id >= LT_MAX_PROBES)
+        return false;
+      SpanEvent ev;
+      ev.pid = r.hdr.pid;
+      ev.tid = r.hdr.tid;
+      ev.comm = comm_string(r.comm);
+      ev.span_id = r.span_id;
+      ev.start_ns = r.start_ns;
+      ev.duration_ns = r.duration_ns;
+      ev.cpu_ns = r.cpu_ns;
+      ev.probe_id = r.probe_id;
+      ev.role = r.role;
+      ev.depth = r.depth;
+      ev.key_fault_mask = r.key_fault_mask;
+      for (int i = 0; i < LT_MAX_KEYS; ++i) ev.keys[i] = r.keys[i];
+      *out = std::move(ev);
+      return true;
+    }
+    case LT_REC_SAMPLE: {
+      lt_sample_rec r;
+      if (!read_rec(data, size, &r) || r.nframes > LT_MAX_STACK) return false;
+      SampleEvent ev;
+      ev.pid = r.hdr.pid;
+      ev.tid = r.hdr.tid;
+      ev.ts_ns = r.hdr.ts_ns;
+      ev.span_id = r.span_id;
+      ev.probe_id = r.probe_id;
+      ev.frames.assign(r.frames, r.frames + r.nframes);
+      *out = std::move(ev);
+      return true;
+    }
+    case LT_REC_SPAN_DROP: {
+      lt_span_drop_rec r;
+      if (!read_rec(data, size, &r)) return false;
+      *out = SpanDropEvent{r.hdr.pid, r.hdr.tid, r.span_id};
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+}  // namespace looptrace
