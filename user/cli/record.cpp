@@ -301,7 +301,15 @@ int run_record(const RecordArgs& a) {
 
   ProcSymbolizer symbolizer;
   std::set<uint32_t> seen_pids;
-  DispatchAnalyzer analyzer(DispatchOptions{s.opts.slow_ns});
+  DispatchOptions aopts;
+  aopts.slow_ns = s.opts.slow_ns;
+  // Samples group by function, not by instruction: a busy loop sampled at
+  // different instructions is one place.
+  aopts.frame_key = [&symbolizer](uint32_t pid, uint64_t addr) {
+    Frame f = symbolizer.symbolize(pid, addr);
+    return f.known() ? addr - f.offset : addr;
+  };
+  DispatchAnalyzer analyzer(std::move(aopts));
   Tracer::Sink sink = [&](Event&& ev) {
     uint32_t pid = std::visit([](const auto& e) { return e.pid; }, ev);
     // Capture mappings while the process is alive, for symbolization at exit.

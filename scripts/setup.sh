@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs everything looptrace needs to build, test and benchmark, from
+# Debian's archive. Idempotent: packages already present are left alone.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config git
+  clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev
+  libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev
+  linux-perf bpftrace binutils procps time
+  python3-gi gir1.2-glib-2.0 clang-format
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+    missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: need root to install: ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "setup: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+echo "setup: all dependencies present" >&2

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Sets up, builds and runs every test: unit tests, the privileged BPF
+# integration tests, then the unit tests again under ASan + UBSan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+scripts/build.sh
+ctest --test-dir build --output-on-failure "$@"
+BUILD_DIR=build-asan BUILD_TYPE=Debug TARGET=looptrace_unit_tests \
+  scripts/build.sh -DLOOPTRACE_SANITIZE=ON
+ctest --test-dir build-asan --output-on-failure -L unit

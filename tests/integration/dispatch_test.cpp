@@ -1,0 +1,261 @@
+// looptrace against the reference app: every injected stall found, nothing
+// else reported, durations and CPU times as the app itself measured them.
+#include <signal.h>
+
+#include <chrono>
+#include <cmath>
+#include <thread>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+
+namespace lt_test {
+namespace {
+
+constexpr int64_t kDurationToleranceNs = 500'000;  // the issue's 0.5 ms
+constexpr int64_t kMatchWindowNs = 2'000'000;      // start times to pair
+
+int64_t diff(uint64_t a, uint64_t b) {
+  return static_cast<int64_t>(a) - static_cast<int64_t>(b);
+}
+
+// The reported slow dispatch whose start is closest to the app's own start.
+const nlohmann::json* find_match(const nlohmann::json& slow,
+                                 const nlohmann::json& stall) {
+  const nlohmann::json* best = nullptr;
+  int64_t best_d = kMatchWindowNs;
+  for (const auto& s : slow) {
+    int64_t d = std::llabs(diff(s["start_ns"].get<uint64_t>(),
+                                stall["start_ns"].get<uint64_t>()));
+    if (d < best_d) {
+      best_d = d;
+      best = &s;
+    }
+  }
+  return best;
+}
+
+bool stack_mentions(const nlohmann::json& slow, const std::string& fn) {
+  for (const auto& f : slow["stack"])
+    if (f.get<std::string>().find(fn) != std::string::npos) return true;
+  return false;
+}
+
+class RefappDispatch : public ::testing::Test {
+ protected:
+  void SetUp() override { LT_REQUIRE_BPF(); }
+  TempDir dir_;
+};
+
+// Stalls of 20, 50, 120 and 300 ms of each kind among ~500 ordinary
+// 0.1-2 ms dispatches a second.
+TEST_F(RefappDispatch, EveryInjectedStallIsFoundAndNothingElse) {
+  const std::string log = dir_.file("truth.jsonl");
+  const std::string json = dir_.file("report.json");
+  const uint64_t slow_ns = 15'000'000;
+  std::vector<std::string> cmd = {looptrace_bin(), "record", "--profile",
+                                  "refapp",        "--slow", "15ms",
+                                  "--json",        json,     "--",
+                                  refapp_bin(),    "--rate", "500",
+                                  "--log",         log};
+  int at = 300;
+  int n = 0;
+  for (int ms : {20, 50, 120, 300}) {
+    for (const char* kind : {"busy", "sleep", "lock"}) {
+      cmd.push_back("--stall");
+      cmd.push_back(std::string(kind) + ":" + std::to_string(ms) + "@" +
+                    std::to_string(at));
+      at += ms + 250;
+      ++n;
+    }
+  }
+  cmd.push_back("--duration");
+  cmd.push_back(std::to_string(at + 300));
+  RunResult r = run(cmd);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  auto truth = read_jsonl(log);
+  auto stalls = events(truth, "stall");
+  ASSERT_EQ(stalls.size(), static_cast<size_t>(n)) << "the app ran every stall";
+  nlohmann::json report = read_json(json);
+  const auto& slow = report["slow_dispatches"];
+
+  // Recall: each stall, with its duration, CPU time, target and stack.
+  for (const auto& st : stalls) {
+    std::string what = st["kind"].get<std::string>() + " " +
+                       std::to_string(st["requested_ms"].get<int>()) + "ms";
+    const nlohmann::json* m = find_match(slow, st);
+    ASSERT_NE(m, nullptr) << "stall not reported: " << what;
+    EXPECT_LE(std::llabs(diff((*m)["duration_ns"], st["duration_ns"])),
+              kDurationToleranceNs)
+        << what << ": looptrace " << (*m)["duration_ns"] << " vs app "
+        << st["duration_ns"];
+    EXPECT_EQ((*m)["tid"], st["tid"]) << what;
+    EXPECT_NE((*m)["target"].get<std::string>().find("refapp::StallHandler"),
+              std::string::npos)
+        << what << ": target " << (*m)["target"];
+    // CPU time: the app reads its own thread CPU clock around the stall.
+    uint64_t cpu = (*m)["cpu_ns"];
+    uint64_t dur = (*m)["duration_ns"];
+    if (st.contains("cpu_ns")) {
+      EXPECT_LE(std::llabs(diff(cpu, st["cpu_ns"])), 2'000'000)
+          << what << ": looptrace cpu " << cpu << " vs app " << st["cpu_ns"];
+    }
+    if (st["kind"] == "busy") {
+      EXPECT_TRUE(stack_mentions(*m, "refapp::busyStall"))
+          << what << ": stack " << (*m)["stack"].dump();
+    } else {
+      // Sleeping and waiting on a lock cost (almost) no CPU.
+      EXPECT_LT(cpu, dur / 10 + 1'000'000) << what << ": cpu " << cpu;
+    }
+  }
+
+  // Precision: nothing but the stalls is slow, unless the app itself saw an
+  // ordinary dispatch cross the threshold (a noisy machine can do that).
+  auto summary = events(truth, "summary");
+  ASSERT_EQ(summary.size(), 1u);
+  uint64_t max_background = 0;
+  for (const auto& t : summary[0]["threads"])
+    max_background = std::max<uint64_t>(max_background, t["max_background_ns"]);
+  size_t extra = 0;
+  for (const auto& s : slow) {
+    bool is_stall = false;
+    for (const auto& st : stalls)
+      if (std::llabs(diff(s["start_ns"], st["start_ns"])) < kMatchWindowNs)
+        is_stall = true;
+    if (!is_stall) ++extra;
+  }
+  if (max_background < slow_ns) {
+    EXPECT_EQ(extra, 0u) << "reported slow dispatches that the app did not "
+                            "stall: "
+                         << slow.dump();
+  }
+  EXPECT_EQ(report["lost"]["ringbuf_full"], 0);
+}
+
+// A trigger dispatched exactly N times is N dispatches in the counts.
+TEST_F(RefappDispatch, ExactDispatchCount) {
+  const std::string log = dir_.file("truth.jsonl");
+  const std::string json = dir_.file("report.json");
+  RunResult r = run({looptrace_bin(), "record", "--profile", "refapp", "--json",
+                     json, "-q", "--", refapp_bin(), "--messages", "23",
+                     "--rate", "1000", "--log", log});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto summary = events(read_jsonl(log), "summary");
+  ASSERT_EQ(summary.size(), 1u);
+  ASSERT_EQ(summary[0]["threads"][0]["dispatches"], 23) << "app's own count";
+  nlohmann::json report = read_json(json);
+  uint64_t tid = summary[0]["threads"][0]["tid"];
+  uint64_t count = 0;
+  for (const auto& t : report["threads"])
+    if (t["tid"] == tid && t["role"] == "dispatch") count += t["count"].get<uint64_t>();
+  EXPECT_EQ(count, 23u) << report["threads"].dump();
+}
+
+// A dispatch that runs a nested loop: outer and inner spans pair up.
+TEST_F(RefappDispatch, NestedDispatchesPairCorrectly) {
+  const std::string log = dir_.file("truth.jsonl");
+  const std::string json = dir_.file("report.json");
+  // Inner dispatches busy 1 ms; outer ones span 3 of them. --record-all sends
+  // every span, so both levels are visible with their depth.
+  RunResult r = run({looptrace_bin(), "record", "--profile", "refapp", "--slow",
+                     "2500us", "--record-all", "--json", json, "-q", "--",
+                     refapp_bin(), "--nested", "5", "--rate", "0", "--duration",
+                     "600", "--log", log});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto truth = read_jsonl(log);
+  auto nested = events(truth, "nested");
+  ASSERT_EQ(nested.size(), 5u);
+  nlohmann::json report = read_json(json);
+  const auto& slow = report["slow_dispatches"];
+  ASSERT_EQ(slow.size(), 5u) << "only the outer spans (>= 2.5 ms) are slow: "
+                             << slow.dump();
+  for (const auto& n : nested) {
+    const nlohmann::json* m = nullptr;
+    for (const auto& s : slow)
+      if (std::llabs(diff(s["start_ns"], n["start_ns"])) < kMatchWindowNs) m = &s;
+    ASSERT_NE(m, nullptr) << n.dump();
+    EXPECT_EQ((*m)["depth"], 0);
+    EXPECT_LE(std::llabs(diff((*m)["duration_ns"], n["outer_duration_ns"])),
+              kDurationToleranceNs);
+  }
+  auto summary = events(truth, "summary");
+  ASSERT_EQ(summary.size(), 1u);
+  uint64_t tid = summary[0]["threads"][0]["tid"];
+  uint64_t count = 0;
+  for (const auto& t : report["threads"])
+    if (t["tid"] == tid) count += t["count"].get<uint64_t>();
+  EXPECT_EQ(count, summary[0]["threads"][0]["dispatches"].get<uint64_t>());
+  EXPECT_EQ(count, 20u) << "5 outer + 15 inner";
+  EXPECT_EQ(report["lost"]["unmatched_returns"], 0);
+}
+
+// -p: attach to a running app; its stalls are found and it outlives us.
+TEST_F(RefappDispatch, AttachByPidAndDetachOnInterrupt) {
+  const std::string log = dir_.file("truth.jsonl");
+  const std::string json = dir_.file("report.json");
+  Process app({refapp_bin(), "--rate", "300", "--start-delay", "1500",
+               "--duration", "4000", "--stall", "busy:40@300", "--stall",
+               "sleep:60@900", "--log", log},
+              dir_.file("app.out"), dir_.file("app.err"));
+  ASSERT_TRUE(wait_for_text(dir_.file("app.err"), "ready pid=", 5000));
+  Process tracer({looptrace_bin(), "record", "--profile", "refapp", "-p",
+                  std::to_string(app.pid()), "--json", json},
+                 dir_.file("lt.out"), dir_.file("lt.err"));
+  ASSERT_TRUE(wait_for_text(dir_.file("lt.err"), "tracing", 10000))
+      << read_file(dir_.file("lt.err"));
+  // Both stalls are over 1.5 + 0.9 s after start; interrupt after them.
+  std::this_thread::sleep_for(std::chrono::milliseconds(3200));
+  ASSERT_TRUE(app.running());
+  tracer.signal(SIGINT);
+  EXPECT_EQ(tracer.wait(10000), 0) << read_file(dir_.file("lt.err"));
+  EXPECT_NE(read_file(dir_.file("lt.out")).find("SLOW DISPATCHES"),
+            std::string::npos)
+      << "the report is printed after Ctrl-C";
+  // The app never noticed: it runs to its end and exits normally.
+  EXPECT_TRUE(app.running());
+  EXPECT_EQ(app.wait(10000), 0);
+  auto stalls = events(read_jsonl(log), "stall");
+  ASSERT_EQ(stalls.size(), 2u);
+  nlohmann::json report = read_json(json);
+  for (const auto& st : stalls) {
+    const nlohmann::json* m = find_match(report["slow_dispatches"], st);
+    ASSERT_NE(m, nullptr) << st.dump();
+    EXPECT_LE(std::llabs(diff((*m)["duration_ns"], st["duration_ns"])),
+              kDurationToleranceNs);
+  }
+}
+
+// Without -p or a command, every process that maps the binary is traced.
+TEST_F(RefappDispatch, SystemWideSeesTwoProcesses) {
+  const std::string json = dir_.file("report.json");
+  Process tracer({looptrace_bin(), "record", "--profile", "refapp", "-d", "4s",
+                  "--json", json},
+                 dir_.file("lt.out"), dir_.file("lt.err"));
+  ASSERT_TRUE(wait_for_text(dir_.file("lt.err"), "tracing", 10000))
+      << read_file(dir_.file("lt.err"));
+  Process a({refapp_bin(), "--rate", "200", "--duration", "1500", "--stall",
+             "busy:30@500", "--log", dir_.file("a.jsonl")},
+            dir_.file("a.out"), dir_.file("a.err"));
+  Process b({refapp_bin(), "--rate", "200", "--duration", "1500", "--stall",
+             "sleep:45@700", "--log", dir_.file("b.jsonl")},
+            dir_.file("b.out"), dir_.file("b.err"));
+  EXPECT_EQ(a.wait(10000), 0);
+  EXPECT_EQ(b.wait(10000), 0);
+  EXPECT_EQ(tracer.wait(15000), 0) << read_file(dir_.file("lt.err"));
+  nlohmann::json report = read_json(json);
+  for (const char* f : {"a.jsonl", "b.jsonl"}) {
+    auto stalls = events(read_jsonl(dir_.file(f)), "stall");
+    ASSERT_EQ(stalls.size(), 1u) << f;
+    const nlohmann::json* m = find_match(report["slow_dispatches"], stalls[0]);
+    ASSERT_NE(m, nullptr) << f << ": " << report["slow_dispatches"].dump();
+    EXPECT_EQ((*m)["pid"], stalls[0]["pid"]);
+    EXPECT_LE(std::llabs(diff((*m)["duration_ns"], stalls[0]["duration_ns"])),
+              kDurationToleranceNs);
+  }
+}
+
+}  // namespace
+}  // namespace lt_test

@@ -1,0 +1,59 @@
+// A real event loop nobody here wrote: GLib's main loop in Debian's python3
+// (python3-gi). Its timeout callbacks block for times they log themselves.
+#include <unistd.h>
+
+#include <cmath>
+#include <string>
+
+#include "harness.h"
+
+namespace lt_test {
+namespace {
+
+constexpr int64_t kToleranceNs = 1'000'000;  // the 1 ms
+
+class GlibLoop : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(GlibLoop, StallsInTimeoutCallbacksAreReported) {
+  LT_REQUIRE_BPF();
+  if (access("/usr/bin/python3", X_OK) != 0) {
+    if (bpf_required()) FAIL() << "/usr/bin/python3 missing (scripts/setup.sh)";
+    GTEST_SKIP() << "/usr/bin/python3 missing";
+  }
+  TempDir dir;
+  const std::string log = dir.file("glib.jsonl");
+  const std::string json = dir.file("report.json");
+  RunResult r = run({looptrace_bin(), "record", "--dispatch",
+                     "libglib-2.0.so.0:g_main_context_dispatch", "--slow",
+                     "20ms", "--json", json, "-q", "--", "/usr/bin/python3",
+                     tests_dir() + "/programs/glib_loop.py", "--kind", GetParam(),
+                     "--stall", "40@400", "--stall", "90@900", "--stall",
+                     "150@1500", "--duration", "2200", "--log", log});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto stalls = events(read_jsonl(log), "stall");
+  ASSERT_EQ(stalls.size(), 3u) << "python logged its stalls";
+  nlohmann::json report = read_json(json);
+  const auto& slow = report["slow_dispatches"];
+  for (const auto& st : stalls) {
+    // The dispatch span starts a little before the callback (GLib's own
+    // bookkeeping) and ends a little after it; match by containment.
+    const nlohmann::json* m = nullptr;
+    for (const auto& s : slow) {
+      uint64_t start = s["start_ns"], dur = s["duration_ns"];
+      if (start <= st["start_ns"].get<uint64_t>() + kToleranceNs &&
+          start + dur + kToleranceNs >= st["end_ns"].get<uint64_t>())
+        m = &s;
+    }
+    ASSERT_NE(m, nullptr) << st.dump() << "\nreported: " << slow.dump();
+    int64_t d = static_cast<int64_t>((*m)["duration_ns"].get<uint64_t>()) -
+                static_cast<int64_t>(st["duration_ns"].get<uint64_t>());
+    EXPECT_LE(std::llabs(d), kToleranceNs)
+        << "looptrace " << (*m)["duration_ns"] << " vs python " << st["duration_ns"];
+  }
+  EXPECT_EQ(slow.size(), stalls.size()) << slow.dump();
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, GlibLoop, ::testing::Values("sleep", "busy"));
+
+}  // namespace
+}  // namespace lt_test

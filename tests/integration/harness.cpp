@@ -1,0 +1,156 @@
+#include "harness.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace lt_test {
+
+std::string bpf_unavailable_reason() {
+  if (geteuid() != 0) return "BPF tests need root";
+  if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
+    return "BPF tests need kernel BTF (/sys/kernel/btf/vmlinux)";
+  return "";
+}
+
+bool bpf_required() {
+  const char* v = std::getenv("LOOPTRACE_REQUIRE_BPF");
+  return v && std::string(v) == "1";
+}
+
+TempDir::TempDir() {
+  char tmpl[] = "/tmp/looptrace-test.XXXXXX";
+  char* p = mkdtemp(tmpl);
+  path_ = p ? p : "/tmp";
+}
+
+TempDir::~TempDir() {
+  if (path_ != "/tmp" && !std::getenv("LOOPTRACE_KEEP_TEST_FILES")) {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+}
+
+Process::Process(std::vector<std::string> argv, const std::string& out_path,
+                 const std::string& err_path) {
+  pid_ = fork();
+  if (pid_ == 0) {
+    int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (out >= 0) dup2(out, 1);
+    if (err >= 0) dup2(err, 2);
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, 0);
+    setpgid(0, 0);  // our own group: a test's signals reach only us
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+}
+
+Process::~Process() {
+  if (pid_ > 0 && !reaped_) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+}
+
+bool Process::running() {
+  if (reaped_) return false;
+  int st = 0;
+  if (waitpid(pid_, &st, WNOHANG) == pid_) {
+    reaped_ = true;
+    status_ = st;
+    return false;
+  }
+  return true;
+}
+
+int Process::wait(int timeout_ms) {
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::milliseconds(timeout_ms);
+  while (running()) {
+    if (std::chrono::steady_clock::now() > deadline) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (WIFEXITED(status_)) return WEXITSTATUS(status_);
+  if (WIFSIGNALED(status_)) return 128 + WTERMSIG(status_);
+  return -1;
+}
+
+void Process::signal(int sig) {
+  if (!reaped_) kill(pid_, sig);
+}
+
+RunResult run(const std::vector<std::string>& argv, int timeout_ms) {
+  TempDir dir;
+  RunResult r;
+  {
+    Process p(argv, dir.file("out"), dir.file("err"));
+    r.exit_code = p.wait(timeout_ms);
+  }
+  r.out = read_file(dir.file("out"));
+  r.err = read_file(dir.file("err"));
+  return r;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<nlohmann::json> read_jsonl(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << path << ": bad JSON line: " << line;
+    if (!j.is_discarded()) out.push_back(std::move(j));
+  }
+  return out;
+}
+
+nlohmann::json read_json(const std::string& path) {
+  nlohmann::json j = nlohmann::json::parse(read_file(path), nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << path << " is not JSON";
+  return j;
+}
+
+std::vector<nlohmann::json> events(const std::vector<nlohmann::json>& log,
+                                   const std::string& event) {
+  std::vector<nlohmann::json> out;
+  for (const auto& j : log)
+    if (j.value("event", "") == event) out.push_back(j);
+  return out;
+}
+
+bool wait_for_text(const std::string& path, const std::string& needle,
+                   int timeout_ms) {
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (read_file(path).find(needle) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+std::string looptrace_bin() { return LT_LOOPTRACE_BIN; }
+std::string refapp_bin() { return LT_REFAPP_BIN; }
+std::string tests_dir() { return LT_TESTS_DIR; }
+
+}  // namespace lt_test

@@ -1,0 +1,86 @@
+// Shared helpers for the privileged integration tests: run programs, read
+// the reference app's ground truth and looptrace's JSON report.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace lt_test {
+
+// Skips the test when BPF tracing is impossible here (not root, no BTF);
+// with LOOPTRACE_REQUIRE_BPF=1 that is a failure instead.
+#define LT_REQUIRE_BPF()                                         \
+  do {                                                           \
+    std::string _why = ::lt_test::bpf_unavailable_reason();      \
+    if (!_why.empty()) {                                         \
+      if (::lt_test::bpf_required())                             \
+        FAIL() << "LOOPTRACE_REQUIRE_BPF=1 but " << _why;        \
+      GTEST_SKIP() << _why;                                      \
+    }                                                            \
+  } while (0)
+
+std::string bpf_unavailable_reason();
+bool bpf_required();
+
+// A scratch directory removed at destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// A child process with stdout and stderr captured to files.
+class Process {
+ public:
+  Process(std::vector<std::string> argv, const std::string& out_path,
+          const std::string& err_path);
+  ~Process();  // kills it if still running
+  pid_t pid() const { return pid_; }
+  // Waits up to timeout_ms; returns the exit code, 128+signal, or -1 on
+  // timeout.
+  int wait(int timeout_ms);
+  bool running();
+  void signal(int sig);
+
+ private:
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  int status_ = 0;
+};
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+// Runs argv to completion (timeout_ms, then killed) and captures output.
+RunResult run(const std::vector<std::string>& argv, int timeout_ms = 120000);
+
+std::string read_file(const std::string& path);
+// JSON lines; malformed lines fail the test.
+std::vector<nlohmann::json> read_jsonl(const std::string& path);
+nlohmann::json read_json(const std::string& path);
+// Lines of the ref app's log whose "event" equals `event`.
+std::vector<nlohmann::json> events(const std::vector<nlohmann::json>& log,
+                                   const std::string& event);
+
+// Waits until `path` contains `needle` (e.g. "ready pid=").
+bool wait_for_text(const std::string& path, const std::string& needle,
+                   int timeout_ms);
+
+std::string looptrace_bin();
+std::string refapp_bin();
+std::string tests_dir();
+
+}  // namespace lt_test

@@ -1,0 +1,320 @@
+// DispatchAnalyzer on synthetic event streams: which samples belong to which
+// span, what is slow, and what each thread's summary says.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analysis/dispatch.h"
+
+namespace looptrace {
+namespace {
+
+constexpr uint64_t kMs = 1000000;
+
+SpanEvent span(uint32_t tid, uint64_t id, uint64_t start, uint64_t dur,
+               uint32_t role = LT_ROLE_DISPATCH, uint32_t depth = 0) {
+  SpanEvent e;
+  e.pid = 100;
+  e.tid = tid;
+  e.comm = "loop" + std::to_string(tid);
+  e.span_id = id;
+  e.start_ns = start;
+  e.duration_ns = dur;
+  e.cpu_ns = dur / 2;
+  e.role = role;
+  e.depth = depth;
+  return e;
+}
+
+SampleEvent sample(uint32_t tid, uint64_t id, uint64_t ts,
+                   std::vector<uint64_t> frames) {
+  SampleEvent s;
+  s.pid = 100;
+  s.tid = tid;
+  s.span_id = id;
+  s.ts_ns = ts;
+  s.frames = std::move(frames);
+  return s;
+}
+
+SpanDropEvent drop(uint32_t tid, uint64_t id) {
+  SpanDropEvent d;
+  d.pid = 100;
+  d.tid = tid;
+  d.span_id = id;
+  return d;
+}
+
+ThreadHistogram hist(uint32_t tid, uint32_t probe, uint32_t role,
+                     const std::vector<uint64_t>& durations) {
+  ThreadHistogram h;
+  h.pid = 100;
+  h.tid = tid;
+  h.comm = "loop" + std::to_string(tid);
+  h.probe_id = probe;
+  h.role = role;
+  for (uint64_t d : durations) histogram_add(h, d);
+  return h;
+}
+
+DispatchOptions options() {
+  DispatchOptions o;
+  o.slow_ns = {16 * kMs, 50 * kMs};
+  return o;
+}
+
+DispatchAnalysis run(const std::vector<Event>& events,
+                     const std::vector<ThreadHistogram>& hists = {},
+                     const Counters& counters = {},
+                     DispatchOptions opts = options()) {
+  DispatchAnalyzer a(opts);
+  for (const Event& e : events) a.consume(e);
+  return a.finish(hists, counters);
+}
+
+TEST(DispatchAnalyzer, SamplesAttachToTheirSpan) {
+  // Same span id on two threads: the thread tells them apart.
+  DispatchAnalysis r = run({
+      sample(1, 7, 1010, {0xa}),
+      sample(2, 7, 1020, {0xb}),
+      sample(1, 7, 1030, {0xa}),
+      span(2, 7, 1000, 20 * kMs),
+      span(1, 7, 900, 30 * kMs),
+  });
+  ASSERT_EQ(r.slow.size(), 2u);
+  EXPECT_EQ(r.slow[0].span.tid, 1u);  // sorted by start
+  EXPECT_EQ(r.slow[0].nsamples, 2u);
+  ASSERT_EQ(r.slow[0].stacks.size(), 1u);
+  EXPECT_EQ(r.slow[0].stacks[0].frames, std::vector<uint64_t>{0xa});
+  EXPECT_EQ(r.slow[1].span.tid, 2u);
+  EXPECT_EQ(r.slow[1].nsamples, 1u);
+  EXPECT_EQ(r.slow[1].stacks[0].frames, std::vector<uint64_t>{0xb});
+  EXPECT_EQ(r.orphan_samples, 0u);
+  EXPECT_EQ(r.first_event_ns, 900u);
+}
+
+TEST(DispatchAnalyzer, DropDiscardsSamples) {
+  DispatchAnalysis r = run({
+      sample(1, 1, 10, {0xa}),
+      sample(1, 1, 20, {0xa}),
+      drop(1, 1),
+      sample(1, 2, 30, {0xb}),
+      span(1, 2, 25, 17 * kMs),
+  });
+  ASSERT_EQ(r.slow.size(), 1u);
+  EXPECT_EQ(r.slow[0].span.span_id, 2u);
+  EXPECT_EQ(r.slow[0].nsamples, 1u);
+  EXPECT_EQ(r.orphan_samples, 0u);
+}
+
+TEST(DispatchAnalyzer, LeftoverSamplesAreOrphans) {
+  DispatchAnalysis r = run({
+      sample(1, 1, 10, {0xa}), sample(1, 1, 20, {0xa}), sample(3, 9, 20, {0xc}),
+      drop(3, 8),  // a different span: nothing to drop
+  });
+  EXPECT_TRUE(r.slow.empty());
+  EXPECT_EQ(r.orphan_samples, 3u);
+}
+
+TEST(DispatchAnalyzer, NestedSpansKeepTheirOwnSamples) {
+  // Outer span 1 (depth 0) runs inner span 2 (depth 1); the inner one ends
+  // first, as it does on the wire.
+  DispatchAnalysis r = run({
+      sample(1, 1, 110, {0x10, 0x1}),
+      sample(1, 2, 210, {0x20, 0x2}),
+      sample(1, 2, 220, {0x20, 0x2}),
+      span(1, 2, 200, 20 * kMs, LT_ROLE_DISPATCH, 1),
+      sample(1, 1, 400, {0x11, 0x1}),
+      span(1, 1, 100, 60 * kMs, LT_ROLE_DISPATCH, 0),
+  });
+  ASSERT_EQ(r.slow.size(), 2u);
+  const SlowSpan& outer = r.slow[0];
+  const SlowSpan& inner = r.slow[1];
+  EXPECT_EQ(outer.span.depth, 0u);
+  EXPECT_EQ(outer.nsamples, 2u);
+  EXPECT_EQ(outer.stacks.size(), 2u);
+  EXPECT_EQ(inner.span.depth, 1u);
+  EXPECT_EQ(inner.nsamples, 2u);
+  ASSERT_EQ(inner.stacks.size(), 1u);
+  EXPECT_EQ(inner.stacks[0].count, 2u);
+  EXPECT_EQ(inner.stacks[0].frames, (std::vector<uint64_t>{0x20, 0x2}));
+}
+
+TEST(DispatchAnalyzer, GroupsIdenticalSamplesMostFirst) {
+  // A A B B B A C (in time order, delivered shuffled): A and B both have 3,
+  // B ran 3 in a row so it is where the span was stuck.
+  std::vector<Event> ev = {
+      sample(1, 1, 60, {0xa}),      sample(1, 1, 10, {0xa}),
+      sample(1, 1, 20, {0xa}),      sample(1, 1, 30, {0xb, 0x1}),
+      sample(1, 1, 50, {0xb, 0x1}), sample(1, 1, 40, {0xb, 0x1}),
+      sample(1, 1, 70, {0xc}),      span(1, 1, 0, 20 * kMs),
+  };
+  DispatchAnalysis r = run(ev);
+  ASSERT_EQ(r.slow.size(), 1u);
+  const std::vector<StackGroup>& g = r.slow[0].stacks;
+  ASSERT_EQ(g.size(), 3u);
+  EXPECT_EQ(g[0].frames, (std::vector<uint64_t>{0xb, 0x1}));
+  EXPECT_EQ(g[0].count, 3u);
+  EXPECT_EQ(g[0].longest_run, 3u);
+  EXPECT_EQ(g[0].first_ns, 30u);
+  EXPECT_EQ(g[0].last_ns, 50u);
+  EXPECT_EQ(g[1].frames, std::vector<uint64_t>{0xa});
+  EXPECT_EQ(g[1].count, 3u);
+  EXPECT_EQ(g[1].longest_run, 2u);
+  EXPECT_EQ(g[2].frames, std::vector<uint64_t>{0xc});
+  EXPECT_EQ(r.slow[0].nsamples, 7u);
+}
+
+TEST(DispatchAnalyzer, FastSpansCountButAreNotSlow) {
+  // --record-all: every span is in the stream; a fast one with samples
+  // (sampled, then finished under the threshold) takes and drops them.
+  DispatchAnalysis r = run({
+      sample(1, 1, 10, {0xa}),
+      span(1, 1, 0, 15 * kMs),
+      span(1, 2, 20 * kMs, 16 * kMs),  // exactly the threshold: slow
+      span(1, 3, 40 * kMs, 1 * kMs, LT_ROLE_IDLE),
+  });
+  ASSERT_EQ(r.slow.size(), 1u);
+  EXPECT_EQ(r.slow[0].span.span_id, 2u);
+  EXPECT_EQ(r.orphan_samples, 0u);
+  ASSERT_EQ(r.threads.size(), 2u);  // no histograms: from the stream
+  EXPECT_EQ(r.threads[0].role, static_cast<uint32_t>(LT_ROLE_DISPATCH));
+  EXPECT_EQ(r.threads[0].count, 2u);
+  EXPECT_EQ(r.threads[0].slow_count, 1u);
+  EXPECT_EQ(r.threads[0].sum_ns, 31 * kMs);
+  EXPECT_EQ(r.threads[0].pct.max, 16 * kMs);
+  EXPECT_EQ(r.threads[0].pct.p50, 15 * kMs);
+  EXPECT_EQ(r.threads[1].role, static_cast<uint32_t>(LT_ROLE_IDLE));
+  EXPECT_EQ(r.threads[1].slow_count, 0u);
+}
+
+TEST(DispatchAnalyzer, IdleUsesItsOwnThreshold) {
+  DispatchAnalysis r = run({
+      span(1, 1, 0, 30 * kMs, LT_ROLE_IDLE),  // < 50 ms idle threshold
+      span(1, 2, 100 * kMs, 60 * kMs, LT_ROLE_IDLE),
+  });
+  ASSERT_EQ(r.slow.size(), 1u);
+  EXPECT_EQ(r.slow[0].span.role, static_cast<uint32_t>(LT_ROLE_IDLE));
+  EXPECT_EQ(r.slow[0].span.span_id, 2u);
+}
+
+TEST(DispatchAnalyzer, ThreadsMergeProbesOfOneRole) {
+  // Thread 1: 98 fast dispatches at two probes + 2 slow ones; 5 idle runs.
+  std::vector<uint64_t> fast_a(50, 2 * kMs), fast_b(48, 3 * kMs);
+  const uint64_t slow1 = 20000123, slow2 = 30000456;
+  fast_b.push_back(slow1);
+  fast_b.push_back(slow2);
+  std::vector<ThreadHistogram> hists = {
+      hist(1, 0, LT_ROLE_DISPATCH, fast_a),
+      hist(1, 1, LT_ROLE_DISPATCH, fast_b),
+      hist(1, 2, LT_ROLE_IDLE, std::vector<uint64_t>(5, 1 * kMs)),
+  };
+  std::vector<Event> ev = {span(1, 10, 500, slow1), span(1, 11, 900, slow2)};
+  Counters counters;
+
+  DispatchAnalysis r = run(ev, hists, counters);
+  ASSERT_EQ(r.threads.size(), 2u);
+  const ThreadSummary& d = r.threads[0];
+  EXPECT_EQ(d.role, static_cast<uint32_t>(LT_ROLE_DISPATCH));
+  EXPECT_EQ(d.comm, "loop1");
+  EXPECT_EQ(d.count, 100u);
+  EXPECT_EQ(d.slow_count, 2u);
+  EXPECT_EQ(d.sum_ns, 50 * 2 * kMs + 48 * 3 * kMs + slow1 + slow2);
+  EXPECT_EQ(d.pct.count, 100u);
+  EXPECT_EQ(d.pct.p99, slow1);  // rank 99 is a slow span: exact
+  EXPECT_EQ(d.pct.max, slow2);
+  EXPECT_EQ(lt_hist_slot(d.pct.p50), lt_hist_slot(2 * kMs));
+  EXPECT_EQ(r.threads[1].role, static_cast<uint32_t>(LT_ROLE_IDLE));
+  EXPECT_EQ(r.threads[1].count, 5u);
+
+  // A lost record: the stream may be missing slow spans, so p99 is an
+  // estimate again (same slot, not the exact value).
+  counters.bpf[LT_CNT_RB_FULL] = 1;
+  DispatchAnalysis lossy = run(ev, hists, counters);
+  EXPECT_NE(lossy.threads[0].pct.p99, slow1);
+  EXPECT_EQ(lt_hist_slot(lossy.threads[0].pct.p99), lt_hist_slot(slow1));
+  EXPECT_EQ(lossy.counters.bpf[LT_CNT_RB_FULL], 1u);
+}
+
+TEST(DispatchAnalyzer, RecordAllMakesPercentilesExact) {
+  std::vector<uint64_t> d;
+  std::vector<Event> ev;
+  for (uint64_t i = 1; i <= 200; ++i) {
+    uint64_t dur = 1000003 * i;  // 1..200 ms, odd values
+    d.push_back(dur);
+    ev.push_back(span(1, i, i * 1000 * kMs, dur));
+  }
+  DispatchAnalysis r = run(ev, {hist(1, 0, LT_ROLE_DISPATCH, d)});
+  ASSERT_EQ(r.threads.size(), 1u);
+  EXPECT_EQ(r.threads[0].pct.p50, 1000003u * 100);
+  EXPECT_EQ(r.threads[0].pct.p90, 1000003u * 180);
+  EXPECT_EQ(r.threads[0].pct.p99, 1000003u * 198);
+  EXPECT_EQ(r.threads[0].slow_count, 200u - 15u);
+}
+
+TEST(DispatchAnalyzer, CapsPendingSamplesPerThread) {
+  DispatchOptions o = options();
+  o.max_pending_samples_per_thread = 3;
+  std::vector<Event> ev;
+  for (uint64_t i = 0; i < 5; ++i) ev.push_back(sample(1, 1, i, {0xa}));
+  ev.push_back(sample(2, 1, 0, {0xb}));  // another thread has its own cap
+  ev.push_back(span(1, 1, 0, 20 * kMs));
+  // Once the span took its samples the thread has room again.
+  ev.push_back(sample(1, 2, 9, {0xa}));
+  DispatchAnalysis r = run(ev, {}, {}, o);
+  EXPECT_EQ(r.sample_overflow, 2u);
+  ASSERT_EQ(r.slow.size(), 1u);
+  EXPECT_EQ(r.slow[0].nsamples, 3u);
+  EXPECT_EQ(r.orphan_samples, 2u);
+}
+
+TEST(DispatchAnalyzer, HistogramOnlyThreadsAreSummarized) {
+  DispatchAnalysis r =
+      run({}, {hist(4, 0, LT_ROLE_DISPATCH, {1 * kMs, 2 * kMs})});
+  ASSERT_EQ(r.threads.size(), 1u);
+  EXPECT_EQ(r.threads[0].tid, 4u);
+  EXPECT_EQ(r.threads[0].count, 2u);
+  EXPECT_EQ(r.threads[0].slow_count, 0u);
+  EXPECT_EQ(r.threads[0].pct.max, 2 * kMs);
+}
+
+}  // namespace
+}  // namespace looptrace
+
+namespace looptrace {
+namespace {
+
+// With a frame key (function start), samples at different instructions of
+// one function are one stack.
+TEST(DispatchAnalysisFrameKey, GroupsByFunctionNotInstruction) {
+  std::vector<SampleEvent> samples;
+  for (uint64_t i = 0; i < 6; ++i) {
+    SampleEvent s;
+    s.pid = 1;
+    s.tid = 1;
+    s.ts_ns = 1000 + i;
+    s.frames = {0x1000 + i * 4, 0x2010};  // a loop inside [0x1000, 0x1100)
+    samples.push_back(s);
+  }
+  SampleEvent other;
+  other.pid = 1;
+  other.tid = 1;
+  other.ts_ns = 2000;
+  other.frames = {0x3000, 0x2010};
+  samples.push_back(other);
+  auto by_addr = group_stacks(samples);
+  EXPECT_EQ(by_addr.size(), 7u);
+  auto by_fn = group_stacks(samples, [](uint32_t, uint64_t a) {
+    return a >= 0x1000 && a < 0x1100 ? 0x1000 : a;
+  });
+  ASSERT_EQ(by_fn.size(), 2u);
+  EXPECT_EQ(by_fn[0].count, 6u);
+  EXPECT_EQ(by_fn[0].longest_run, 6u);
+  EXPECT_EQ(by_fn[0].frames[0], 0x1000u) << "keeps the first sample's frames";
+  EXPECT_EQ(by_fn[1].count, 1u);
+}
+
+}  // namespace
+}  // namespace looptrace

@@ -1,0 +1,429 @@
+// Reports: targets rendered like Android's Looper printer, JSON fields and
+// values, and a text report that fits 80 columns (checked against a golden
+// file; LT_UPDATE_GOLDEN=1 rewrites it).
+#include "report/report.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "report/target.h"
+
+namespace looptrace {
+namespace {
+
+constexpr uint64_t kMs = 1000000;
+
+// Symbols by start address; an address inside [start, start + 0x100) maps
+// to the symbol with an offset.
+class FakeSymbolizer : public Symbolizer {
+ public:
+  explicit FakeSymbolizer(std::map<uint64_t, std::string> syms)
+      : syms_(std::move(syms)) {}
+  Frame symbolize(uint32_t, uint64_t addr) override {
+    calls++;
+    Frame f;
+    f.addr = addr;
+    auto it = syms_.upper_bound(addr);
+    if (it == syms_.begin()) return f;
+    --it;
+    if (addr - it->first >= 0x100) return f;
+    f.module = "/usr/bin/refapp";
+    f.function = it->second;
+    f.offset = addr - it->first;
+    return f;
+  }
+  int calls = 0;
+
+ private:
+  std::map<uint64_t, std::string> syms_;
+};
+
+constexpr uint64_t kStallVtable = 0x5000;
+constexpr uint64_t kWorkVtable = 0x5100;
+constexpr uint64_t kOnTick = 0x1000;
+constexpr uint64_t kBusyLoop = 0x2000;
+constexpr uint64_t kHandleMessage = 0x2100;
+constexpr uint64_t kDispatch = 0x2200;
+constexpr uint64_t kLoop = 0x2300;
+constexpr uint64_t kMain = 0x2400;
+constexpr uint64_t kSleep = 0x2500;
+
+FakeSymbolizer make_symbolizer() {
+  return FakeSymbolizer({
+      {kStallVtable, "vtable for refapp::StallHandler"},
+      {kWorkVtable, "vtable for refapp::WorkHandler"},
+      {kOnTick, "refapp::onTick(refapp::Message*)"},
+      {kBusyLoop, "refapp::busyLoop(int)"},
+      {kHandleMessage,
+       "refapp::StallHandler::handleMessage(refapp::Message const&)"},
+      {kDispatch, "refapp::Handler::dispatchMessage(refapp::Message&)"},
+      {kLoop, "refapp::Looper::loop()"},
+      {kMain, "main"},
+      {kSleep,
+       "std::this_thread::sleep_for<long, std::ratio<1l, 1000l> >("
+       "std::chrono::duration<long, std::ratio<1l, 1000l> > const&)"},
+  });
+}
+
+std::vector<ProbeDef> make_probes() {
+  ProbeDef dispatch;
+  dispatch.id = 0;
+  dispatch.role = LT_ROLE_DISPATCH;
+  dispatch.symbol = "*dispatchMessage*";
+  dispatch.resolved_symbol =
+      "refapp::Handler::dispatchMessage(refapp::Message&)";
+  KeyDef target{"target", "*(*(arg1+16))", {}, KeyFormat::kVtable};
+  KeyDef callback{"callback", "*(arg1+24)", {}, KeyFormat::kSymbol};
+  KeyDef what{"what", "*(arg1+0)", {}, KeyFormat::kInt};
+  what.spec.nderef = 1;
+  what.spec.size = 4;
+  dispatch.keys = {target, callback, what};
+
+  ProbeDef idle;
+  idle.id = 1;
+  idle.role = LT_ROLE_IDLE;
+  idle.symbol = "*queueIdle*";
+  idle.resolved_symbol = "refapp::IdleHandler::queueIdle()";
+  return {dispatch, idle};
+}
+
+SpanEvent dispatch_span(uint64_t vtable, uint64_t callback, uint64_t what) {
+  SpanEvent e;
+  e.pid = 4242;
+  e.tid = 4242;
+  e.comm = "refapp";
+  e.probe_id = 0;
+  e.keys = {vtable + 0x10, callback, what, 0};
+  return e;
+}
+
+TEST(FormatTarget, VtableAndWhat) {
+  FakeSymbolizer sym = make_symbolizer();
+  std::vector<ProbeDef> probes = make_probes();
+  EXPECT_EQ(format_target(dispatch_span(kStallVtable, 0, 7), probes[0], sym),
+            "refapp::StallHandler what=7");
+}
+
+TEST(FormatTarget, CallbackIsSymbolized) {
+  FakeSymbolizer sym = make_symbolizer();
+  std::vector<ProbeDef> probes = make_probes();
+  EXPECT_EQ(
+      format_target(dispatch_span(kWorkVtable, kOnTick, 3), probes[0], sym),
+      "refapp::WorkHandler callback=refapp::onTick(refapp::Message*) what=3");
+}
+
+TEST(FormatTarget, FaultedKeysShowQuestionMark) {
+  FakeSymbolizer sym = make_symbolizer();
+  std::vector<ProbeDef> probes = make_probes();
+  SpanEvent e = dispatch_span(kStallVtable, kOnTick, 7);
+  e.key_fault_mask = 1u << 0;
+  EXPECT_EQ(format_target(e, probes[0], sym),
+            "? callback=refapp::onTick(refapp::Message*) what=7");
+  e.key_fault_mask = (1u << 1) | (1u << 2);
+  EXPECT_EQ(format_target(e, probes[0], sym),
+            "refapp::StallHandler callback=? what=?");
+}
+
+TEST(FormatTarget, IntKeysAreSignedAtTheirSize) {
+  FakeSymbolizer sym = make_symbolizer();
+  std::vector<ProbeDef> probes = make_probes();
+  // A 4-byte -1 read from memory; the upper half is not part of it.
+  SpanEvent e = dispatch_span(kStallVtable, 0, 0xdeadbeefffffffffull);
+  EXPECT_EQ(format_target(e, probes[0], sym), "refapp::StallHandler what=-1");
+}
+
+TEST(FormatTarget, UnknownPointersInHex) {
+  FakeSymbolizer sym = make_symbolizer();
+  std::vector<ProbeDef> probes = make_probes();
+  SpanEvent e = dispatch_span(0x9000, 0x9900, 1);
+  EXPECT_EQ(format_target(e, probes[0], sym), "0x9010 callback=0x9900 what=1");
+}
+
+TEST(FormatTarget, OffsetsInNamesAreStripped) {
+  // A symbolizer that bakes the offset into the name.
+  class Baked : public Symbolizer {
+   public:
+    Frame symbolize(uint32_t, uint64_t addr) override {
+      Frame f;
+      f.addr = addr;
+      f.function = "vtable for ns::Foo+0x10";
+      return f;
+    }
+  } sym;
+  std::vector<ProbeDef> probes = make_probes();
+  EXPECT_EQ(format_target(dispatch_span(0x1, 0, 2), probes[0], sym),
+            "ns::Foo what=2");
+}
+
+TEST(FormatTarget, HexKeysAndNoKeys) {
+  FakeSymbolizer sym = make_symbolizer();
+  ProbeDef p;
+  p.resolved_symbol = "g_main_dispatch";
+  SpanEvent e;
+  EXPECT_EQ(format_target(e, p, sym), "g_main_dispatch");
+  p.keys = {{"source", "arg0", {}, KeyFormat::kHex},
+            {"prio", "arg1", {}, KeyFormat::kInt}};
+  e.keys = {0x55aa00, 200, 0, 0};
+  EXPECT_EQ(format_target(e, p, sym), "0x55aa00 prio=200");
+}
+
+// A run with one slow dispatch (stuck in busyLoop), one nested slow
+// dispatch without samples, one slow idle handler, and a lost record.
+struct Fixture {
+  FakeSymbolizer sym = make_symbolizer();
+  std::vector<ProbeDef> probes = make_probes();
+  DispatchAnalysis analysis;
+  ReportContext ctx;
+
+  Fixture() {
+    const uint64_t t0 = 1000 * 1000 * kMs;  // 1000 s after boot
+    DispatchOptions opts;
+    opts.slow_ns = {16 * kMs, 50 * kMs};
+    DispatchAnalyzer a(opts);
+
+    std::vector<uint64_t> stuck = {kBusyLoop + 0x1a, kHandleMessage + 0x44,
+                                   kDispatch + 0x30, kLoop + 0x80,
+                                   kMain + 0x12};
+    std::vector<uint64_t> other = {kSleep + 0x8, kHandleMessage + 0x50,
+                                   kDispatch + 0x30, kLoop + 0x80,
+                                   kMain + 0x12};
+    for (int i = 0; i < 10; ++i) {
+      SampleEvent s;
+      s.pid = s.tid = 4242;
+      s.span_id = 5;
+      s.ts_ns = t0 + 1234 * kMs + (i + 1) * 10 * kMs;
+      s.frames = i < 7 ? stuck : other;
+      a.consume(s);
+    }
+    SpanEvent slow = dispatch_span(kStallVtable, 0, 7);
+    slow.span_id = 5;
+    slow.start_ns = t0 + 1234 * kMs;
+    slow.duration_ns = 120 * kMs + 345678;
+    slow.cpu_ns = 84 * kMs;
+    a.consume(slow);
+
+    SpanEvent nested = dispatch_span(kWorkVtable, kOnTick, 3);
+    nested.span_id = 9;
+    nested.depth = 1;
+    nested.start_ns = t0 + 2500 * kMs;
+    nested.duration_ns = 17 * kMs;
+    nested.cpu_ns = 1 * kMs;
+    a.consume(nested);
+
+    SpanEvent idle;
+    idle.pid = idle.tid = 4242;
+    idle.comm = "refapp";
+    idle.probe_id = 1;
+    idle.role = LT_ROLE_IDLE;
+    idle.span_id = 12;
+    idle.start_ns = t0 + 3000 * kMs;
+    idle.duration_ns = 75 * kMs;
+    idle.cpu_ns = 75 * kMs;
+    a.consume(idle);
+
+    SampleEvent orphan;
+    orphan.pid = orphan.tid = 4242;
+    orphan.span_id = 99;
+    orphan.ts_ns = t0 + 4000 * kMs;
+    a.consume(orphan);
+
+    ThreadHistogram h;
+    h.pid = h.tid = 4242;
+    h.comm = "refapp";
+    for (int i = 0; i < 998; ++i) histogram_add(h, 2 * kMs);
+    histogram_add(h, slow.duration_ns);
+    histogram_add(h, nested.duration_ns);
+    ThreadHistogram hi;
+    hi.pid = hi.tid = 4242;
+    hi.comm = "refapp";
+    hi.probe_id = 1;
+    hi.role = LT_ROLE_IDLE;
+    for (int i = 0; i < 40; ++i) histogram_add(hi, 300000);
+    histogram_add(hi, idle.duration_ns);
+
+    Counters c;
+    c.bpf[LT_CNT_RB_FULL] = 12;
+    c.bpf[LT_CNT_SPANS] = 1041;
+    c.bpf[LT_CNT_SAMPLES] = 11;
+    analysis = a.finish({h, hi}, c);
+
+    ctx.probes = &probes;
+    ctx.symbolizer = &sym;
+    ctx.slow_ns = opts.slow_ns;
+    ctx.duration_ns = 10 * 1000 * kMs;
+    ctx.command_line = "looptrace trace -p 4242 --slow 16ms";
+    ctx.start_ns = t0;
+  }
+};
+
+TEST(JsonReport, FieldsAndValues) {
+  Fixture f;
+  nlohmann::json j = to_json(f.analysis, f.ctx);
+  EXPECT_EQ(j["version"], 1);
+  EXPECT_EQ(j["duration_ns"], 10 * 1000 * kMs);
+  EXPECT_EQ(j["command"], "looptrace trace -p 4242 --slow 16ms");
+  EXPECT_EQ(j["slow_threshold_ns"]["dispatch"], 16 * kMs);
+  EXPECT_EQ(j["slow_threshold_ns"]["idle"], 50 * kMs);
+
+  ASSERT_EQ(j["threads"].size(), 2u);
+  const nlohmann::json& t = j["threads"][0];
+  EXPECT_EQ(t["pid"], 4242);
+  EXPECT_EQ(t["tid"], 4242);
+  EXPECT_EQ(t["comm"], "refapp");
+  EXPECT_EQ(t["role"], "dispatch");
+  EXPECT_EQ(t["count"], 1000);
+  EXPECT_EQ(t["slow_count"], 2);
+  EXPECT_EQ(t["max_ns"], 120 * kMs + 345678);
+  for (const char* k : {"p50_ns", "p90_ns", "p99_ns", "sum_ns"})
+    EXPECT_TRUE(t.contains(k)) << k;
+  EXPECT_EQ(j["threads"][1]["role"], "idle");
+
+  ASSERT_EQ(j["slow_dispatches"].size(), 2u);
+  const nlohmann::json& s = j["slow_dispatches"][0];
+  EXPECT_EQ(s["pid"], 4242);
+  EXPECT_EQ(s["start_ns"], 1000 * 1000 * kMs + 1234 * kMs);
+  EXPECT_EQ(s["duration_ns"], 120 * kMs + 345678);
+  EXPECT_EQ(s["cpu_ns"], 84 * kMs);
+  EXPECT_EQ(s["target"], "refapp::StallHandler what=7");
+  EXPECT_EQ(s["keys"]["target"], "refapp::StallHandler");
+  EXPECT_TRUE(s["keys"]["callback"].is_null());
+  EXPECT_EQ(s["keys"]["what"], 7);
+  EXPECT_EQ(s["depth"], 0);
+  EXPECT_EQ(s["samples"], 10);
+  ASSERT_EQ(s["stack"].size(), 5u);
+  EXPECT_EQ(s["stack"][0], "refapp::busyLoop(int)+0x1a");
+  EXPECT_EQ(s["stack"][4], "main+0x12");
+  ASSERT_EQ(s["stacks"].size(), 2u);
+  EXPECT_EQ(s["stacks"][0]["count"], 7);
+  EXPECT_EQ(s["stacks"][0]["frames"], s["stack"]);
+  EXPECT_EQ(s["stacks"][1]["count"], 3);
+
+  const nlohmann::json& n = j["slow_dispatches"][1];
+  EXPECT_EQ(n["depth"], 1);
+  EXPECT_EQ(n["keys"]["callback"], "refapp::onTick(refapp::Message*)");
+  EXPECT_EQ(n["samples"], 0);
+  EXPECT_TRUE(n["stack"].empty());
+
+  ASSERT_EQ(j["slow_idle_handlers"].size(), 1u);
+  EXPECT_EQ(j["slow_idle_handlers"][0]["target"],
+            "refapp::IdleHandler::queueIdle()");
+
+  const nlohmann::json& lost = j["lost"];
+  EXPECT_EQ(lost["ringbuf_full"], 12);
+  EXPECT_EQ(lost["orphan_samples"], 1);
+  for (const char* k :
+       {"hist_full", "depth_overflow", "unmatched_returns", "storage_fail",
+        "key_faults", "stack_failures", "decode_errors", "sample_overflow"})
+    EXPECT_EQ(lost[k], 0) << k;
+  EXPECT_EQ(j["totals"]["spans"], 1041);
+  EXPECT_EQ(j["totals"]["samples"], 11);
+}
+
+TEST(JsonReport, FramesAreSymbolizedOncePerAddress) {
+  Fixture f;
+  to_json(f.analysis, f.ctx);
+  // 7 distinct frame addresses (the two stacks share 3 of 5 frames) and 3
+  // key lookups (two vtables, one callback), each made once.
+  EXPECT_EQ(f.sym.calls, 7 + 3);
+}
+
+std::string golden_path(const char* name) {
+  return std::string(LT_TEST_DATA_DIR) + "/report/" + name;
+}
+
+TEST(TextReport, MatchesGoldenAndFits80Columns) {
+  Fixture f;
+  std::ostringstream os;
+  write_text_report(os, f.analysis, f.ctx);
+  std::string text = os.str();
+
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    EXPECT_LE(line.size(), 80u) << line;
+
+  const std::string path = golden_path("basic.txt");
+  if (const char* u = std::getenv("LT_UPDATE_GOLDEN"); u && *u == '1') {
+    std::ofstream(path) << text;
+  }
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << "missing " << path << " (LT_UPDATE_GOLDEN=1 writes it)";
+  std::stringstream want;
+  want << in.rdbuf();
+  EXPECT_EQ(text, want.str());
+}
+
+TEST(TextReport, KeyLinesArePresent) {
+  Fixture f;
+  std::ostringstream os;
+  write_text_report(os, f.analysis, f.ctx);
+  std::string text = os.str();
+  EXPECT_NE(text.find("stuck here: 7 of 10 samples"), std::string::npos);
+  EXPECT_NE(text.find("refapp::StallHandler what=7"), std::string::npos);
+  EXPECT_NE(text.find("+ 1 other stack (3 samples)"), std::string::npos);
+  EXPECT_NE(text.find("ring buffer full: 12 records lost (raise "
+                      "--ringbuf-size)"),
+            std::string::npos);
+  EXPECT_NE(text.find("depth 1"), std::string::npos);
+}
+
+TEST(TextReport, LostNoneAndLongLinesCut) {
+  FakeSymbolizer sym = make_symbolizer();
+  std::vector<ProbeDef> probes = make_probes();
+  DispatchOptions opts;
+  opts.slow_ns = {16 * kMs, 50 * kMs};
+  DispatchAnalyzer a(opts);
+  SampleEvent s;
+  s.pid = 4194304;
+  s.tid = 4194303;
+  s.span_id = 1;
+  s.ts_ns = 5;
+  for (int i = 0; i < 20; ++i) s.frames.push_back(kSleep + i);
+  a.consume(s);
+  SpanEvent e = dispatch_span(kStallVtable, kOnTick, -123456789);
+  e.pid = 4194304;
+  e.tid = 4194303;
+  e.comm = "a-very-long-com";  // 15, as long as a comm gets
+  e.span_id = 1;
+  e.duration_ns = 1234 * 1000 * kMs;
+  e.cpu_ns = 1234 * 1000 * kMs;
+  e.depth = 7;
+  a.consume(e);
+  ThreadHistogram h;
+  h.pid = e.pid;
+  h.tid = e.tid;
+  h.comm = e.comm;
+  histogram_add(h, e.duration_ns);
+  DispatchAnalysis r = a.finish({h}, Counters{});
+
+  ReportContext ctx;
+  ctx.probes = &probes;
+  ctx.symbolizer = &sym;
+  ctx.slow_ns = opts.slow_ns;
+  ctx.command_line = std::string(200, 'x');
+  std::ostringstream os;
+  write_text_report(os, r, ctx);
+  std::string text = os.str();
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    EXPECT_LE(line.size(), 80u) << line;
+  EXPECT_NE(text.find("\nlost: none\n"), std::string::npos);
+  EXPECT_NE(text.find("... 8 more frames"), std::string::npos) << text;
+}
+
+TEST(TextReport, EmptyRun) {
+  ReportContext ctx;
+  ctx.slow_ns = {16 * kMs, 16 * kMs};
+  std::ostringstream os;
+  write_text_report(os, DispatchAnalysis{}, ctx);
+  EXPECT_NE(os.str().find("no spans"), std::string::npos);
+  EXPECT_NE(os.str().find("lost: none"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace looptrace

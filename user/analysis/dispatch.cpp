@@ -1,0 +1,239 @@
+#include "analysis/dispatch.h"
+
+#include <algorithm>
+#include <limits>
+#include <type_traits>
+#include <utility>
+
+namespace looptrace {
+namespace {
+
+// Fast durations kept per thread and role for exact percentiles under
+// --record-all; 8 MB each at most. Beyond it the histogram estimate is used.
+constexpr size_t kMaxFastDurations = 1 << 20;
+
+}  // namespace
+
+DispatchAnalyzer::DispatchAnalyzer(DispatchOptions options)
+    : options_(options) {}
+
+void DispatchAnalyzer::consume(const Event& ev) {
+  std::visit(
+      [this](const auto& e) {
+        using T = std::decay_t<decltype(e)>;
+        if constexpr (std::is_same_v<T, SpanEvent>) {
+          on_span(e);
+        } else if constexpr (std::is_same_v<T, SampleEvent>) {
+          on_sample(e);
+        } else {
+          on_drop(e);
+        }
+      },
+      ev);
+}
+
+uint64_t DispatchAnalyzer::slow_threshold(uint32_t role) const {
+  // An unknown role from a newer recording is never slow, only counted.
+  return role < LT_ROLE_MAX ? options_.slow_ns[role]
+                            : std::numeric_limits<uint64_t>::max();
+}
+
+void DispatchAnalyzer::note_time(uint64_t ns) {
+  if (ns != 0 && (first_event_ns_ == 0 || ns < first_event_ns_))
+    first_event_ns_ = ns;
+}
+
+// The sampler records a span's stacks while it is still running, so its
+// samples arrive before the span itself and wait here, keyed by span.
+void DispatchAnalyzer::on_sample(const SampleEvent& ev) {
+  note_time(ev.ts_ns);
+  size_t& n = pending_per_thread_[{ev.pid, ev.tid}];
+  if (n >= options_.max_pending_samples_per_thread) {
+    sample_overflow_++;
+    return;
+  }
+  n++;
+  pending_[{ev.pid, ev.tid, ev.span_id}].push_back(ev);
+}
+
+std::vector<SampleEvent> DispatchAnalyzer::take_samples(const SpanKey& key) {
+  auto it = pending_.find(key);
+  if (it == pending_.end()) return {};
+  std::vector<SampleEvent> samples = std::move(it->second);
+  pending_.erase(it);
+  auto t = pending_per_thread_.find({std::get<0>(key), std::get<1>(key)});
+  t->second -= samples.size();
+  if (t->second == 0) pending_per_thread_.erase(t);
+  return samples;
+}
+
+void DispatchAnalyzer::on_drop(const SpanDropEvent& ev) {
+  take_samples({ev.pid, ev.tid, ev.span_id});
+}
+
+void DispatchAnalyzer::on_span(const SpanEvent& ev) {
+  note_time(ev.start_ns);
+  std::vector<SampleEvent> samples = take_samples({ev.pid, ev.tid, ev.span_id});
+
+  Seen& seen = seen_[{ev.pid, ev.tid, ev.role}];
+  if (seen.comm.empty()) seen.comm = ev.comm;
+  seen.spans++;
+  seen.sum_ns += ev.duration_ns;
+  // With --record-all fast spans are in the stream too: they only count.
+  if (ev.duration_ns < slow_threshold(ev.role)) {
+    if (seen.fast_complete && seen.fast_durations.size() < kMaxFastDurations)
+      seen.fast_durations.push_back(ev.duration_ns);
+    else
+      seen.fast_complete = false;
+    return;
+  }
+  seen.slow++;
+  seen.slow_durations.push_back(ev.duration_ns);
+
+  SlowSpan slow;
+  slow.span = ev;
+  slow.nsamples = static_cast<uint32_t>(samples.size());
+  slow.stacks = group_stacks(std::move(samples), options_.frame_key);
+  slow_.push_back(std::move(slow));
+}
+
+std::vector<StackGroup> group_stacks(std::vector<SampleEvent> samples,
+                                     const FrameKeyFn& frame_key) {
+  // Time order makes "consecutive" mean consecutive in time.
+  std::stable_sort(samples.begin(), samples.end(),
+                   [](const SampleEvent& a, const SampleEvent& b) {
+                     return a.ts_ns < b.ts_ns;
+                   });
+  std::vector<StackGroup> groups;
+  std::map<std::vector<uint64_t>, size_t> index;
+  size_t prev = SIZE_MAX;
+  uint32_t run = 0;
+  for (SampleEvent& s : samples) {
+    std::vector<uint64_t> key = s.frames;
+    if (frame_key) {
+      for (uint64_t& k : key) k = frame_key(s.pid, k);
+    }
+    auto [it, added] = index.try_emplace(std::move(key), groups.size());
+    if (added) {
+      StackGroup g;
+      g.frames = std::move(s.frames);
+      g.first_ns = s.ts_ns;
+      groups.push_back(std::move(g));
+    }
+    StackGroup& g = groups[it->second];
+    g.count++;
+    g.last_ns = s.ts_ns;
+    run = it->second == prev ? run + 1 : 1;
+    prev = it->second;
+    g.longest_run = std::max(g.longest_run, run);
+  }
+  // Most samples first: that is where the time went. A tie goes to the
+  // stack seen in the longest unbroken stretch, the likelier hang site.
+  std::sort(groups.begin(), groups.end(),
+            [](const StackGroup& a, const StackGroup& b) {
+              if (a.count != b.count) return a.count > b.count;
+              if (a.longest_run != b.longest_run)
+                return a.longest_run > b.longest_run;
+              return a.first_ns < b.first_ns;
+            });
+  return groups;
+}
+
+ThreadSummary DispatchAnalyzer::summarize(const RoleKey& key,
+                                          const ThreadHistogram* hist,
+                                          const Seen* seen,
+                                          bool tail_trusted) const {
+  ThreadSummary t;
+  std::tie(t.pid, t.tid, t.role) = key;
+  if (hist != nullptr) t.comm = hist->comm;
+  if (t.comm.empty() && seen != nullptr) t.comm = seen->comm;
+  if (seen != nullptr) t.slow_count = seen->slow;
+
+  if (hist == nullptr) {
+    // No histogram (its table was full, counted as hist_full): only the
+    // spans in the stream are known, and those exactly.
+    ThreadHistogram h;
+    ExactTail all;
+    for (uint64_t d : seen->slow_durations) all.durations.push_back(d);
+    for (uint64_t d : seen->fast_durations) all.durations.push_back(d);
+    for (uint64_t d : all.durations) histogram_add(h, d);
+    t.count = seen->spans;
+    t.sum_ns = seen->sum_ns;
+    t.pct = compute_percentiles(h, &all);
+    return t;
+  }
+
+  t.count = hist->count;
+  t.sum_ns = hist->sum_ns;
+  if (seen == nullptr || !tail_trusted) {
+    t.pct = compute_percentiles(*hist);
+    return t;
+  }
+  // Every span in the stream (--record-all): all ranks exact.
+  if (seen->fast_complete && seen->spans == hist->count) {
+    ExactTail all{0, seen->slow_durations};
+    all.durations.insert(all.durations.end(), seen->fast_durations.begin(),
+                         seen->fast_durations.end());
+    PercentileEstimator est(*hist, &all);
+    if (est.exact_tail_used()) {
+      t.pct = est.percentiles();
+      return t;
+    }
+  }
+  ExactTail slow{slow_threshold(t.role), seen->slow_durations};
+  t.pct = compute_percentiles(*hist, &slow);
+  return t;
+}
+
+DispatchAnalysis DispatchAnalyzer::finish(
+    const std::vector<ThreadHistogram>& hists, const Counters& counters) {
+  DispatchAnalysis out;
+  out.counters = counters;
+  out.sample_overflow = sample_overflow_;
+  out.first_event_ns = first_event_ns_;
+  for (const auto& [key, samples] : pending_)
+    out.orphan_samples += samples.size();
+  pending_.clear();
+  pending_per_thread_.clear();
+
+  // One summary per (pid, tid, role), all probes of the role merged.
+  std::map<RoleKey, ThreadHistogram> merged;
+  for (const ThreadHistogram& h : hists) {
+    auto [it, added] = merged.try_emplace({h.pid, h.tid, h.role}, h);
+    if (!added) {
+      merge_histogram(it->second, h);
+      if (it->second.comm.empty()) it->second.comm = h.comm;
+    }
+  }
+  // A lost slow span would shift every exact rank; with any loss in the
+  // stream the histogram alone is the safer estimate.
+  bool tail_trusted =
+      counters.bpf[LT_CNT_RB_FULL] == 0 && counters.decode_errors == 0;
+  for (const auto& [key, h] : merged) {
+    auto s = seen_.find(key);
+    out.threads.push_back(summarize(
+        key, &h, s == seen_.end() ? nullptr : &s->second, tail_trusted));
+  }
+  for (const auto& [key, seen] : seen_) {
+    if (!merged.count(key))
+      out.threads.push_back(summarize(key, nullptr, &seen, tail_trusted));
+  }
+  std::sort(out.threads.begin(), out.threads.end(),
+            [](const ThreadSummary& a, const ThreadSummary& b) {
+              return std::tie(a.pid, a.tid, a.role) <
+                     std::tie(b.pid, b.tid, b.role);
+            });
+
+  out.slow = std::move(slow_);
+  slow_.clear();
+  std::stable_sort(
+      out.slow.begin(), out.slow.end(),
+      [](const SlowSpan& a, const SlowSpan& b) {
+        return std::tie(a.span.start_ns, a.span.pid, a.span.tid, a.span.depth) <
+               std::tie(b.span.start_ns, b.span.pid, b.span.tid, b.span.depth);
+      });
+  seen_.clear();
+  return out;
+}
+
+}  // namespace looptrace

@@ -1,0 +1,129 @@
+// Slow spans with their sampled stacks, and per-thread latency summaries.
+// Role-generic: dispatch and idle spans go through the same machinery; the
+// report splits them by role.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "analysis/histogram.h"
+#include "trace/events.h"
+
+namespace looptrace {
+
+// Identical stack samples of one span, grouped.
+struct StackGroup {
+  std::vector<uint64_t> frames;  // innermost first, raw addresses
+  uint32_t count = 0;            // samples with exactly these frames
+  uint32_t longest_run = 0;      // most consecutive samples with them
+  uint64_t first_ns = 0;         // first and last sample time
+  uint64_t last_ns = 0;
+};
+
+struct SlowSpan {
+  SpanEvent span;
+  uint32_t nsamples = 0;
+  // Sorted by count desc, then longest_run desc, then first_ns: stacks[0]
+  // is where the span was stuck.
+  std::vector<StackGroup> stacks;
+};
+
+// One loop thread in one role (a thread that dispatches and runs idle
+// handlers has two).
+struct ThreadSummary {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  std::string comm;
+  uint32_t role = LT_ROLE_DISPATCH;
+  uint64_t count = 0;  // spans, fast and slow
+  uint64_t sum_ns = 0;
+  uint64_t slow_count = 0;
+  Percentiles pct;
+};
+
+struct DispatchAnalysis {
+  std::vector<SlowSpan> slow;          // every role, sorted by start time
+  std::vector<ThreadSummary> threads;  // sorted by pid, tid, role
+  Counters counters;
+  // Samples whose span never ended or was lost (no SpanEvent/SpanDropEvent).
+  uint64_t orphan_samples = 0;
+  // Samples dropped because a thread had too many waiting for their span.
+  uint64_t sample_overflow = 0;
+  // Earliest timestamp in the stream (span start or sample), 0 if none.
+  uint64_t first_event_ns = 0;
+};
+
+using FrameKeyFn = std::function<uint64_t(uint32_t pid, uint64_t addr)>;
+
+struct DispatchOptions {
+  // A span is slow iff duration_ns >= slow_ns[role].
+  std::array<uint64_t, LT_ROLE_MAX> slow_ns{};
+  // Samples waiting for their span, per thread; beyond this they are
+  // dropped and counted. 10000 samples at 99 Hz is ~100 s of one span.
+  size_t max_pending_samples_per_thread = 10000;
+  // Maps a sampled address to what makes two samples "the same place",
+  // e.g. the start of the function containing it, so that samples a few
+  // instructions apart in one busy loop group together. Unset: the address.
+  FrameKeyFn frame_key;
+};
+
+class DispatchAnalyzer {
+ public:
+  explicit DispatchAnalyzer(DispatchOptions options);
+
+  void consume(const Event& ev);
+  // Call once, after the last event. `hists` are every (thread, probe)
+  // histogram; `counters` are the run's loss counters.
+  DispatchAnalysis finish(const std::vector<ThreadHistogram>& hists,
+                          const Counters& counters);
+
+ private:
+  using ThreadKey = std::pair<uint32_t, uint32_t>;           // pid, tid
+  using SpanKey = std::tuple<uint32_t, uint32_t, uint64_t>;  // + span_id
+  using RoleKey = std::tuple<uint32_t, uint32_t, uint32_t>;  // pid, tid, role
+
+  // What the stream says about one thread in one role.
+  struct Seen {
+    std::string comm;
+    uint64_t spans = 0;
+    uint64_t sum_ns = 0;
+    uint64_t slow = 0;
+    std::vector<uint64_t> slow_durations;
+    // Fast durations (only with --record-all), kept while few enough: when
+    // the stream holds every span the histogram counted, percentiles are
+    // exact.
+    std::vector<uint64_t> fast_durations;
+    bool fast_complete = true;
+  };
+
+  void on_span(const SpanEvent& ev);
+  void on_sample(const SampleEvent& ev);
+  void on_drop(const SpanDropEvent& ev);
+  std::vector<SampleEvent> take_samples(const SpanKey& key);
+  void note_time(uint64_t ns);
+  uint64_t slow_threshold(uint32_t role) const;
+  ThreadSummary summarize(const RoleKey& key, const ThreadHistogram* hist,
+                          const Seen* seen, bool tail_trusted) const;
+
+  DispatchOptions options_;
+  std::map<SpanKey, std::vector<SampleEvent>> pending_;
+  std::map<ThreadKey, size_t> pending_per_thread_;
+  uint64_t sample_overflow_ = 0;
+  uint64_t first_event_ns_ = 0;
+  std::vector<SlowSpan> slow_;
+  std::map<RoleKey, Seen> seen_;
+};
+
+// Groups samples (any order) into stacks, sorted as SlowSpan::stacks.
+// Samples whose frames map to the same keys under frame_key (if set) are
+// one group; the group keeps the frames of its first sample.
+std::vector<StackGroup> group_stacks(std::vector<SampleEvent> samples,
+                                     const FrameKeyFn& frame_key = nullptr);
+
+}  // namespace looptrace

@@ -1,0 +1,114 @@
+// The JSON report for scripts; every field is described in
+// docs/json-schema.md. Bump "version" when a field changes meaning or goes
+// away; adding fields keeps it.
+#include <nlohmann/json.hpp>
+
+#include "report/report.h"
+#include "report/report_common.h"
+
+namespace looptrace {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kSchemaVersion = 1;
+
+json key_value(const RenderedKey& k) {
+  if (k.fault || k.omitted) return nullptr;
+  if (k.format == KeyFormat::kInt) return k.int_value;
+  return k.text;
+}
+
+json frames_json(uint32_t pid, const std::vector<uint64_t>& frames,
+                 report::FrameNames& names) {
+  json out = json::array();
+  for (uint64_t addr : frames) out.push_back(names.name(pid, addr));
+  return out;
+}
+
+json span_json(const SlowSpan& s, const ReportContext& ctx,
+               report::FrameNames& names) {
+  const SpanEvent& e = s.span;
+  report::SpanTarget target = report::describe_target(e, ctx);
+  json keys = json::object();
+  for (const RenderedKey& k : target.keys) keys[k.name] = key_value(k);
+  const ProbeDef* probe = report::find_probe(ctx, e.probe_id);
+
+  json stacks = json::array();
+  for (const StackGroup& g : s.stacks) {
+    stacks.push_back({{"count", g.count},
+                      {"longest_run", g.longest_run},
+                      {"first_ns", g.first_ns},
+                      {"last_ns", g.last_ns},
+                      {"frames", frames_json(e.pid, g.frames, names)}});
+  }
+  return {
+      {"pid", e.pid},
+      {"tid", e.tid},
+      {"comm", e.comm},
+      {"probe", probe ? probe->resolved_symbol : std::string()},
+      {"start_ns", e.start_ns},
+      {"duration_ns", e.duration_ns},
+      {"cpu_ns", e.cpu_ns},
+      {"target", target.text},
+      {"keys", keys},
+      {"depth", e.depth},
+      {"samples", s.nsamples},
+      {"stack", s.stacks.empty()
+                    ? json::array()
+                    : frames_json(e.pid, s.stacks[0].frames, names)},
+      {"stacks", stacks},
+  };
+}
+
+json thread_json(const ThreadSummary& t) {
+  return {
+      {"pid", t.pid},        {"tid", t.tid},
+      {"comm", t.comm},      {"role", report::role_name(t.role)},
+      {"count", t.count},    {"slow_count", t.slow_count},
+      {"p50_ns", t.pct.p50}, {"p90_ns", t.pct.p90},
+      {"p99_ns", t.pct.p99}, {"max_ns", t.pct.max},
+      {"sum_ns", t.sum_ns},
+  };
+}
+
+}  // namespace
+
+json to_json(const DispatchAnalysis& a, const ReportContext& ctx) {
+  json thresholds = json::object();
+  for (uint32_t r = 0; r < LT_ROLE_MAX; ++r)
+    thresholds[report::role_name(r)] = ctx.slow_ns[r];
+
+  json threads = json::array();
+  for (const ThreadSummary& t : a.threads) threads.push_back(thread_json(t));
+
+  report::FrameNames names(ctx.symbolizer);
+  json dispatches = json::array();
+  json idle = json::array();
+  for (const SlowSpan& s : a.slow) {
+    if (s.span.role == LT_ROLE_DISPATCH)
+      dispatches.push_back(span_json(s, ctx, names));
+    else if (s.span.role == LT_ROLE_IDLE)
+      idle.push_back(span_json(s, ctx, names));
+  }
+
+  json lost = json::object();
+  for (const report::LostItem& l : report::lost_items(a))
+    lost[l.json_key] = l.value;
+
+  return {
+      {"version", kSchemaVersion},
+      {"command", ctx.command_line},
+      {"duration_ns", ctx.duration_ns},
+      {"slow_threshold_ns", thresholds},
+      {"threads", threads},
+      {"slow_dispatches", dispatches},
+      {"slow_idle_handlers", idle},
+      {"lost", lost},
+      {"totals",
+       {{"spans", a.counters.bpf[LT_CNT_SPANS]},
+        {"samples", a.counters.bpf[LT_CNT_SAMPLES]}}},
+  };
+}
+
+}  // namespace looptrace

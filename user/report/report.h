@@ -1,0 +1,35 @@
+// Reports of a DispatchAnalysis: an 80-column text report for people and a
+// JSON document for scripts (docs/json-schema.md).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "analysis/dispatch.h"
+#include "profiles/probe.h"
+#include "symbolize/symbolizer.h"
+
+namespace looptrace {
+
+struct ReportContext {
+  const std::vector<ProbeDef>* probes = nullptr;  // looked up by ProbeDef::id
+  Symbolizer* symbolizer = nullptr;  // null: addresses shown in hex
+  std::array<uint64_t, LT_ROLE_MAX> slow_ns{};
+  uint64_t duration_ns = 0;  // how long the trace ran
+  std::string command_line;
+  // CLOCK_MONOTONIC when tracing began; the text report shows span starts
+  // relative to it. 0: relative to the first event in the stream.
+  uint64_t start_ns = 0;
+};
+
+void write_text_report(std::ostream& os, const DispatchAnalysis& analysis,
+                       const ReportContext& ctx);
+
+nlohmann::json to_json(const DispatchAnalysis& analysis,
+                       const ReportContext& ctx);
+
+}  // namespace looptrace

@@ -1,0 +1,86 @@
+#include "report/report_common.h"
+
+#include <fmt/format.h>
+
+namespace looptrace::report {
+
+std::string role_name(uint32_t role) {
+  switch (role) {
+    case LT_ROLE_DISPATCH:
+      return "dispatch";
+    case LT_ROLE_IDLE:
+      return "idle";
+    default:
+      return fmt::format("role{}", role);
+  }
+}
+
+const ProbeDef* find_probe(const ReportContext& ctx, uint32_t id) {
+  if (ctx.probes == nullptr) return nullptr;
+  for (const ProbeDef& p : *ctx.probes)
+    if (p.id == id) return &p;
+  return nullptr;
+}
+
+SpanTarget describe_target(const SpanEvent& span, const ReportContext& ctx) {
+  SpanTarget t;
+  const ProbeDef* probe = find_probe(ctx, span.probe_id);
+  if (probe == nullptr) {
+    t.text = fmt::format("probe#{}", span.probe_id);
+    return t;
+  }
+  t.keys = render_keys(span, *probe, ctx.symbolizer);
+  t.text = format_target(t.keys, *probe);
+  return t;
+}
+
+std::vector<LostItem> lost_items(const DispatchAnalysis& a) {
+  const auto& c = a.counters.bpf;
+  // Each line says what was lost and, where a knob exists, which one to
+  // turn. Kept under 80 columns with a 2-space indent and large counts.
+  return {
+      {"ringbuf_full", c[LT_CNT_RB_FULL],
+       fmt::format("ring buffer full: {} records lost (raise --ringbuf-size)",
+                   c[LT_CNT_RB_FULL])},
+      {"hist_full", c[LT_CNT_HIST_FULL],
+       fmt::format("histogram table full: {} spans uncounted "
+                   "(raise --max-threads)",
+                   c[LT_CNT_HIST_FULL])},
+      {"depth_overflow", c[LT_CNT_DEPTH_OVERFLOW],
+       fmt::format("nested deeper than {}: {} spans not timed", LT_MAX_DEPTH,
+                   c[LT_CNT_DEPTH_OVERFLOW])},
+      {"unmatched_returns", c[LT_CNT_RET_UNMATCHED],
+       fmt::format("returns without an entry: {} (spans open at attach)",
+                   c[LT_CNT_RET_UNMATCHED])},
+      {"storage_fail", c[LT_CNT_STORAGE_FAIL],
+       fmt::format("task storage unavailable: {} spans not timed",
+                   c[LT_CNT_STORAGE_FAIL])},
+      {"key_faults", c[LT_CNT_KEY_FAULT],
+       fmt::format("key reads faulted: {} (shown as '?'; check the profile)",
+                   c[LT_CNT_KEY_FAULT])},
+      {"stack_failures", c[LT_CNT_STACK_FAIL],
+       fmt::format("stack samples failed: {}", c[LT_CNT_STACK_FAIL])},
+      {"decode_errors", a.counters.decode_errors,
+       fmt::format("malformed records: {} (damaged file or ABI mismatch)",
+                   a.counters.decode_errors)},
+      {"orphan_samples", a.orphan_samples,
+       fmt::format("samples of unfinished spans: {} (running at exit?)",
+                   a.orphan_samples)},
+      {"sample_overflow", a.sample_overflow,
+       fmt::format("samples dropped, too many pending: {}", a.sample_overflow)},
+  };
+}
+
+const std::string& FrameNames::name(uint32_t pid, uint64_t addr) {
+  auto [it, added] = cache_.try_emplace({pid, addr});
+  if (added) {
+    Frame f;
+    f.addr = addr;
+    if (symbolizer_ != nullptr) f = symbolizer_->symbolize(pid, addr);
+    if (f.addr == 0) f.addr = addr;
+    it->second = f.to_string();
+  }
+  return it->second;
+}
+
+}  // namespace looptrace::report

@@ -1,0 +1,53 @@
+// Pieces the text and JSON reports share, so both say the same thing.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analysis/dispatch.h"
+#include "profiles/probe.h"
+#include "report/report.h"
+#include "report/target.h"
+#include "symbolize/symbolizer.h"
+
+namespace looptrace::report {
+
+// "dispatch", "idle"; "role<N>" for a role this build does not know.
+std::string role_name(uint32_t role);
+
+// The probe with `id`, or null.
+const ProbeDef* find_probe(const ReportContext& ctx, uint32_t id);
+
+// The span's target and its rendered keys; a span of an unknown probe is
+// named "probe#N".
+struct SpanTarget {
+  std::string text;
+  std::vector<RenderedKey> keys;
+};
+SpanTarget describe_target(const SpanEvent& span, const ReportContext& ctx);
+
+// One loss or health counter as both reports show it.
+struct LostItem {
+  const char* json_key;  // "ringbuf_full"
+  uint64_t value;
+  std::string text;  // "ring buffer full: 12 records lost (raise ...)"
+};
+// Every counter, zero or not, in a fixed order.
+std::vector<LostItem> lost_items(const DispatchAnalysis& analysis);
+
+// Symbolizes frames once per (pid, address): the same frames recur in every
+// sample of a stuck span.
+class FrameNames {
+ public:
+  explicit FrameNames(Symbolizer* symbolizer) : symbolizer_(symbolizer) {}
+  const std::string& name(uint32_t pid, uint64_t addr);
+
+ private:
+  Symbolizer* symbolizer_;
+  std::map<std::pair<uint32_t, uint64_t>, std::string> cache_;
+};
+
+}  // namespace looptrace::report

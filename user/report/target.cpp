@@ -1,0 +1,118 @@
+#include "report/target.h"
+
+#include <fmt/format.h>
+
+#include <string_view>
+
+namespace looptrace {
+namespace {
+
+constexpr std::string_view kVtablePrefix = "vtable for ";
+
+// A key read with a size (1, 2 or 4 bytes) holds only that many bytes;
+// registers holding an `int` carry garbage above bit 31, so truncate there
+// too.
+uint64_t truncate(uint64_t v, uint8_t size) {
+  if (size == 0 || size >= 8) return v;
+  return v & ((1ULL << (size * 8)) - 1);
+}
+
+int64_t sign_extend(uint64_t v, uint8_t size) {
+  if (size == 0 || size >= 8) return static_cast<int64_t>(v);
+  unsigned shift = 64 - size * 8;
+  return static_cast<int64_t>(v << shift) >> shift;
+}
+
+std::string hex(uint64_t v) { return fmt::format("{:#x}", v); }
+
+std::string strip_offset(std::string s) {
+  size_t plus = s.rfind("+0x");
+  if (plus != std::string::npos) s.resize(plus);
+  return s;
+}
+
+std::string code_name(const SpanEvent& span, uint64_t addr, Symbolizer* sym) {
+  if (sym == nullptr) return hex(addr);
+  Frame f = sym->symbolize(span.pid, addr);
+  return f.known() ? f.to_string() : hex(addr);
+}
+
+// A vtable pointer points a little past the "vtable for X" symbol (at the
+// first virtual function slot), so the offset is expected and dropped.
+std::string class_name(const SpanEvent& span, uint64_t addr, Symbolizer* sym) {
+  if (sym == nullptr) return hex(addr);
+  Frame f = sym->symbolize(span.pid, addr);
+  if (!f.known()) return hex(addr);
+  std::string name = strip_offset(f.function);
+  if (std::string_view(name).starts_with(kVtablePrefix))
+    name.erase(0, kVtablePrefix.size());
+  return name;
+}
+
+}  // namespace
+
+std::vector<RenderedKey> render_keys(const SpanEvent& span,
+                                     const ProbeDef& probe,
+                                     Symbolizer* symbolizer) {
+  std::vector<RenderedKey> out;
+  for (size_t i = 0; i < probe.keys.size() && i < LT_MAX_KEYS; ++i) {
+    const KeyDef& def = probe.keys[i];
+    RenderedKey k;
+    k.name = def.name;
+    k.format = def.format;
+    k.raw = span.keys[i];
+    uint64_t v = truncate(k.raw, def.spec.size);
+    k.int_value = sign_extend(v, def.spec.size);
+    if (span.key_fault_mask & (1u << i)) {
+      k.fault = true;
+      // Not `= "?"`: GCC 12 reports a bogus -Wrestrict on that assignment.
+      k.text = std::string(1, '?');
+      out.push_back(std::move(k));
+      continue;
+    }
+    switch (def.format) {
+      case KeyFormat::kInt:
+        k.text = fmt::format("{}", k.int_value);
+        break;
+      case KeyFormat::kHex:
+        k.text = hex(v);
+        break;
+      case KeyFormat::kSymbol:
+        // A message without a callback has a null one: say nothing.
+        if (v == 0)
+          k.omitted = true;
+        else
+          k.text = code_name(span, v, symbolizer);
+        break;
+      case KeyFormat::kVtable:
+        k.text = v == 0 ? hex(v) : class_name(span, v, symbolizer);
+        break;
+    }
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
+std::string format_target(const std::vector<RenderedKey>& keys,
+                          const ProbeDef& probe) {
+  std::string out;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const RenderedKey& k = keys[i];
+    if (k.omitted) continue;
+    if (!out.empty()) out += ' ';
+    if (i == 0)
+      out += k.text;
+    else
+      out += fmt::format("{}={}", k.name, k.text);
+  }
+  if (!out.empty()) return out;
+  if (!probe.resolved_symbol.empty()) return probe.resolved_symbol;
+  return probe.symbol;
+}
+
+std::string format_target(const SpanEvent& span, const ProbeDef& probe,
+                          Symbolizer& symbolizer) {
+  return format_target(render_keys(span, probe, &symbolizer), probe);
+}
+
+}  // namespace looptrace
