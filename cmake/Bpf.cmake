@@ -49,4 +49,6 @@ function(looptrace_bpf_skeleton name src)
     DEPENDS ${obj}
     COMMENT "Skeleton ${name}")
   add_custom_target(${name}_skel DEPENDS ${skel})
+  # One producer of vmlinux.h, or parallel skeleton builds race on it.
+  add_dependencies(${name}_skel vmlinux_h)
 endfunction()

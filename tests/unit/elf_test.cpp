@@ -1,0 +1,485 @@
+// ElfFile and resolve_symbol on the test programs. Expected offsets come
+// from nm and readelf, never from the code under test.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "elf/elf_file.h"
+#include "elf/resolve.h"
+
+namespace looptrace::elf {
+namespace {
+
+const std::string kProgramsDir = LT_TEST_PROGRAMS_DIR;
+const std::string kPie = kProgramsDir + "/elf_target_pie";
+const std::string kNoPie = kProgramsDir + "/elf_target_nopie";
+const std::string kStripped = kProgramsDir + "/elf_target_stripped";
+
+std::string run(const std::string& cmd) {
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), &pclose);
+  if (!pipe) return "";
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe.get())) > 0) out.append(buf, n);
+  return out;
+}
+
+// Address of a (mangled) symbol as nm prints it.
+std::optional<uint64_t> nm_address(const std::string& path,
+                                   const std::string& name) {
+  std::istringstream in(run("nm " + path));
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string addr, type, sym;
+    if (fields >> addr >> type >> sym && sym == name)
+      return std::stoull(addr, nullptr, 16);
+  }
+  return std::nullopt;
+}
+
+struct Load {
+  uint64_t offset, vaddr, filesz;
+  bool exec;
+};
+
+// "  LOAD 0x001000 0x0000000000001000 0x...1000 0x000441 0x000441 R E 0x1000"
+std::vector<Load> readelf_loads(const std::string& path) {
+  std::vector<Load> out;
+  std::istringstream in(run("readelf -lW " + path));
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string type, off, vaddr, paddr, filesz, memsz, flag;
+    if (!(fields >> type) || type != "LOAD") continue;
+    fields >> off >> vaddr >> paddr >> filesz >> memsz;
+    bool exec = false;
+    while (fields >> flag) exec = exec || flag.find('E') != std::string::npos;
+    out.push_back({std::stoull(off, nullptr, 16),
+                   std::stoull(vaddr, nullptr, 16),
+                   std::stoull(filesz, nullptr, 16), exec});
+  }
+  return out;
+}
+
+// The uprobe offset of a symbol: vaddr - p_vaddr + p_offset of the
+// executable PT_LOAD containing it.
+uint64_t expected_offset(const std::string& path, const std::string& name) {
+  std::optional<uint64_t> addr = nm_address(path, name);
+  EXPECT_TRUE(addr.has_value()) << name << " not in nm " << path;
+  if (!addr) return 0;
+  for (const Load& l : readelf_loads(path))
+    if (l.exec && *addr >= l.vaddr && *addr < l.vaddr + l.filesz)
+      return *addr - l.vaddr + l.offset;
+  ADD_FAILURE() << name << " not in an executable PT_LOAD of " << path;
+  return 0;
+}
+
+std::string build_id_from_readelf(const std::string& path) {
+  std::istringstream in(run("readelf -n " + path));
+  std::string line;
+  const std::string key = "Build ID: ";
+  while (std::getline(in, line))
+    if (size_t pos = line.find(key); pos != std::string::npos)
+      return line.substr(pos + key.size());
+  return "";
+}
+
+TEST(ElfFileTest, OpensPieAndNonPie) {
+  Result<ElfFile> pie = ElfFile::Open(kPie);
+  ASSERT_TRUE(pie.ok()) << pie.status().message();
+  EXPECT_TRUE(pie->is_dyn());
+  EXPECT_TRUE(pie->has_symtab());
+  EXPECT_EQ(pie->path(), kPie);
+
+  Result<ElfFile> nopie = ElfFile::Open(kNoPie);
+  ASSERT_TRUE(nopie.ok()) << nopie.status().message();
+  EXPECT_FALSE(nopie->is_dyn());
+  EXPECT_TRUE(nopie->has_symtab());
+}
+
+TEST(ElfFileTest, BuildIdMatchesReadelf) {
+  Result<ElfFile> pie = ElfFile::Open(kPie);
+  ASSERT_TRUE(pie.ok());
+  std::string expected = build_id_from_readelf(kPie);
+  ASSERT_FALSE(expected.empty());
+  EXPECT_EQ(pie->build_id(), expected);
+}
+
+TEST(ElfFileTest, SymbolsAreSortedUniqueAndDemangled) {
+  Result<ElfFile> pie = ElfFile::Open(kPie);
+  ASSERT_TRUE(pie.ok());
+  const std::vector<Symbol>& syms = pie->symbols();
+  ASSERT_FALSE(syms.empty());
+  for (size_t i = 1; i < syms.size(); i++) {
+    EXPECT_LE(syms[i - 1].vaddr, syms[i].vaddr);
+    if (syms[i - 1].vaddr == syms[i].vaddr) {
+      EXPECT_NE(syms[i - 1].name, syms[i].name);
+    }
+  }
+  int draw = 0;
+  bool vtable = false;
+  for (const Symbol& s : syms) {
+    if (s.name == "_ZN7lt_test6Widget4drawEi") {
+      draw++;
+      EXPECT_EQ(s.demangled, "lt_test::Widget::draw(int)");
+      EXPECT_TRUE(s.is_func);
+      EXPECT_EQ(s.vaddr, nm_address(kPie, s.name));
+      EXPECT_GT(s.size, 0u);
+    }
+    if (s.name == "_ZTVN7lt_test6WidgetE") {
+      vtable = true;
+      EXPECT_EQ(s.demangled, "vtable for lt_test::Widget");
+      EXPECT_FALSE(s.is_func);
+    }
+    if (s.name == "lt_plain_function") {
+      EXPECT_EQ(s.demangled, s.name);
+    }
+  }
+  EXPECT_EQ(draw, 1);
+  EXPECT_TRUE(vtable);
+}
+
+TEST(ElfFileTest, MissingFile) {
+  Result<ElfFile> f = ElfFile::Open("/nonexistent/elf_target");
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.status().message(),
+            "open /nonexistent/elf_target: No such file or directory");
+  EXPECT_EQ(f.status().kind(), ErrorKind::kUsage);
+}
+
+TEST(ElfFileTest, NotAnElfFile) {
+  std::string path = std::string(LT_TEST_DATA_DIR) + "/maps/pie_program.maps";
+  Result<ElfFile> f = ElfFile::Open(path);
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.status().message(), path + ": not an ELF file");
+}
+
+TEST(ElfFileTest, StrippedHasNoSymtab) {
+  Result<ElfFile> f = ElfFile::Open(kStripped);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_FALSE(f->has_symtab());
+  for (const Symbol& s : f->symbols()) {
+    EXPECT_FALSE(s.is_func) << s.name;
+  }
+  EXPECT_EQ(f->build_id(), build_id_from_readelf(kPie));  // strip keeps it
+}
+
+TEST(ElfFileTest, MoveKeepsState) {
+  Result<ElfFile> f = ElfFile::Open(kPie);
+  ASSERT_TRUE(f.ok());
+  size_t count = f->symbols().size();
+  ElfFile a = std::move(f).value();
+  ElfFile b = ElfFile::Open(kNoPie).value();
+  b = std::move(a);
+  EXPECT_EQ(b.symbols().size(), count);
+  EXPECT_EQ(b.path(), kPie);
+  EXPECT_GE(b.fd(), 0);
+}
+
+class ElfBuildTest : public testing::TestWithParam<std::string> {
+ protected:
+  std::string path() const { return kProgramsDir + "/" + GetParam(); }
+};
+
+TEST_P(ElfBuildTest, OffsetAndVaddrFollowReadelf) {
+  Result<ElfFile> f = ElfFile::Open(path());
+  ASSERT_TRUE(f.ok());
+  std::string name = "_ZN7lt_test6Widget4drawEi";
+  uint64_t vaddr = *nm_address(path(), name);
+  uint64_t offset = expected_offset(path(), name);
+  Result<uint64_t> got_offset = f->vaddr_to_offset(vaddr);
+  ASSERT_TRUE(got_offset.ok()) << got_offset.status().message();
+  EXPECT_EQ(*got_offset, offset);
+  Result<uint64_t> got_vaddr = f->offset_to_vaddr(offset);
+  ASSERT_TRUE(got_vaddr.ok());
+  EXPECT_EQ(*got_vaddr, vaddr);
+  EXPECT_TRUE(f->offset_is_executable(offset));
+  EXPECT_FALSE(f->offset_is_executable(0));  // the ELF header
+  EXPECT_FALSE(f->offset_to_vaddr(uint64_t{1} << 40).ok());
+}
+
+TEST_P(ElfBuildTest, FindSymbolByVaddr) {
+  Result<ElfFile> f = ElfFile::Open(path());
+  ASSERT_TRUE(f.ok());
+  uint64_t draw = *nm_address(path(), "_ZN7lt_test6Widget4drawEi");
+  const Symbol* s = f->find_symbol_by_vaddr(draw);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->demangled, "lt_test::Widget::draw(int)");
+  s = f->find_symbol_by_vaddr(draw + s->size - 1);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->demangled, "lt_test::Widget::draw(int)");
+
+  // A vtable pointer points 16 bytes into the vtable object.
+  uint64_t vtable = *nm_address(path(), "_ZTVN7lt_test6WidgetE");
+  s = f->find_symbol_by_vaddr(vtable + 16);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->demangled, "vtable for lt_test::Widget");
+
+  // C1 and C2 constructors are aliases: either name, same function.
+  uint64_t ctor = *nm_address(path(), "_ZN7lt_test6WidgetC2Ei");
+  s = f->find_symbol_by_vaddr(ctor);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->demangled, "lt_test::Widget::Widget(int)");
+
+  EXPECT_EQ(f->find_symbol_by_vaddr(1), nullptr);
+}
+
+TEST_P(ElfBuildTest, ResolveMangledName) {
+  Result<SymbolMatch> m = resolve_symbol(path(), "_ZN7lt_test6Widget4drawEi");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->name, "_ZN7lt_test6Widget4drawEi");
+  EXPECT_EQ(m->demangled, "lt_test::Widget::draw(int)");
+  EXPECT_EQ(m->vaddr, nm_address(path(), "_ZN7lt_test6Widget4drawEi"));
+  EXPECT_EQ(m->file_offset,
+            expected_offset(path(), "_ZN7lt_test6Widget4drawEi"));
+  EXPECT_GT(m->size, 0u);
+}
+
+TEST_P(ElfBuildTest, ResolveDemangledWithAndWithoutParams) {
+  uint64_t want = expected_offset(path(), "_ZN7lt_test6Widget4drawEi");
+  for (const char* pattern :
+       {"lt_test::Widget::draw(int)", "lt_test::Widget::draw"}) {
+    Result<SymbolMatch> m = resolve_symbol(path(), pattern);
+    ASSERT_TRUE(m.ok()) << pattern << ": " << m.status().message();
+    EXPECT_EQ(m->file_offset, want) << pattern;
+    EXPECT_EQ(m->demangled, "lt_test::Widget::draw(int)");
+  }
+}
+
+TEST_P(ElfBuildTest, ResolveCFunction) {
+  Result<SymbolMatch> m = resolve_symbol(path(), "lt_plain_function");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->file_offset, expected_offset(path(), "lt_plain_function"));
+}
+
+TEST_P(ElfBuildTest, ResolveGlob) {
+  Result<SymbolMatch> m = resolve_symbol(path(), "lt_test::Widget::dr*");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->file_offset,
+            expected_offset(path(), "_ZN7lt_test6Widget4drawEi"));
+  m = resolve_symbol(path(), "*plain_func?ion");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->name, "lt_plain_function");
+}
+
+TEST_P(ElfBuildTest, ResolveOneOverloadByParams) {
+  Result<SymbolMatch> m = resolve_symbol(path(), "lt_test::overloaded(double)");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->file_offset,
+            expected_offset(path(), "_ZN7lt_test10overloadedEd"));
+}
+
+TEST_P(ElfBuildTest, AmbiguousOverloadListsBoth) {
+  for (const char* pattern : {"lt_test::overloaded", "lt_test::overload*"}) {
+    Result<SymbolMatch> m = resolve_symbol(path(), pattern);
+    ASSERT_FALSE(m.ok()) << pattern;
+    const std::string& msg = m.status().message();
+    EXPECT_EQ(msg.find('\n'), std::string::npos);
+    EXPECT_NE(msg.find(std::string("symbol '") + pattern +
+                       "' is ambiguous in " + path() + ": 2 matches: "),
+              std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("lt_test::overloaded(int)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("lt_test::overloaded(double)"), std::string::npos)
+        << msg;
+    EXPECT_EQ(m.status().kind(), ErrorKind::kUsage);
+  }
+}
+
+TEST_P(ElfBuildTest, AliasesAreOneMatch) {
+  // C1 and C2 share an address; both demangle to Widget::Widget(int).
+  Result<SymbolMatch> m = resolve_symbol(path(), "lt_test::Widget::Widget");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->file_offset, expected_offset(path(), "_ZN7lt_test6WidgetC2Ei"));
+}
+
+TEST_P(ElfBuildTest, MissingSymbolSuggestsCloseNames) {
+  Result<SymbolMatch> m = resolve_symbol(path(), "lt_test::Widget::drow");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().message(),
+            "symbol 'lt_test::Widget::drow' not found in " + path());
+  EXPECT_EQ(m.status().kind(), ErrorKind::kUsage);
+  EXPECT_NE(m.status().hint().find("did you mean: "), std::string::npos);
+  EXPECT_NE(m.status().hint().find("lt_test::Widget::draw"), std::string::npos)
+      << m.status().hint();
+
+  m = resolve_symbol(path(), "plain_function");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().hint(), "did you mean: lt_plain_function");
+}
+
+TEST_P(ElfBuildTest, HexFileOffset) {
+  uint64_t off = expected_offset(path(), "lt_plain_function");
+  char pattern[32];
+  std::snprintf(pattern, sizeof pattern, "0x%llx",
+                static_cast<unsigned long long>(off));
+  Result<SymbolMatch> m = resolve_symbol(path(), pattern);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->file_offset, off);
+  EXPECT_EQ(m->vaddr, nm_address(path(), "lt_plain_function"));
+  EXPECT_EQ(m->demangled, "lt_plain_function");
+
+  m = resolve_symbol(path(), "0x0");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().message(),
+            "offset 0x0 is not in an executable segment of " + path());
+  m = resolve_symbol(path(), "0xzz");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().message(), "invalid file offset '0xzz'");
+}
+
+INSTANTIATE_TEST_SUITE_P(Elf, ElfBuildTest,
+                         testing::Values("elf_target_pie", "elf_target_nopie"));
+
+TEST(ElfStrippedTest, NamesNeedASymbolTable) {
+  Result<SymbolMatch> m = resolve_symbol(kStripped, "lt_plain_function");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(
+      m.status().message(),
+      kStripped + " has no symbol table (stripped); give a 0x file offset");
+  EXPECT_EQ(m.status().kind(), ErrorKind::kUsage);
+}
+
+TEST(ElfStrippedTest, HexOffsetStillWorks) {
+  // strip leaves the loadable layout alone, so the PIE's offsets hold.
+  uint64_t off = expected_offset(kPie, "_ZN7lt_test6Widget4drawEi");
+  char pattern[32];
+  std::snprintf(pattern, sizeof pattern, "0x%llx",
+                static_cast<unsigned long long>(off));
+  Result<SymbolMatch> m = resolve_symbol(kStripped, pattern);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->file_offset, off);
+  EXPECT_EQ(m->demangled, pattern);  // no symbol to name it by
+}
+
+TEST(ElfResolveTest, MissingFileAndNotElf) {
+  Result<SymbolMatch> m = resolve_symbol("/nonexistent/x", "main");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().message(),
+            "open /nonexistent/x: No such file or directory");
+  std::string text = std::string(LT_TEST_DATA_DIR) + "/maps/pie_program.maps";
+  m = resolve_symbol(text, "main");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().message(), text + ": not an ELF file");
+}
+
+TEST(ElfResolveTest, StripParams) {
+  EXPECT_EQ(strip_params("ns::Foo::bar(int)"), "ns::Foo::bar");
+  EXPECT_EQ(strip_params("ns::Foo::bar(int) const"), "ns::Foo::bar");
+  EXPECT_EQ(strip_params("(anonymous namespace)::f(char const*)"),
+            "(anonymous namespace)::f");
+  EXPECT_EQ(strip_params("void ns::f<int>(int)"), "ns::f<int>");
+  EXPECT_EQ(strip_params("ns::Foo::operator()(int)"), "ns::Foo::operator()");
+  EXPECT_EQ(strip_params("lt_plain_function"), "lt_plain_function");
+  EXPECT_EQ(strip_params("vtable for ns::Foo"), "vtable for ns::Foo");
+}
+
+TEST(ElfResolveTest, DefaultSymbolVersionWins) {
+  // glibc keeps pthread_cond_wait@GLIBC_2.2.5 for old binaries next to the
+  // default pthread_cond_wait@@GLIBC_2.3.2; a bare name means the default.
+  Result<std::string> libc = find_library("libc.so.6");
+  ASSERT_TRUE(libc.ok());
+  std::istringstream in(run("readelf -sW --dyn-syms " + *libc));
+  std::string line;
+  std::optional<uint64_t> want;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string num, value, size, type, bind, vis, ndx, name;
+    if (fields >> num >> value >> size >> type >> bind >> vis >> ndx >> name &&
+        name.starts_with("pthread_cond_wait@@"))
+      want = std::stoull(value, nullptr, 16);
+  }
+  if (!want) GTEST_SKIP() << "no versioned pthread_cond_wait in " << *libc;
+  Result<SymbolMatch> m = resolve_symbol(*libc, "pthread_cond_wait");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->vaddr, *want);
+}
+
+// Sets an environment variable for one test and restores it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      setenv(name_, old_->c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST(ElfFindLibraryTest, FindsLibcLikeTheLinker) {
+  Result<std::string> p = find_library("libc.so.6");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(std::filesystem::path(*p).filename(), "libc.so.6");
+  // The host's libc, not a 32-bit one from the same cache.
+  Result<ElfFile> f = ElfFile::Open(*p);
+  ASSERT_TRUE(f.ok());
+  EXPECT_TRUE(f->is_dyn());
+  EXPECT_NE(
+      run("readelf -h " + *p).find(sizeof(void*) == 8 ? "ELF64" : "ELF32"),
+      std::string::npos);
+}
+
+TEST(ElfFindLibraryTest, UnversionedNameFindsVersionedFile) {
+  Result<std::string> p = find_library("libstdc++.so");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_TRUE(
+      std::filesystem::path(*p).filename().string().starts_with("libstdc++.so"))
+      << *p;
+}
+
+TEST(ElfFindLibraryTest, PathsAreCheckedNotSearched) {
+  Result<std::string> p = find_library(kPie);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(*p, kPie);
+  p = find_library("/nonexistent/libx.so");
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().message(),
+            "binary '/nonexistent/libx.so': No such file or directory");
+}
+
+TEST(ElfFindLibraryTest, ProgramOnPath) {
+  ScopedEnv path("PATH", "/nonexistent:" + kProgramsDir);
+  Result<std::string> p = find_library("elf_target_nopie");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(*p, kProgramsDir + "/elf_target_nopie");
+}
+
+TEST(ElfFindLibraryTest, LdLibraryPath) {
+  ScopedEnv path("PATH", "/nonexistent");
+  ScopedEnv lib("LD_LIBRARY_PATH", kProgramsDir);
+  Result<std::string> p = find_library("elf_target_pie");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(*p, kProgramsDir + "/elf_target_pie");
+}
+
+TEST(ElfFindLibraryTest, NotFoundSaysWhereItLooked) {
+  Result<std::string> p = find_library("libdoesnotexist_lt.so");
+  ASSERT_FALSE(p.ok());
+  EXPECT_TRUE(p.status().message().starts_with(
+      "binary 'libdoesnotexist_lt.so' not found (searched LD_LIBRARY_PATH, "
+      "ld.so cache, "))
+      << p.status().message();
+  EXPECT_EQ(p.status().kind(), ErrorKind::kUsage);
+}
+
+}  // namespace
+}  // namespace looptrace::elf

@@ -1,0 +1,317 @@
+#include "elf/elf_file.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <tuple>
+#include <utility>
+
+#include "base/log.h"
+#include "symbolize/demangle.h"
+
+namespace looptrace::elf {
+namespace {
+
+// A size-0 FUNC symbol (assembly without .size) is credited with addresses
+// up to this far after it; further away the guess is more likely wrong.
+constexpr uint64_t kZeroSizeReach = 4096;
+
+bool init_libelf() {
+  static std::once_flag once;
+  static bool ok = false;
+  std::call_once(once, [] { ok = elf_version(EV_CURRENT) != EV_NONE; });
+  return ok;
+}
+
+ErrorKind kind_for_errno(int err) {
+  if (err == EACCES || err == EPERM) return ErrorKind::kPermission;
+  if (err == ENOENT || err == ENOTDIR || err == EISDIR)
+    return ErrorKind::kUsage;
+  return ErrorKind::kFailure;
+}
+
+std::string hex(const uint8_t* p, size_t n) {
+  std::string out;
+  out.reserve(n * 2);
+  for (size_t i = 0; i < n; i++) out += fmt::format("{:02x}", p[i]);
+  return out;
+}
+
+// Looks for NT_GNU_BUILD_ID in one note buffer.
+std::string build_id_in(Elf_Data* data) {
+  if (!data || !data->d_buf) return "";
+  size_t off = 0;
+  GElf_Nhdr nhdr;
+  size_t name_off = 0;
+  size_t desc_off = 0;
+  while (off < data->d_size) {
+    size_t next = gelf_getnote(data, off, &nhdr, &name_off, &desc_off);
+    if (next == 0) break;
+    const auto* base = static_cast<const uint8_t*>(data->d_buf);
+    if (nhdr.n_type == NT_GNU_BUILD_ID && nhdr.n_namesz == 4 &&
+        std::memcmp(base + name_off, "GNU", 4) == 0)
+      return hex(base + desc_off, nhdr.n_descsz);
+    off = next;
+  }
+  return "";
+}
+
+}  // namespace
+
+ElfFile::ElfFile(std::string path, int fd, Elf* elf)
+    : path_(std::move(path)), fd_(fd), elf_(elf) {}
+
+ElfFile::ElfFile(ElfFile&& other) noexcept
+    : path_(std::move(other.path_)),
+      fd_(std::exchange(other.fd_, -1)),
+      elf_(std::exchange(other.elf_, nullptr)),
+      is_dyn_(other.is_dyn_),
+      has_symtab_(other.has_symtab_),
+      build_id_(std::move(other.build_id_)),
+      segments_(std::move(other.segments_)),
+      symbols_(std::move(other.symbols_)),
+      max_end_(std::move(other.max_end_)) {}
+
+ElfFile& ElfFile::operator=(ElfFile&& other) noexcept {
+  if (this != &other) {
+    ElfFile tmp(std::move(other));
+    std::swap(path_, tmp.path_);
+    std::swap(fd_, tmp.fd_);
+    std::swap(elf_, tmp.elf_);
+    std::swap(is_dyn_, tmp.is_dyn_);
+    std::swap(has_symtab_, tmp.has_symtab_);
+    std::swap(build_id_, tmp.build_id_);
+    std::swap(segments_, tmp.segments_);
+    std::swap(symbols_, tmp.symbols_);
+    std::swap(max_end_, tmp.max_end_);
+  }
+  return *this;
+}
+
+ElfFile::~ElfFile() {
+  if (elf_) elf_end(elf_);
+  if (fd_ >= 0) close(fd_);
+}
+
+Result<ElfFile> ElfFile::Open(const std::string& path) {
+  if (!init_libelf())
+    return Status::Error(fmt::format("{}: libelf: {}", path, elf_errmsg(-1)));
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int err = errno;
+    return Status::Errno("open " + path, err, kind_for_errno(err));
+  }
+  Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+  // From here the object owns fd and elf, so every return closes them.
+  ElfFile file(path, fd, elf);
+  if (!elf || elf_kind(elf) != ELF_K_ELF)
+    return Status::Error(path + ": not an ELF file", ErrorKind::kUsage);
+  LT_RETURN_IF_ERROR(file.load());
+  return file;
+}
+
+Status ElfFile::load() {
+  GElf_Ehdr ehdr;
+  if (!gelf_getehdr(elf_, &ehdr))
+    return Status::Error(
+        fmt::format("{}: bad ELF header: {}", path_, elf_errmsg(-1)));
+  is_dyn_ = ehdr.e_type == ET_DYN;
+
+  size_t nphdr = 0;
+  if (elf_getphdrnum(elf_, &nphdr) != 0)
+    return Status::Error(
+        fmt::format("{}: bad program headers: {}", path_, elf_errmsg(-1)));
+  for (size_t i = 0; i < nphdr; i++) {
+    GElf_Phdr ph;
+    if (!gelf_getphdr(elf_, static_cast<int>(i), &ph) || ph.p_type != PT_LOAD)
+      continue;
+    segments_.push_back({ph.p_vaddr, ph.p_memsz, ph.p_offset, ph.p_filesz,
+                         (ph.p_flags & PF_X) != 0});
+  }
+
+  load_build_id();
+  return load_symbols();
+}
+
+void ElfFile::load_build_id() {
+  Elf_Scn* scn = nullptr;
+  while ((scn = elf_nextscn(elf_, scn)) != nullptr) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_NOTE) continue;
+    build_id_ = build_id_in(elf_getdata(scn, nullptr));
+    if (!build_id_.empty()) return;
+  }
+  // Files without section headers still carry the note in a PT_NOTE.
+  size_t nphdr = 0;
+  if (elf_getphdrnum(elf_, &nphdr) != 0) return;
+  for (size_t i = 0; i < nphdr; i++) {
+    GElf_Phdr ph;
+    if (!gelf_getphdr(elf_, static_cast<int>(i), &ph) || ph.p_type != PT_NOTE)
+      continue;
+    Elf_Data* data = elf_getdata_rawchunk(
+        elf_, static_cast<int64_t>(ph.p_offset), ph.p_filesz,
+        ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
+    build_id_ = build_id_in(data);
+    if (!build_id_.empty()) return;
+  }
+}
+
+Status ElfFile::load_symbols() {
+  // .gnu.version runs parallel to .dynsym; its hidden bit marks versions
+  // that only old binaries bind to.
+  Elf_Data* versym = nullptr;
+  for (Elf_Scn* scn = elf_nextscn(elf_, nullptr); scn;
+       scn = elf_nextscn(elf_, scn)) {
+    GElf_Shdr shdr;
+    if (gelf_getshdr(scn, &shdr) && shdr.sh_type == SHT_GNU_versym)
+      versym = elf_getdata(scn, nullptr);
+  }
+
+  std::vector<Symbol> all;
+  Elf_Scn* scn = nullptr;
+  while ((scn = elf_nextscn(elf_, scn)) != nullptr) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr)) continue;
+    if (shdr.sh_type != SHT_SYMTAB && shdr.sh_type != SHT_DYNSYM) continue;
+    bool dynsym = shdr.sh_type == SHT_DYNSYM;
+    if (!dynsym) has_symtab_ = true;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    if (!data || shdr.sh_entsize == 0) continue;
+    size_t count = shdr.sh_size / shdr.sh_entsize;
+    for (size_t i = 0; i < count; i++) {
+      GElf_Sym sym;
+      if (!gelf_getsym(data, static_cast<int>(i), &sym)) break;
+      int type = GELF_ST_TYPE(sym.st_info);
+      // STT_GNU_IFUNC is left out on purpose: its address is the resolver
+      // that runs once at load time, not the implementation that is called.
+      if (type != STT_FUNC && type != STT_OBJECT) continue;
+      if (sym.st_shndx == SHN_UNDEF || sym.st_value == 0) continue;
+      const char* raw = elf_strptr(elf_, shdr.sh_link, sym.st_name);
+      if (!raw || !*raw) continue;
+      std::string name(raw);
+      bool hidden = false;
+      // .symtab spells versioned symbols "memcpy@GLIBC_2.2.5" (one '@':
+      // not the default version) or "memcpy@@GLIBC_2.14"; users and
+      // .dynsym say "memcpy".
+      if (size_t at = name.find('@'); at != std::string::npos && at > 0) {
+        hidden = name.compare(at, 2, "@@") != 0;
+        name.resize(at);
+      }
+      GElf_Versym ver;
+      if (dynsym && versym && gelf_getversym(versym, static_cast<int>(i), &ver))
+        hidden = (ver & 0x8000) != 0;
+      all.push_back({std::move(name), "", sym.st_value, sym.st_size,
+                     type == STT_FUNC, dynsym, hidden});
+    }
+  }
+
+  // Merge the .symtab and .dynsym copies of one symbol.
+  std::sort(all.begin(), all.end(), [](const Symbol& a, const Symbol& b) {
+    return std::tie(a.vaddr, a.name) < std::tie(b.vaddr, b.name);
+  });
+  for (Symbol& s : all) {
+    if (!symbols_.empty() && symbols_.back().vaddr == s.vaddr &&
+        symbols_.back().name == s.name) {
+      Symbol& kept = symbols_.back();
+      kept.from_dynsym = kept.from_dynsym || s.from_dynsym;
+      kept.is_func = kept.is_func || s.is_func;
+      kept.size = std::max(kept.size, s.size);
+      kept.hidden_version = kept.hidden_version && s.hidden_version;
+      continue;
+    }
+    symbols_.push_back(std::move(s));
+  }
+  // At one address, the preferred alias comes first: FUNC, exported,
+  // default version.
+  auto rank = [](const Symbol& s) {
+    return std::make_tuple(s.vaddr, !s.is_func, !s.from_dynsym,
+                           s.hidden_version, std::cref(s.name));
+  };
+  std::sort(
+      symbols_.begin(), symbols_.end(),
+      [&](const Symbol& a, const Symbol& b) { return rank(a) < rank(b); });
+  max_end_.reserve(symbols_.size());
+  uint64_t max_end = 0;
+  for (Symbol& s : symbols_) {
+    s.demangled = demangle(s.name);
+    max_end = std::max(max_end, s.vaddr + s.size);
+    max_end_.push_back(max_end);
+  }
+  log::debug("elf", "{}: {} symbols, symtab={}, build-id={}", path_,
+             symbols_.size(), has_symtab_, build_id_);
+  return Status::Ok();
+}
+
+Result<uint64_t> ElfFile::vaddr_to_offset(uint64_t vaddr) const {
+  const Segment* found = nullptr;
+  for (const Segment& s : segments_) {
+    if (vaddr < s.vaddr || vaddr - s.vaddr >= s.filesz) continue;
+    if (!found || (s.executable && !found->executable)) found = &s;
+  }
+  if (!found)
+    return Status::Error(fmt::format(
+        "{}: address {:#x} is not in the file part of any PT_LOAD segment",
+        path_, vaddr));
+  return vaddr - found->vaddr + found->offset;
+}
+
+const Segment* ElfFile::segment_for_offset(uint64_t offset) const {
+  const Segment* found = nullptr;
+  for (const Segment& s : segments_) {
+    if (offset < s.offset || offset - s.offset >= s.filesz) continue;
+    if (!found || (s.executable && !found->executable)) found = &s;
+  }
+  return found;
+}
+
+Result<uint64_t> ElfFile::offset_to_vaddr(uint64_t offset) const {
+  const Segment* s = segment_for_offset(offset);
+  if (!s)
+    return Status::Error(fmt::format(
+        "{}: file offset {:#x} is not in any PT_LOAD segment", path_, offset));
+  return offset - s->offset + s->vaddr;
+}
+
+bool ElfFile::offset_is_executable(uint64_t offset) const {
+  const Segment* s = segment_for_offset(offset);
+  return s && s->executable;
+}
+
+const Symbol* ElfFile::find_symbol_by_vaddr(uint64_t vaddr) const {
+  auto it =
+      std::upper_bound(symbols_.begin(), symbols_.end(), vaddr,
+                       [](uint64_t v, const Symbol& s) { return v < s.vaddr; });
+  size_t end = static_cast<size_t>(it - symbols_.begin());
+
+  // Walk back from the last symbol starting at or before vaddr while some
+  // symbol at or before index i still reaches vaddr (max_end_). The first
+  // container seen starts closest to vaddr, i.e. is the innermost. Symbols
+  // at one address are sorted best first, so an earlier one at the same
+  // address replaces the current pick.
+  const Symbol* best = nullptr;
+  for (size_t i = end; i > 0 && max_end_[i - 1] > vaddr; i--) {
+    const Symbol& s = symbols_[i - 1];
+    if (s.size == 0 || vaddr - s.vaddr >= s.size) continue;
+    if (!best || s.vaddr == best->vaddr || (s.is_func && !best->is_func))
+      best = &s;
+  }
+  if (best || end == 0) return best;
+
+  // Nothing contains vaddr: a size-0 function just before it may.
+  size_t first = end - 1;
+  while (first > 0 && symbols_[first - 1].vaddr == symbols_[end - 1].vaddr)
+    first--;
+  for (size_t i = first; i < end; i++) {
+    const Symbol& s = symbols_[i];
+    if (s.is_func && s.size == 0 && vaddr - s.vaddr < kZeroSizeReach) return &s;
+  }
+  return nullptr;
+}
+
+}  // namespace looptrace::elf

@@ -1,0 +1,95 @@
+// One ELF file opened read-only: its symbols, load segments and build-id.
+// This is the address model the uprobe resolver and the symbolizer share:
+// file offset <-> virtual address through PT_LOAD, vaddr -> symbol.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+// libelf's handle; declared here so the header does not pull in <libelf.h>.
+struct Elf;
+
+namespace looptrace::elf {
+
+struct Symbol {
+  std::string name;       // as in the symbol table, without "@VERSION"
+  std::string demangled;  // == name when it is not a C++ mangled name
+  uint64_t vaddr = 0;
+  uint64_t size = 0;
+  bool is_func = false;      // STT_FUNC; otherwise STT_OBJECT
+  bool from_dynsym = false;  // present in .dynsym (exported)
+  // A non-default symbol version ("memcpy@GLIBC_2.2.5", kept for old
+  // binaries): it symbolizes, but a bare name never resolves to it.
+  bool hidden_version = false;
+};
+
+// A PT_LOAD program header.
+struct Segment {
+  uint64_t vaddr = 0;
+  uint64_t memsz = 0;
+  uint64_t offset = 0;
+  uint64_t filesz = 0;
+  bool executable = false;  // PF_X
+};
+
+class ElfFile {
+ public:
+  // Errors: "open /x: No such file or directory", "/x: not an ELF file".
+  static Result<ElfFile> Open(const std::string& path);
+
+  ElfFile(ElfFile&& other) noexcept;
+  ElfFile& operator=(ElfFile&& other) noexcept;
+  ElfFile(const ElfFile&) = delete;
+  ElfFile& operator=(const ElfFile&) = delete;
+  ~ElfFile();
+
+  const std::string& path() const { return path_; }
+  // ET_DYN: a shared library or a PIE executable; loaded at a random base.
+  bool is_dyn() const { return is_dyn_; }
+  // Hex of the NT_GNU_BUILD_ID note; empty when the file has none.
+  const std::string& build_id() const { return build_id_; }
+  bool has_symtab() const { return has_symtab_; }
+  // The file descriptor stays open for the object's lifetime; the
+  // symbolizer relies on this to read files of processes that have exited.
+  int fd() const { return fd_; }
+
+  // Defined FUNC and OBJECT symbols with a nonzero address from .symtab and
+  // .dynsym, one entry per (name, vaddr), sorted by vaddr.
+  const std::vector<Symbol>& symbols() const { return symbols_; }
+  const std::vector<Segment>& segments() const { return segments_; }
+
+  // Through the PT_LOAD that contains the address (with file backing).
+  Result<uint64_t> vaddr_to_offset(uint64_t vaddr) const;
+  Result<uint64_t> offset_to_vaddr(uint64_t offset) const;
+  // True when the file offset lies in the file part of an executable PT_LOAD.
+  bool offset_is_executable(uint64_t offset) const;
+
+  // The symbol containing vaddr, or nullptr. FUNC wins over OBJECT and the
+  // innermost wins over an enclosing one; a size-0 symbol (hand-written
+  // assembly) covers addresses shortly after it when nothing else does.
+  const Symbol* find_symbol_by_vaddr(uint64_t vaddr) const;
+
+ private:
+  ElfFile(std::string path, int fd, Elf* elf);
+  Status load();
+  Status load_symbols();
+  void load_build_id();
+  const Segment* segment_for_offset(uint64_t offset) const;
+
+  std::string path_;
+  int fd_ = -1;
+  Elf* elf_ = nullptr;
+  bool is_dyn_ = false;
+  bool has_symtab_ = false;
+  std::string build_id_;
+  std::vector<Segment> segments_;
+  std::vector<Symbol> symbols_;
+  // max_end_[i] = max(vaddr + size) over symbols_[0..i]; bounds the
+  // backwards walk in find_symbol_by_vaddr.
+  std::vector<uint64_t> max_end_;
+};
+
+}  // namespace looptrace::elf

@@ -1,0 +1,75 @@
+#include "proc/process.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <climits>
+#include <string_view>
+
+namespace looptrace::proc {
+namespace {
+
+constexpr std::string_view kDeleted = " (deleted)";
+
+// Closes the descriptor on every return path.
+class ScopedFd {
+ public:
+  explicit ScopedFd(int fd) : fd_(fd) {}
+  ScopedFd(const ScopedFd&) = delete;
+  ScopedFd& operator=(const ScopedFd&) = delete;
+  ~ScopedFd() {
+    if (fd_ >= 0) close(fd_);
+  }
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+bool pid_exists(uint32_t pid) {
+  // kill(0, ...) and negative pids mean process groups, not one process.
+  if (pid == 0 || pid > static_cast<uint32_t>(INT_MAX)) return false;
+  return kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+}
+
+Result<std::string> exe_path(uint32_t pid) {
+  std::string link = fmt::format("/proc/{}/exe", pid);
+  char buf[PATH_MAX];
+  ssize_t n = readlink(link.c_str(), buf, sizeof buf - 1);
+  if (n < 0) return Status::Errno("readlink " + link, errno);
+  std::string path(buf, static_cast<size_t>(n));
+  if (path.ends_with(kDeleted)) path.resize(path.size() - kDeleted.size());
+  return path;
+}
+
+std::string comm(uint32_t pid, uint32_t tid) {
+  std::string path = tid ? fmt::format("/proc/{}/task/{}/comm", pid, tid)
+                         : fmt::format("/proc/{}/comm", pid);
+  Result<std::string> text = read_text_file(path);
+  if (!text.ok()) return "";
+  std::string name = std::move(*text);
+  while (!name.empty() && name.back() == '\n') name.pop_back();
+  return name;
+}
+
+Result<std::string> read_text_file(const std::string& path) {
+  ScopedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return Status::Errno("open " + path, errno);
+  // /proc files report size 0, so read until EOF.
+  std::string out;
+  char buf[16384];
+  for (;;) {
+    ssize_t n = read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::Errno("read " + path, errno);
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+}  // namespace looptrace::proc

@@ -1,0 +1,24 @@
+// Small facts about a live process read from /proc.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/status.h"
+
+namespace looptrace::proc {
+
+// True while the pid exists (zombies included); pid 0 never does.
+bool pid_exists(uint32_t pid);
+
+// Target of /proc/PID/exe, without a " (deleted)" suffix.
+Result<std::string> exe_path(uint32_t pid);
+
+// The thread's name from /proc/PID/task/TID/comm (tid 0: the process's);
+// empty when the thread is gone.
+std::string comm(uint32_t pid, uint32_t tid);
+
+// A whole /proc (or other) text file; "open /proc/1/maps: No such file...".
+Result<std::string> read_text_file(const std::string& path);
+
+}  // namespace looptrace::proc
