@@ -1,0 +1,185 @@
+#!/usr/bin/python3
+"""A GLib main loop with injected stalls, for looptrace's GLib profile tests.
+
+Run with Debian's /usr/bin/python3 (python3-gi). A GLib.MainLoop on the main
+thread runs a 2 ms periodic timeout that does trivial work, plus one-shot
+stall callbacks due at AT_MS after the start that block for MS (sleep or busy
+loop), and quits after --duration. Every callback is dispatched by
+libglib-2.0.so.0:g_main_context_dispatch, whose span covers the callback plus
+a little GLib/PyGObject overhead.
+
+Ground truth (--log, JSON lines, CLOCK_MONOTONIC ns, flushed per line):
+  {"event":"start","pid","tid","t0_ns","duration_ms","kind","tick_ms",
+   "stalls":[{"index","requested_ms","at_ms","kind"}]}
+  {"event":"stall","kind","requested_ms","at_ms","index","start_ns","end_ns",
+   "duration_ns","pid","tid"}       start/end taken at the very start and end
+                                    of the stall callback
+  {"event":"summary","pid","tid","reason":"duration|signal","ticks","stalls"}
+
+Usage:
+  glib_loop.py [--duration MS] [--kind sleep|busy] [--stall [KIND:]MS@AT_MS]...
+               [--start-delay MS] [--log FILE]
+Prints "glib_loop: ready pid=N" to stderr at startup. Exit 0 at the end and
+after SIGTERM/SIGINT, 2 on bad arguments (one line on stderr).
+"""
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+import time
+
+import gi
+
+gi.require_version("GLib", "2.0")
+from gi.repository import GLib  # noqa: E402
+
+TICK_MS = 2
+
+
+def now_ns():
+    return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    def error(self, message):
+        sys.stderr.write("glib_loop: error: %s\n" % message)
+        sys.exit(2)
+
+
+def parse_stall(text, default_kind):
+    """[KIND:]MS@AT_MS -> (kind, ms, at_ms)."""
+    kind = default_kind
+    spec = text
+    if ":" in spec:
+        kind, spec = spec.split(":", 1)
+        if kind not in ("sleep", "busy"):
+            raise ValueError("unknown kind %r (sleep|busy)" % kind)
+    if "@" not in spec:
+        raise ValueError("expected [KIND:]MS@AT_MS")
+    ms_text, at_text = spec.split("@", 1)
+    ms, at_ms = int(ms_text), int(at_text)
+    if ms <= 0 or at_ms < 0:
+        raise ValueError("MS must be > 0 and AT_MS >= 0")
+    return kind, ms, at_ms
+
+
+def busy_for(ns):
+    deadline = now_ns() + ns
+    x = 0
+    while now_ns() < deadline:
+        x += 1
+    return x
+
+
+class App:
+    def __init__(self, args, stalls):
+        self.args = args
+        self.stalls = stalls
+        self.loop = GLib.MainLoop()
+        self.log = open(args.log, "w") if args.log else None
+        self.ticks = 0
+        self.stalls_done = 0
+        self.reason = "duration"
+        self.t0_ns = 0
+        self.pid = os.getpid()
+        self.tid = threading.get_native_id()
+
+    def write(self, record):
+        if self.log:
+            self.log.write(json.dumps(record) + "\n")
+            self.log.flush()
+
+    def tick(self):
+        self.ticks += 1  # trivial work
+        return GLib.SOURCE_CONTINUE
+
+    def stall(self, index):
+        start = now_ns()
+        kind, ms, at_ms = self.stalls[index]
+        if kind == "busy":
+            busy_for(ms * 1000000)
+        else:
+            time.sleep(ms / 1000.0)
+        end = now_ns()
+        self.stalls_done += 1
+        self.write({"event": "stall", "kind": kind, "requested_ms": ms,
+                    "at_ms": at_ms, "index": index, "start_ns": start,
+                    "end_ns": end, "duration_ns": end - start,
+                    "pid": self.pid, "tid": self.tid})
+        return GLib.SOURCE_REMOVE
+
+    def quit(self, reason):
+        self.reason = reason
+        self.loop.quit()
+        return GLib.SOURCE_REMOVE
+
+    def start(self):
+        self.t0_ns = now_ns()
+        self.write({"event": "start", "pid": self.pid, "tid": self.tid,
+                    "t0_ns": self.t0_ns, "duration_ms": self.args.duration,
+                    "kind": self.args.kind, "tick_ms": TICK_MS,
+                    "stalls": [{"index": i, "kind": k, "requested_ms": ms,
+                                "at_ms": at}
+                               for i, (k, ms, at) in enumerate(self.stalls)]})
+        GLib.timeout_add(TICK_MS, self.tick)
+        for i, (_, _, at_ms) in enumerate(self.stalls):
+            GLib.timeout_add(at_ms, self.stall, i)
+        GLib.timeout_add(self.args.duration, self.quit, "duration")
+        return GLib.SOURCE_REMOVE
+
+    def run(self):
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            GLib.unix_signal_add(GLib.PRIORITY_HIGH, sig, self.quit, "signal")
+        if self.args.start_delay > 0:
+            GLib.timeout_add(self.args.start_delay, self.start)
+        else:
+            self.start()
+        sys.stderr.write("glib_loop: ready pid=%d\n" % self.pid)
+        sys.stderr.flush()
+        self.loop.run()
+        self.write({"event": "summary", "pid": self.pid, "tid": self.tid,
+                    "reason": self.reason, "ticks": self.ticks,
+                    "stalls": self.stalls_done})
+        if self.log:
+            self.log.close()
+
+
+def main():
+    p = OneLineParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--duration", type=int, default=5000,
+                   help="run time in ms after the start (default 5000)")
+    p.add_argument("--kind", choices=("sleep", "busy"), default="sleep",
+                   help="how stalls block (default sleep)")
+    p.add_argument("--stall", action="append", default=[],
+                   metavar="[KIND:]MS@AT_MS",
+                   help="a stall of MS ms due AT_MS ms after the start "
+                        "(repeatable)")
+    p.add_argument("--start-delay", type=int, default=0,
+                   help="ms before the scenario starts (default 0)")
+    p.add_argument("--log", help="ground-truth log (JSON lines)")
+    args = p.parse_args()
+    if args.duration < 0 or args.start_delay < 0:
+        p.error("--duration and --start-delay must be >= 0")
+    stalls = []
+    for text in args.stall:
+        try:
+            kind, ms, at_ms = parse_stall(text, args.kind)
+        except ValueError as e:
+            p.error("--stall %s: %s" % (text, e))
+        if at_ms >= args.duration:
+            p.error("--stall %s: not before --duration %d" %
+                    (text, args.duration))
+        stalls.append((kind, ms, at_ms))
+    try:
+        App(args, stalls).run()
+    except OSError as e:
+        sys.stderr.write("glib_loop: error: %s\n" % e)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
