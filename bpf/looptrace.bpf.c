@@ -39,6 +39,7 @@ struct lt_frame {
 /* Per-thread state, in task-local storage: no hash lookup on the hot path. */
 struct lt_thread {
 	__u64 oncpu_since; /* when the thread last went on CPU */
+	__u64 steal_since; /* this CPU's steal clock then */
 	__u64 cpu_acc;     /* on-CPU ns accumulated at switch-out */
 	__u64 next_span_id;
 	__u32 depth; /* in-flight spans, may exceed LT_MAX_DEPTH */
@@ -82,10 +83,36 @@ static __always_inline void count(__u32 which)
 		*v += 1;
 }
 
+/*
+ * Virtual machines: time the hypervisor ran something else while our vCPU
+ * was "on CPU" is subtracted from CPU time, as the scheduler does for
+ * CLOCK_THREAD_CPUTIME_ID. The run queue of the CPU the task runs on keeps
+ * the steal clock as of its last clock update (at most a tick old; fresh at
+ * every context switch). `t` must be running on this CPU.
+ */
+static __always_inline __u64 steal_now(struct task_struct *t)
+{
+	if (!lt_cfg.use_steal)
+		return 0;
+	if (!bpf_core_field_exists(struct rq, prev_steal_time_rq) ||
+	    !bpf_core_field_exists(struct cfs_rq, rq))
+		return 0;
+	return t->se.cfs_rq->rq->prev_steal_time_rq;
+}
+
+/* On-CPU time from oncpu_since to now, less what the hypervisor stole. */
+static __always_inline __u64 oncpu_delta(struct lt_thread *st, __u64 now, __u64 steal)
+{
+	__u64 ran = now - st->oncpu_since;
+	__u64 stolen = steal - st->steal_since;
+
+	return stolen < ran ? ran - stolen : 0;
+}
+
 static __always_inline __u64 cpu_now(struct lt_thread *st, __u64 now)
 {
 	/* The thread is running (we are in its context). */
-	return st->cpu_acc + (now - st->oncpu_since);
+	return st->cpu_acc + oncpu_delta(st, now, steal_now(bpf_get_current_task_btf()));
 }
 
 /*
@@ -173,8 +200,10 @@ int BPF_KPROBE(lt_span_entry)
 		return 0;
 	}
 	now = bpf_ktime_get_ns();
-	if (!st->oncpu_since) /* just created: the thread is running now */
+	if (!st->oncpu_since) { /* just created: the thread is running now */
 		st->oncpu_since = now;
+		st->steal_since = steal_now(bpf_get_current_task_btf());
+	}
 	d = st->depth;
 	st->depth = d + 1;
 	if (d >= LT_MAX_DEPTH) {
@@ -246,7 +275,7 @@ int BPF_KRETPROBE(lt_span_return)
 	struct lt_thread *st;
 	struct lt_frame *f;
 	struct lt_hist *h;
-	__u64 now, dur, pid_tgid;
+	__u64 now, dur, pid_tgid, cpu;
 	__u32 d, role;
 
 	if (!lt_ready || probe_id >= LT_MAX_PROBES)
@@ -317,7 +346,12 @@ int BPF_KRETPROBE(lt_span_return)
 	rec->span_id = f->span_id;
 	rec->start_ns = f->start_ns;
 	rec->duration_ns = dur;
-	rec->cpu_ns = cpu_now(st, now) - f->cpu_at_start;
+	/*
+	 * Steal seen at a context switch may predate the entry, where the run
+	 * queue had not accounted it yet: never let that make CPU time negative.
+	 */
+	cpu = cpu_now(st, now);
+	rec->cpu_ns = cpu > f->cpu_at_start ? cpu - f->cpu_at_start : 0;
 	rec->probe_id = probe_id;
 	rec->role = role;
 	rec->depth = d;
@@ -333,17 +367,20 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
 	struct lt_thread *st;
-	__u64 now;
+	__u64 now, steal;
 
 	if (!prev->bpf_storage && !next->bpf_storage)
 		return 0;
 	now = bpf_ktime_get_ns();
+	steal = steal_now(prev); /* prev and next share this CPU's rq */
 	st = bpf_task_storage_get(&lt_threads, prev, 0, 0);
 	if (st && st->oncpu_since)
-		st->cpu_acc += now - st->oncpu_since;
+		st->cpu_acc += oncpu_delta(st, now, steal);
 	st = bpf_task_storage_get(&lt_threads, next, 0, 0);
-	if (st)
+	if (st) {
 		st->oncpu_since = now;
+		st->steal_since = steal;
+	}
 	return 0;
 }
 

@@ -78,7 +78,7 @@ struct lt_config {
 	__u32 record_all;             /* 1: every span crosses the ring buffer */
 	__u32 nprobes;
 	__u32 hist_max;               /* entries in lt_hists (<= its max_entries) */
-	__u32 pad0;
+	__u32 use_steal;              /* 1: subtract KVM steal time from CPU time */
 	struct lt_probe_cfg probes[LT_MAX_PROBES];
 };
 

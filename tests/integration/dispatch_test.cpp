@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <thread>
 #include <cstdint>
 #include <string>
@@ -43,6 +45,28 @@ bool stack_mentions(const nlohmann::json& slow, const std::string& fn) {
   return false;
 }
 
+// The steal column of /proc/stat (time a hypervisor ran something else).
+uint64_t steal_ticks() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  uint64_t v[8] = {};
+  in >> cpu;
+  for (uint64_t& x : v) in >> x;
+  return v[7];
+}
+
+// One scheduler tick, from the kernel config (HZ=250 when unknown).
+int64_t tick_ns() {
+  for (const std::string& cmd :
+       {std::string("zcat /proc/config.gz 2>/dev/null"),
+        "cat /boot/config-$(uname -r) 2>/dev/null"}) {
+    RunResult r = run({"sh", "-c", cmd + " | sed -n 's/^CONFIG_HZ=//p'"});
+    int hz = std::atoi(r.out.c_str());
+    if (hz > 0) return 1'000'000'000 / hz;
+  }
+  return 4'000'000;
+}
+
 class RefappDispatch : public ::testing::Test {
  protected:
   void SetUp() override { LT_REQUIRE_BPF(); }
@@ -59,7 +83,8 @@ TEST_F(RefappDispatch, EveryInjectedStallIsFoundAndNothingElse) {
                                   "refapp",        "--slow", "15ms",
                                   "--json",        json,     "--",
                                   refapp_bin(),    "--rate", "500",
-                                  "--log",         log};
+                                  "--log-slow",    "14",     "--log",
+                                  log};
   int at = 300;
   int n = 0;
   for (int ms : {20, 50, 120, 300}) {
@@ -73,8 +98,11 @@ TEST_F(RefappDispatch, EveryInjectedStallIsFoundAndNothingElse) {
   }
   cmd.push_back("--duration");
   cmd.push_back(std::to_string(at + 300));
+  uint64_t steal_before = steal_ticks();
   RunResult r = run(cmd);
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  const int64_t cpu_tolerance =
+      1'000'000 + (steal_ticks() > steal_before ? 2 * tick_ns() : 0);
 
   auto truth = read_jsonl(log);
   auto stalls = events(truth, "stall");
@@ -97,12 +125,14 @@ TEST_F(RefappDispatch, EveryInjectedStallIsFoundAndNothingElse) {
               std::string::npos)
         << what << ": target " << (*m)["target"];
     // CPU time: the app reads its own thread CPU clock around the stall.
+    // Tolerance: 1 ms; on a VM whose host steals time, plus one scheduler
+    // tick at each end (steal in the tick before a probe fires is not yet
+    // accounted in the run queue that the probe reads).
     uint64_t cpu = (*m)["cpu_ns"];
     uint64_t dur = (*m)["duration_ns"];
-    if (st.contains("cpu_ns")) {
-      EXPECT_LE(std::llabs(diff(cpu, st["cpu_ns"])), 2'000'000)
-          << what << ": looptrace cpu " << cpu << " vs app " << st["cpu_ns"];
-    }
+    ASSERT_TRUE(st.contains("cpu_ns"));
+    EXPECT_LE(std::llabs(diff(cpu, st["cpu_ns"])), cpu_tolerance)
+        << what << ": looptrace cpu " << cpu << " vs app " << st["cpu_ns"];
     if (st["kind"] == "busy") {
       EXPECT_TRUE(stack_mentions(*m, "refapp::busyStall"))
           << what << ": stack " << (*m)["stack"].dump();
@@ -112,25 +142,29 @@ TEST_F(RefappDispatch, EveryInjectedStallIsFoundAndNothingElse) {
     }
   }
 
-  // Precision: nothing but the stalls is slow, unless the app itself saw an
-  // ordinary dispatch cross the threshold (a noisy machine can do that).
-  auto summary = events(truth, "summary");
-  ASSERT_EQ(summary.size(), 1u);
-  uint64_t max_background = 0;
-  for (const auto& t : summary[0]["threads"])
-    max_background = std::max<uint64_t>(max_background, t["max_background_ns"]);
-  size_t extra = 0;
+  // Precision: nothing but the stalls is slow, except ordinary dispatches
+  // that the app itself saw cross the threshold (a loaded machine does
+  // that): the app logs every dispatch over 14 ms as a "slow" event.
+  auto app_slow = events(truth, "slow");
   for (const auto& s : slow) {
-    bool is_stall = false;
+    bool explained = false;
     for (const auto& st : stalls)
       if (std::llabs(diff(s["start_ns"], st["start_ns"])) < kMatchWindowNs)
-        is_stall = true;
-    if (!is_stall) ++extra;
+        explained = true;
+    for (const auto& a : app_slow) {
+      if (std::llabs(diff(s["start_ns"], a["start_ns"])) < kMatchWindowNs &&
+          std::llabs(diff(s["duration_ns"], a["duration_ns"])) <=
+              kDurationToleranceNs)
+        explained = true;
+    }
+    EXPECT_TRUE(explained) << "reported a slow dispatch the app did not see: "
+                           << s.dump();
   }
-  if (max_background < slow_ns) {
-    EXPECT_EQ(extra, 0u) << "reported slow dispatches that the app did not "
-                            "stall: "
-                         << slow.dump();
+  // ... and those the app saw clearly over the threshold are reported too.
+  for (const auto& a : app_slow) {
+    if (a["duration_ns"].get<uint64_t>() < slow_ns + kDurationToleranceNs)
+      continue;
+    EXPECT_NE(find_match(slow, a), nullptr) << "missed: " << a.dump();
   }
   EXPECT_EQ(report["lost"]["ringbuf_full"], 0);
 }
@@ -163,24 +197,41 @@ TEST_F(RefappDispatch, NestedDispatchesPairCorrectly) {
   RunResult r = run({looptrace_bin(), "record", "--profile", "refapp", "--slow",
                      "2500us", "--record-all", "--json", json, "-q", "--",
                      refapp_bin(), "--nested", "5", "--rate", "0", "--duration",
-                     "600", "--log", log});
+                     "600", "--log-slow", "2", "--log", log});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto truth = read_jsonl(log);
   auto nested = events(truth, "nested");
   ASSERT_EQ(nested.size(), 5u);
   nlohmann::json report = read_json(json);
   const auto& slow = report["slow_dispatches"];
-  ASSERT_EQ(slow.size(), 5u) << "only the outer spans (>= 2.5 ms) are slow: "
-                             << slow.dump();
+  // Every outer span (>= 3 ms) is slow at depth 0, with the app's duration.
   for (const auto& n : nested) {
     const nlohmann::json* m = nullptr;
     for (const auto& s : slow)
-      if (std::llabs(diff(s["start_ns"], n["start_ns"])) < kMatchWindowNs) m = &s;
-    ASSERT_NE(m, nullptr) << n.dump();
-    EXPECT_EQ((*m)["depth"], 0);
+      if (s["depth"] == 0 &&
+          std::llabs(diff(s["start_ns"], n["start_ns"])) < kMatchWindowNs)
+        m = &s;
+    ASSERT_NE(m, nullptr) << n.dump() << "\nreported: " << slow.dump();
     EXPECT_LE(std::llabs(diff((*m)["duration_ns"], n["outer_duration_ns"])),
               kDurationToleranceNs);
   }
+  // Inner spans (1 ms) are slow only if the app saw one take >= 2.5 ms (it
+  // logs those as "slow" events); they sit at depth 1.
+  auto app_slow = events(truth, "slow");
+  size_t outer = 0;
+  for (const auto& s : slow) {
+    if (s["depth"] == 0) {
+      ++outer;
+      continue;
+    }
+    EXPECT_EQ(s["depth"], 1) << s.dump();
+    bool explained = false;
+    for (const auto& a : app_slow)
+      if (std::llabs(diff(s["start_ns"], a["start_ns"])) < kMatchWindowNs)
+        explained = true;
+    EXPECT_TRUE(explained) << "inner span reported slow: " << s.dump();
+  }
+  EXPECT_EQ(outer, 5u) << slow.dump();
   auto summary = events(truth, "summary");
   ASSERT_EQ(summary.size(), 1u);
   uint64_t tid = summary[0]["threads"][0]["tid"];

@@ -60,6 +60,19 @@ int libbpf_print(enum libbpf_print_level level, const char* fmt_str,
   return n;
 }
 
+// With paravirtual steal-time accounting the scheduler excludes time the
+// hypervisor stole from a thread's CPU time; so do we. /proc/stat's steal
+// column is nonzero only where the kernel accounts it.
+bool kernel_accounts_steal() {
+  FILE* f = std::fopen("/proc/stat", "r");
+  if (!f) return false;
+  unsigned long long v[8] = {};
+  int n = std::fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
+                      &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
+  std::fclose(f);
+  return n == 8 && v[7] > 0;
+}
+
 }  // namespace
 
 void install_libbpf_logger() { libbpf_set_print(libbpf_print); }
@@ -172,6 +185,7 @@ Result<std::unique_ptr<Tracer>> Tracer::Create(const TraceOptions& opts) {
   cfg.record_all = opts.record_all ? 1 : 0;
   cfg.nprobes = static_cast<uint32_t>(opts.probes.size());
   cfg.hist_max = opts.hist_max;
+  cfg.use_steal = kernel_accounts_steal() ? 1 : 0;
   for (const ProbeDef& p : opts.probes) {
     if (p.id >= LT_MAX_PROBES || p.keys.size() > LT_MAX_KEYS)
       return Status::Error(fmt::format("probe {} is malformed", p.symbol));
