@@ -59,7 +59,7 @@ uint64_t steal_ticks() {
 int64_t tick_ns() {
   for (const std::string& cmd :
        {std::string("zcat /proc/config.gz 2>/dev/null"),
-        "cat /boot/config-$(uname -r) 2>/dev/null"}) {
+        std::string("cat /boot/config-$(uname -r) 2>/dev/null")}) {
     RunResult r = run({"sh", "-c", cmd + " | sed -n 's/^CONFIG_HZ=//p'"});
     int hz = std::atoi(r.out.c_str());
     if (hz > 0) return 1'000'000'000 / hz;
