@@ -5,15 +5,9 @@
 #include <bpf/bpf_tracing.h>
 
 SEC("uprobe")
-int BPF_KPROBE(lt_empty_entry)
-{
-	return 0;
-}
+int BPF_KPROBE(lt_empty_entry) { return 0; }
 
 SEC("uretprobe")
-int BPF_KRETPROBE(lt_empty_return)
-{
-	return 0;
-}
+int BPF_KRETPROBE(lt_empty_return) { return 0; }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -40,7 +40,7 @@ struct lt_frame {
 struct lt_thread {
 	__u64 oncpu_since; /* when the thread last went on CPU */
 	__u64 steal_since; /* this CPU's steal clock then */
-	__u64 cpu_acc;     /* on-CPU ns accumulated at switch-out */
+	__u64 cpu_acc;	   /* on-CPU ns accumulated at switch-out */
 	__u64 next_span_id;
 	__u32 depth; /* in-flight spans, may exceed LT_MAX_DEPTH */
 	__u32 pad;

@@ -4,10 +4,14 @@
  * the C++ loader. This is the only header both sides include.
  *
  * Rules: fixed-width types only, explicit padding, no bool/enum-typed fields.
- * BPF includes it after vmlinux.h; C++ after <linux/types.h>.
+ * BPF includes it after vmlinux.h; C++ gets the types from <linux/types.h>.
  */
 #ifndef LOOPTRACE_ABI_H
 #define LOOPTRACE_ABI_H
+
+#ifndef __bpf__
+#include <linux/types.h> /* BPF gets the same types from vmlinux.h */
+#endif
 
 #define LT_ABI_VERSION 1
 
@@ -37,9 +41,9 @@ enum lt_role {
 
 /* Ring-buffer record types. */
 enum lt_record_type {
-	LT_REC_SPAN = 1,       /* a span that crossed its slow threshold */
-	LT_REC_SAMPLE = 2,     /* a user stack sampled inside a long span */
-	LT_REC_SPAN_DROP = 3,  /* a sampled span ended fast: drop its samples */
+	LT_REC_SPAN = 1,      /* a span that crossed its slow threshold */
+	LT_REC_SAMPLE = 2,    /* a user stack sampled inside a long span */
+	LT_REC_SPAN_DROP = 3, /* a sampled span ended fast: drop its samples */
 };
 
 /* Base of a key expression. */
@@ -73,32 +77,32 @@ struct lt_probe_cfg {
 
 /* Per-run knobs; the loader fills them in .rodata before load. */
 struct lt_config {
-	__u64 slow_ns[LT_ROLE_MAX];   /* span duration that makes it slow */
-	__u64 sample_after_ns;        /* sample stacks of spans older than this */
-	__u32 record_all;             /* 1: every span crosses the ring buffer */
+	__u64 slow_ns[LT_ROLE_MAX]; /* span duration that makes it slow */
+	__u64 sample_after_ns;	    /* sample stacks of spans older than this */
+	__u32 record_all;	    /* 1: every span crosses the ring buffer */
 	__u32 nprobes;
-	__u32 hist_max;               /* entries in lt_hists (<= its max_entries) */
-	__u32 use_steal;              /* 1: subtract KVM steal time from CPU time */
+	__u32 hist_max;	 /* entries in lt_hists (<= its max_entries) */
+	__u32 use_steal; /* 1: subtract KVM steal time from CPU time */
 	struct lt_probe_cfg probes[LT_MAX_PROBES];
 };
 
 /* Loss and health counters (per-CPU array lt_counters, summed by the loader). */
 enum lt_counter {
-	LT_CNT_RB_FULL = 0,        /* ring-buffer reservation failed */
-	LT_CNT_HIST_FULL = 1,      /* no free histogram slot for a thread */
+	LT_CNT_RB_FULL = 0,	   /* ring-buffer reservation failed */
+	LT_CNT_HIST_FULL = 1,	   /* no free histogram slot for a thread */
 	LT_CNT_DEPTH_OVERFLOW = 2, /* nesting deeper than LT_MAX_DEPTH */
 	LT_CNT_RET_UNMATCHED = 3,  /* return with no matching entry */
 	LT_CNT_STORAGE_FAIL = 4,   /* task storage could not be created */
-	LT_CNT_KEY_FAULT = 5,      /* a key dereference faulted */
-	LT_CNT_STACK_FAIL = 6,     /* bpf_get_stack failed */
-	LT_CNT_SPANS = 7,          /* spans completed (all, fast and slow) */
-	LT_CNT_SAMPLES = 8,        /* stack samples emitted */
+	LT_CNT_KEY_FAULT = 5,	   /* a key dereference faulted */
+	LT_CNT_STACK_FAIL = 6,	   /* bpf_get_stack failed */
+	LT_CNT_SPANS = 7,	   /* spans completed (all, fast and slow) */
+	LT_CNT_SAMPLES = 8,	   /* stack samples emitted */
 	LT_CNT_MAX = 9,
 };
 
 struct lt_rec_header {
-	__u32 type; /* enum lt_record_type */
-	__u32 size; /* bytes of the whole record */
+	__u32 type;  /* enum lt_record_type */
+	__u32 size;  /* bytes of the whole record */
 	__u64 ts_ns; /* CLOCK_MONOTONIC */
 	__u32 pid;   /* tgid */
 	__u32 tid;
@@ -106,14 +110,14 @@ struct lt_rec_header {
 
 struct lt_span_rec {
 	struct lt_rec_header hdr; /* ts_ns = span end */
-	__u64 span_id;            /* per-thread sequence number */
+	__u64 span_id;		  /* per-thread sequence number */
 	__u64 start_ns;
 	__u64 duration_ns;
-	__u64 cpu_ns;             /* time on CPU during the span */
+	__u64 cpu_ns; /* time on CPU during the span */
 	__u32 probe_id;
 	__u32 role;
-	__u32 depth;              /* 0 = outermost */
-	__u32 key_fault_mask;     /* bit i: key i could not be read */
+	__u32 depth;	      /* 0 = outermost */
+	__u32 key_fault_mask; /* bit i: key i could not be read */
 	__u64 keys[LT_MAX_KEYS];
 	char comm[LT_COMM_LEN];
 };
@@ -157,12 +161,29 @@ static inline __u32 lt_hist_slot(__u64 v)
 
 	if (v < LT_HIST_SUB)
 		return (__u32)v;
-	if (t >> 32) { msb += 32; t >>= 32; }
-	if (t >> 16) { msb += 16; t >>= 16; }
-	if (t >> 8) { msb += 8; t >>= 8; }
-	if (t >> 4) { msb += 4; t >>= 4; }
-	if (t >> 2) { msb += 2; t >>= 2; }
-	if (t >> 1) { msb += 1; }
+	if (t >> 32) {
+		msb += 32;
+		t >>= 32;
+	}
+	if (t >> 16) {
+		msb += 16;
+		t >>= 16;
+	}
+	if (t >> 8) {
+		msb += 8;
+		t >>= 8;
+	}
+	if (t >> 4) {
+		msb += 4;
+		t >>= 4;
+	}
+	if (t >> 2) {
+		msb += 2;
+		t >>= 2;
+	}
+	if (t >> 1) {
+		msb += 1;
+	}
 	return (msb << LT_HIST_SUB_BITS) |
 	       (__u32)((v >> (msb - LT_HIST_SUB_BITS)) & (LT_HIST_SUB - 1));
 }

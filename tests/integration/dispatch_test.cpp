@@ -4,11 +4,11 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
-#include <thread>
-#include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "harness.h"
@@ -29,8 +29,8 @@ const nlohmann::json* find_match(const nlohmann::json& slow,
   const nlohmann::json* best = nullptr;
   int64_t best_d = kMatchWindowNs;
   for (const auto& s : slow) {
-    int64_t d = std::llabs(diff(s["start_ns"].get<uint64_t>(),
-                                stall["start_ns"].get<uint64_t>()));
+    int64_t d = std::llabs(
+        diff(s["start_ns"].get<uint64_t>(), stall["start_ns"].get<uint64_t>()));
     if (d < best_d) {
       best_d = d;
       best = &s;
@@ -79,12 +79,10 @@ TEST_F(RefappDispatch, EveryInjectedStallIsFoundAndNothingElse) {
   const std::string log = dir_.file("truth.jsonl");
   const std::string json = dir_.file("report.json");
   const uint64_t slow_ns = 15'000'000;
-  std::vector<std::string> cmd = {looptrace_bin(), "record", "--profile",
-                                  "refapp",        "--slow", "15ms",
-                                  "--json",        json,     "--",
-                                  refapp_bin(),    "--rate", "500",
-                                  "--log-slow",    "14",     "--log",
-                                  log};
+  std::vector<std::string> cmd = {
+      looptrace_bin(), "record", "--profile", "refapp",     "--slow", "15ms",
+      "--json",        json,     "--",        refapp_bin(), "--rate", "500",
+      "--log-slow",    "14",     "--log",     log};
   int at = 300;
   int n = 0;
   for (int ms : {20, 50, 120, 300}) {
@@ -184,7 +182,8 @@ TEST_F(RefappDispatch, ExactDispatchCount) {
   uint64_t tid = summary[0]["threads"][0]["tid"];
   uint64_t count = 0;
   for (const auto& t : report["threads"])
-    if (t["tid"] == tid && t["role"] == "dispatch") count += t["count"].get<uint64_t>();
+    if (t["tid"] == tid && t["role"] == "dispatch")
+      count += t["count"].get<uint64_t>();
   EXPECT_EQ(count, 23u) << report["threads"].dump();
 }
 
@@ -194,10 +193,28 @@ TEST_F(RefappDispatch, NestedDispatchesPairCorrectly) {
   const std::string json = dir_.file("report.json");
   // Inner dispatches busy 1 ms; outer ones span 3 of them. --record-all sends
   // every span, so both levels are visible with their depth.
-  RunResult r = run({looptrace_bin(), "record", "--profile", "refapp", "--slow",
-                     "2500us", "--record-all", "--json", json, "-q", "--",
-                     refapp_bin(), "--nested", "5", "--rate", "0", "--duration",
-                     "600", "--log-slow", "2", "--log", log});
+  RunResult r = run({looptrace_bin(),
+                     "record",
+                     "--profile",
+                     "refapp",
+                     "--slow",
+                     "2500us",
+                     "--record-all",
+                     "--json",
+                     json,
+                     "-q",
+                     "--",
+                     refapp_bin(),
+                     "--nested",
+                     "5",
+                     "--rate",
+                     "0",
+                     "--duration",
+                     "600",
+                     "--log-slow",
+                     "2",
+                     "--log",
+                     log});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto truth = read_jsonl(log);
   auto nested = events(truth, "nested");

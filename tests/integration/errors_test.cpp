@@ -16,7 +16,8 @@ int count_lines(const std::string& s) {
 
 // Exit code 2 (usage) or 1, an "error:" line naming the culprit, at most a
 // hint line after it.
-void expect_clean_error(const RunResult& r, int code, const std::string& needle) {
+void expect_clean_error(const RunResult& r, int code,
+                        const std::string& needle) {
   EXPECT_EQ(r.exit_code, code) << r.err;
   EXPECT_NE(r.err.find("looptrace: error: "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
@@ -26,8 +27,8 @@ void expect_clean_error(const RunResult& r, int code, const std::string& needle)
 
 TEST(Errors, PidNotFound) {
   LT_REQUIRE_BPF();
-  RunResult r = run({looptrace_bin(), "record", "--profile", "refapp", "-p",
-                     "999999999"});
+  RunResult r = run(
+      {looptrace_bin(), "record", "--profile", "refapp", "-p", "999999999"});
   expect_clean_error(r, 2, "pid 999999999 not found");
 }
 
@@ -47,17 +48,17 @@ TEST(Errors, NotAnElfFile) {
 
 TEST(Errors, SymbolNotFoundSuggestsCloseMatches) {
   LT_REQUIRE_BPF();
-  RunResult r = run({looptrace_bin(), "record", "--dispatch",
-                     refapp_bin() + ":refapp::Looper::dispatchMesage", "-d",
-                     "1s"});
+  RunResult r =
+      run({looptrace_bin(), "record", "--dispatch",
+           refapp_bin() + ":refapp::Looper::dispatchMesage", "-d", "1s"});
   expect_clean_error(r, 2, "not found");
   EXPECT_NE(r.err.find("dispatchMessage"), std::string::npos)
       << "suggests the real name: " << r.err;
 }
 
 TEST(Errors, BadDuration) {
-  RunResult r = run({looptrace_bin(), "record", "--profile", "refapp",
-                     "--slow", "16xs"});
+  RunResult r =
+      run({looptrace_bin(), "record", "--profile", "refapp", "--slow", "16xs"});
   expect_clean_error(r, 2, "16xs");
 }
 
@@ -74,9 +75,9 @@ TEST(Errors, MalformedProfileFile) {
 
 TEST(Errors, NotRoot) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to drop to another user";
-  RunResult r = run({"setpriv", "--reuid=65534", "--regid=65534",
-                     "--clear-groups", looptrace_bin(), "record", "--profile",
-                     "refapp", "-d", "1s"});
+  RunResult r =
+      run({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+           looptrace_bin(), "record", "--profile", "refapp", "-d", "1s"});
   expect_clean_error(r, 3, "needs root");
 }
 

@@ -23,12 +23,30 @@ TEST_P(GlibLoop, StallsInTimeoutCallbacksAreReported) {
   TempDir dir;
   const std::string log = dir.file("glib.jsonl");
   const std::string json = dir.file("report.json");
-  RunResult r = run({looptrace_bin(), "record", "--dispatch",
-                     "libglib-2.0.so.0:g_main_context_dispatch", "--slow",
-                     "20ms", "--json", json, "-q", "--", "/usr/bin/python3",
-                     tests_dir() + "/programs/glib_loop.py", "--kind", GetParam(),
-                     "--stall", "40@400", "--stall", "90@900", "--stall",
-                     "150@1500", "--duration", "2200", "--log", log});
+  RunResult r = run({looptrace_bin(),
+                     "record",
+                     "--dispatch",
+                     "libglib-2.0.so.0:g_main_context_dispatch",
+                     "--slow",
+                     "20ms",
+                     "--json",
+                     json,
+                     "-q",
+                     "--",
+                     "/usr/bin/python3",
+                     tests_dir() + "/programs/glib_loop.py",
+                     "--kind",
+                     GetParam(),
+                     "--stall",
+                     "40@400",
+                     "--stall",
+                     "90@900",
+                     "--stall",
+                     "150@1500",
+                     "--duration",
+                     "2200",
+                     "--log",
+                     log});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto stalls = events(read_jsonl(log), "stall");
   ASSERT_EQ(stalls.size(), 3u) << "python logged its stalls";
@@ -48,7 +66,8 @@ TEST_P(GlibLoop, StallsInTimeoutCallbacksAreReported) {
     int64_t d = static_cast<int64_t>((*m)["duration_ns"].get<uint64_t>()) -
                 static_cast<int64_t>(st["duration_ns"].get<uint64_t>());
     EXPECT_LE(std::llabs(d), kToleranceNs)
-        << "looptrace " << (*m)["duration_ns"] << " vs python " << st["duration_ns"];
+        << "looptrace " << (*m)["duration_ns"] << " vs python "
+        << st["duration_ns"];
   }
   EXPECT_EQ(slow.size(), stalls.size()) << slow.dump();
 }

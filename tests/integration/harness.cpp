@@ -77,8 +77,8 @@ bool Process::running() {
 }
 
 int Process::wait(int timeout_ms) {
-  auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::milliseconds(timeout_ms);
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (running()) {
     if (std::chrono::steady_clock::now() > deadline) return -1;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -140,8 +140,8 @@ std::vector<nlohmann::json> events(const std::vector<nlohmann::json>& log,
 
 bool wait_for_text(const std::string& path, const std::string& needle,
                    int timeout_ms) {
-  auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::milliseconds(timeout_ms);
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (std::chrono::steady_clock::now() < deadline) {
     if (read_file(path).find(needle) != std::string::npos) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

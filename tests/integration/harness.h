@@ -2,27 +2,26 @@
 // the reference app's ground truth and looptrace's JSON report.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/types.h>
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 namespace lt_test {
 
 // Skips the test when BPF tracing is impossible here (not root, no BTF);
 // with LOOPTRACE_REQUIRE_BPF=1 that is a failure instead.
-#define LT_REQUIRE_BPF()                                         \
-  do {                                                           \
-    std::string _why = ::lt_test::bpf_unavailable_reason();      \
-    if (!_why.empty()) {                                         \
-      if (::lt_test::bpf_required())                             \
-        FAIL() << "LOOPTRACE_REQUIRE_BPF=1 but " << _why;        \
-      GTEST_SKIP() << _why;                                      \
-    }                                                            \
+#define LT_REQUIRE_BPF()                                    \
+  do {                                                      \
+    std::string _why = ::lt_test::bpf_unavailable_reason(); \
+    if (!_why.empty()) {                                    \
+      if (::lt_test::bpf_required())                        \
+        FAIL() << "LOOPTRACE_REQUIRE_BPF=1 but " << _why;   \
+      GTEST_SKIP() << _why;                                 \
+    }                                                       \
   } while (0)
 
 std::string bpf_unavailable_reason();

@@ -1,14 +1,13 @@
 // The ABI header compiles as C++ and its shared helpers agree with their
 // definition: every value falls in the slot whose bounds contain it.
+#include "looptrace/abi.h"
+
+#include <gtest/gtest.h>
 #include <linux/types.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <random>
-
-#include <gtest/gtest.h>
-
-#include "looptrace/abi.h"
 
 namespace {
 

@@ -2,10 +2,10 @@
 // switches (--debug=elf,loader). libbpf's messages go through here too.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <string>
 #include <string_view>
-
-#include <fmt/format.h>
 
 namespace looptrace::log {
 

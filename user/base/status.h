@@ -2,14 +2,14 @@
 // object (path, symbol, pid) and, where there is one, the errno text.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <cstring>
 #include <optional>
 #include <string>
 #include <utility>
 #include <variant>
-
-#include <fmt/format.h>
 
 namespace looptrace {
 

@@ -6,10 +6,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/duration.h"
 #include "base/log.h"
@@ -42,10 +41,12 @@ std::vector<Stall> read_ground_truth(const std::string& path,
   return out;
 }
 
-const nlohmann::json* find_reported(const nlohmann::json& slow, uint64_t start_ns) {
+const nlohmann::json* find_reported(const nlohmann::json& slow,
+                                    uint64_t start_ns) {
   for (const auto& sd : slow) {
     uint64_t st = sd.value("start_ns", uint64_t{0});
-    if (std::llabs(static_cast<long long>(st - start_ns)) < 2'000'000) return &sd;
+    if (std::llabs(static_cast<long long>(st - start_ns)) < 2'000'000)
+      return &sd;
   }
   return nullptr;
 }
@@ -68,7 +69,8 @@ int run_demo(const std::string& self_dir, const std::string& json_path) {
   }
   std::string dir = dir_tmpl;
   std::string log_path = dir + "/refapp-truth.jsonl";
-  std::string report_path = json_path.empty() ? dir + "/report.json" : json_path;
+  std::string report_path =
+      json_path.empty() ? dir + "/report.json" : json_path;
 
   RecordArgs ra;
   ra.self_dir = self_dir;
@@ -76,13 +78,13 @@ int run_demo(const std::string& self_dir, const std::string& json_path) {
   ra.slow = "16ms";
   ra.json_path = report_path;
   // 500 ordinary 0.1-2 ms dispatches a second, and one stall of each kind.
-  ra.command = {*refapp,        "--rate",           "500",
-                "--duration",   "3000",             "--stall",
-                "busy:50@400",  "--stall",          "sleep:120@1000",
-                "--stall",      "lock:80@1600",     "--stall",
-                "busy:300@2200", "--log",           log_path};
-  std::fprintf(stderr, "looptrace demo: %s --rate 500 --duration 3000 with "
-                       "stalls busy 50ms, sleep 120ms, lock 80ms, busy 300ms\n\n",
+  ra.command = {*refapp,          "--rate",  "500",          "--duration",
+                "3000",           "--stall", "busy:50@400",  "--stall",
+                "sleep:120@1000", "--stall", "lock:80@1600", "--stall",
+                "busy:300@2200",  "--log",   log_path};
+  std::fprintf(stderr,
+               "looptrace demo: %s --rate 500 --duration 3000 with "
+               "stalls busy 50ms, sleep 120ms, lock 80ms, busy 300ms\n\n",
                refapp->c_str());
   int rc = run_record(ra);
   if (rc != 0) return rc;
@@ -95,12 +97,14 @@ int run_demo(const std::string& self_dir, const std::string& json_path) {
     log::error("could not read back {}", report_path);
     return 1;
   }
-  std::printf("\nGround truth (the app's own log, %s) vs looptrace:\n", log_path.c_str());
+  std::printf("\nGround truth (the app's own log, %s) vs looptrace:\n",
+              log_path.c_str());
   std::printf("  %-6s %10s %10s %10s %9s\n", "kind", "app log", "looptrace",
               "error", "cpu");
   int found = 0;
   for (const Stall& s : truth) {
-    const nlohmann::json* match = find_reported(report["slow_dispatches"], s.start_ns);
+    const nlohmann::json* match =
+        find_reported(report["slow_dispatches"], s.start_ns);
     if (!match) {
       std::printf("  %-6s %10s %10s\n", s.kind.c_str(),
                   format_duration(s.duration_ns).c_str(), "MISSED");
@@ -109,18 +113,22 @@ int run_demo(const std::string& self_dir, const std::string& json_path) {
     ++found;
     uint64_t d = match->value("duration_ns", uint64_t{0});
     uint64_t cpu = match->value("cpu_ns", uint64_t{0});
-    double err_us = (static_cast<double>(d) - static_cast<double>(s.duration_ns)) / 1e3;
+    double err_us =
+        (static_cast<double>(d) - static_cast<double>(s.duration_ns)) / 1e3;
     std::printf("  %-6s %10s %10s %8.1fus %9s\n", s.kind.c_str(),
-                format_duration(s.duration_ns).c_str(), format_duration(d).c_str(),
-                err_us, format_duration(cpu).c_str());
+                format_duration(s.duration_ns).c_str(),
+                format_duration(d).c_str(), err_us,
+                format_duration(cpu).c_str());
   }
   size_t reported = report["slow_dispatches"].size();
-  std::printf("  %d of %zu injected stalls found; %zu slow dispatches reported\n",
-              found, truth.size(), reported);
+  std::printf(
+      "  %d of %zu injected stalls found; %zu slow dispatches reported\n",
+      found, truth.size(), reported);
   // Anything else looptrace reported should be in the app's log too.
   size_t confirmed = 0;
   for (const Stall& s : app_slow) {
-    const nlohmann::json* m = find_reported(report["slow_dispatches"], s.start_ns);
+    const nlohmann::json* m =
+        find_reported(report["slow_dispatches"], s.start_ns);
     if (!m || m->value("duration_ns", uint64_t{0}) < 16'000'000) continue;
     ++confirmed;
     std::printf("  also slow, not injected: %s %s (app log: %s)\n",

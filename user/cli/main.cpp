@@ -2,11 +2,10 @@
 // code; the work is in record.cpp and below.
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <climits>
 #include <filesystem>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "base/log.h"
 #include "cli/record.h"
@@ -49,39 +48,53 @@ int main(int argc, char** argv) {
 
   looptrace::RecordArgs ra;
   ra.self_dir = self_dir();
-  CLI::App* rec = app.add_subcommand(
-      "record", "Trace dispatches and report slow ones");
-  rec->add_option("--profile", ra.profile, "Probe set: a built-in (refapp) or a JSON profile file");
+  CLI::App* rec =
+      app.add_subcommand("record", "Trace dispatches and report slow ones");
+  rec->add_option("--profile", ra.profile,
+                  "Probe set: a built-in (refapp) or a JSON profile file");
   rec->add_option("--dispatch", ra.dispatch,
                   "Ad-hoc dispatch span BINARY:SYMBOL (repeatable); SYMBOL: "
                   "name, demangled C++ name, glob or 0x file offset");
-  rec->add_option("--idle", ra.idle, "Ad-hoc idle-handler span BINARY:SYMBOL (repeatable)");
-  rec->add_option("--key", ra.keys,
-                  "Key read at entry of ad-hoc probes: NAME=EXPR[:int|hex|sym|vtable], "
-                  "e.g. 'what=u32 *(arg1+16):int' (repeatable)");
+  rec->add_option("--idle", ra.idle,
+                  "Ad-hoc idle-handler span BINARY:SYMBOL (repeatable)");
+  rec->add_option(
+      "--key", ra.keys,
+      "Key read at entry of ad-hoc probes: NAME=EXPR[:int|hex|sym|vtable], "
+      "e.g. 'what=u32 *(arg1+16):int' (repeatable)");
   rec->add_option("-p,--pid", ra.pid, "Trace this process");
   rec->add_flag("-a,--system-wide", ra.system_wide,
-                "Trace every process that maps the binaries (the default without -p or a command)");
-  rec->add_option("--slow", ra.slow, "Slow-dispatch threshold (ns/us/ms/s)")->capture_default_str();
-  rec->add_option("--slow-idle", ra.slow_idle, "Slow idle-handler threshold (default: --slow)");
+                "Trace every process that maps the binaries (the default "
+                "without -p or a command)");
+  rec->add_option("--slow", ra.slow, "Slow-dispatch threshold (ns/us/ms/s)")
+      ->capture_default_str();
+  rec->add_option("--slow-idle", ra.slow_idle,
+                  "Slow idle-handler threshold (default: --slow)");
   rec->add_option("-d,--duration", ra.duration, "Stop after this long");
-  rec->add_option("--sample-freq", ra.sample_freq, "Stack samples per second and CPU (0: off)")
+  rec->add_option("--sample-freq", ra.sample_freq,
+                  "Stack samples per second and CPU (0: off)")
       ->capture_default_str();
   rec->add_option("--sample-after", ra.sample_after,
-                  "Sample stacks of spans running longer than this (default: half of --slow)");
-  rec->add_option("--ringbuf-size", ra.ringbuf_size, "Ring buffer size (power of two: 8M)")
+                  "Sample stacks of spans running longer than this (default: "
+                  "half of --slow)");
+  rec->add_option("--ringbuf-size", ra.ringbuf_size,
+                  "Ring buffer size (power of two: 8M)")
       ->capture_default_str();
-  rec->add_option("--max-threads", ra.hist_max, "Histogram slots (threads x probes)")
+  rec->add_option("--max-threads", ra.hist_max,
+                  "Histogram slots (threads x probes)")
       ->capture_default_str();
-  rec->add_flag("--record-all", ra.record_all, "Send every span through the ring buffer");
-  rec->add_option("--json", ra.json_path, "Write the JSON report to FILE ('-': stdout)");
+  rec->add_flag("--record-all", ra.record_all,
+                "Send every span through the ring buffer");
+  rec->add_option("--json", ra.json_path,
+                  "Write the JSON report to FILE ('-': stdout)");
   rec->add_flag("-q,--quiet", ra.quiet, "No text report, no progress lines");
-  rec->add_option("command", ra.command, "-- COMMAND [ARGS...] to run and trace");
+  rec->add_option("command", ra.command,
+                  "-- COMMAND [ARGS...] to run and trace");
   rec->footer(kExamples);
 
   std::string demo_json;
-  CLI::App* demo = app.add_subcommand(
-      "demo", "Run the bundled reference app under looptrace and compare with its own log");
+  CLI::App* demo = app.add_subcommand("demo",
+                                      "Run the bundled reference app under "
+                                      "looptrace and compare with its own log");
   demo->add_option("--json", demo_json, "Also write the JSON report to FILE");
 
   try {

@@ -73,7 +73,8 @@ Result<uint32_t> parse_size(const std::string& s) {
                          ErrorKind::kUsage);
   if (v < 4096 || v > (1ull << 30) || (v & (v - 1)))
     return Status::Error(
-        fmt::format("bad ring buffer size '{}': a power of two from 4K to 1G", s),
+        fmt::format("bad ring buffer size '{}': a power of two from 4K to 1G",
+                    s),
         ErrorKind::kUsage);
   return static_cast<uint32_t>(v);
 }
@@ -101,7 +102,8 @@ class Child {
       // EOF without a byte: the tracer gave up; do not run the command.
       if (read(fds[0], &c, 1) != 1) _exit(127);
       std::vector<char*> args;
-      for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      for (const std::string& a : argv)
+        args.push_back(const_cast<char*>(a.c_str()));
       args.push_back(nullptr);
       signal(SIGINT, SIG_DFL);
       signal(SIGTERM, SIG_DFL);
@@ -193,7 +195,8 @@ Status build_probes(const RecordArgs& a, std::vector<ProbeDef>* probes) {
   if (keys.size() > LT_MAX_KEYS)
     return Status::Error(fmt::format("at most {} --key options", LT_MAX_KEYS),
                          ErrorKind::kUsage);
-  auto add = [&](const std::vector<std::string>& list, uint32_t role) -> Status {
+  auto add = [&](const std::vector<std::string>& list,
+                 uint32_t role) -> Status {
     for (const std::string& s : list) {
       auto p = parse_probe_arg(s, role);
       if (!p.ok()) return p.status();
@@ -205,9 +208,10 @@ Status build_probes(const RecordArgs& a, std::vector<ProbeDef>* probes) {
   LT_RETURN_IF_ERROR(add(a.dispatch, LT_ROLE_DISPATCH));
   LT_RETURN_IF_ERROR(add(a.idle, LT_ROLE_IDLE));
   if (probes->empty())
-    return Status::Error("nothing to trace: give --profile NAME or --dispatch "
-                         "BINARY:SYMBOL",
-                         ErrorKind::kUsage);
+    return Status::Error(
+        "nothing to trace: give --profile NAME or --dispatch "
+        "BINARY:SYMBOL",
+        ErrorKind::kUsage);
   return Status::Ok();
 }
 
@@ -264,9 +268,10 @@ std::string join_command(const std::vector<std::string>& argv) {
 int run_record(const RecordArgs& a) {
   int targets = (a.pid > 0) + (!a.command.empty()) + a.system_wide;
   if (targets > 1)
-    return fail(Status::Error("give only one of -p PID, -- COMMAND and "
-                              "--system-wide",
-                              ErrorKind::kUsage));
+    return fail(
+        Status::Error("give only one of -p PID, -- COMMAND and "
+                      "--system-wide",
+                      ErrorKind::kUsage));
   Setup s;
   if (Status st = build_options(a, &s); !st.ok()) return fail(st);
   if (Status st = build_probes(a, &s.probes); !st.ok()) return fail(st);
@@ -320,11 +325,13 @@ int run_record(const RecordArgs& a) {
   uint64_t t0 = monotonic_ns();
   if (child) child->release();
   if (!a.quiet) {
-    std::string what = child ? fmt::format("pid {} ({})", child->pid(), a.command[0])
-                       : a.pid > 0 ? fmt::format("pid {}", a.pid)
-                                   : std::string("all processes");
-    std::fprintf(stderr, "looptrace: tracing %zu probe%s in %s; Ctrl-C to stop\n",
-                 s.probes.size(), s.probes.size() == 1 ? "" : "s", what.c_str());
+    std::string what =
+        child       ? fmt::format("pid {} ({})", child->pid(), a.command[0])
+        : a.pid > 0 ? fmt::format("pid {}", a.pid)
+                    : std::string("all processes");
+    std::fprintf(
+        stderr, "looptrace: tracing %zu probe%s in %s; Ctrl-C to stop\n",
+        s.probes.size(), s.probes.size() == 1 ? "" : "s", what.c_str());
   }
 
   Status run_status;
@@ -348,7 +355,8 @@ int run_record(const RecordArgs& a) {
     }
     int timeout = 100;
     if (s.duration_ns) {
-      uint64_t left = s.duration_ns - std::min(s.duration_ns, monotonic_ns() - t0);
+      uint64_t left =
+          s.duration_ns - std::min(s.duration_ns, monotonic_ns() - t0);
       timeout = static_cast<int>(std::min<uint64_t>(100, left / 1'000'000 + 1));
     }
     run_status = (*tracer)->poll(timeout, sink);
@@ -360,7 +368,8 @@ int run_record(const RecordArgs& a) {
   Counters counters = (*tracer)->read_counters();
   tracer->reset();
   if (child) child->terminate();
-  if (!a.quiet) std::fprintf(stderr, "looptrace: stopped: %s\n", stop_reason.c_str());
+  if (!a.quiet)
+    std::fprintf(stderr, "looptrace: stopped: %s\n", stop_reason.c_str());
 
   DispatchAnalysis analysis = analyzer.finish(hists, counters);
   ReportContext ctx;
@@ -378,12 +387,17 @@ int run_record(const RecordArgs& a) {
       std::cout << j.dump(2) << std::endl;
     } else {
       std::ofstream out(a.json_path);
-      if (!out) return fail(Status::Errno(fmt::format("writing {}", a.json_path), errno));
+      if (!out)
+        return fail(
+            Status::Errno(fmt::format("writing {}", a.json_path), errno));
       out << j.dump(2) << '\n';
-      if (!out) return fail(Status::Errno(fmt::format("writing {}", a.json_path), errno));
+      if (!out)
+        return fail(
+            Status::Errno(fmt::format("writing {}", a.json_path), errno));
     }
   }
-  if (!a.quiet) write_text_report(json_to_stdout ? std::cerr : std::cout, analysis, ctx);
+  if (!a.quiet)
+    write_text_report(json_to_stdout ? std::cerr : std::cout, analysis, ctx);
   if (!run_status.ok()) return fail(run_status);
   if (!stop_status.ok()) return fail(stop_status);
   return 0;

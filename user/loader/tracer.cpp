@@ -81,9 +81,10 @@ Status check_bpf_environment() {
   if (geteuid() != 0) {
     // Without root we would need CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN (for
     // uprobes via perf_event_open on other processes); keep the rule simple.
-    return Status::Error("looptrace needs root to load BPF programs "
-                         "(run it with sudo)",
-                         ErrorKind::kPermission);
+    return Status::Error(
+        "looptrace needs root to load BPF programs "
+        "(run it with sudo)",
+        ErrorKind::kPermission);
   }
   if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
     return Status::Error(
@@ -123,11 +124,11 @@ struct Tracer::Impl {
       if (!link) {
         int err = errno;
         return Status::Errno(
-            fmt::format("attaching {} to {}:{} (offset {:#x})",
-                        ret ? "uretprobe" : "uprobe", p.path,
-                        p.resolved_symbol.empty() ? p.symbol
-                                                  : p.resolved_symbol,
-                        p.file_offset),
+            fmt::format(
+                "attaching {} to {}:{} (offset {:#x})",
+                ret ? "uretprobe" : "uprobe", p.path,
+                p.resolved_symbol.empty() ? p.symbol : p.resolved_symbol,
+                p.file_offset),
             err);
       }
       links.emplace_back(link);
@@ -145,15 +146,16 @@ struct Tracer::Impl {
       attr.config = PERF_COUNT_SW_CPU_CLOCK;
       attr.freq = 1;
       attr.sample_freq = hz;
-      int fd = static_cast<int>(
-          syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+      int fd = static_cast<int>(syscall(__NR_perf_event_open, &attr, -1, cpu,
+                                        -1, PERF_FLAG_FD_CLOEXEC));
       if (fd < 0) {
         if (errno == ENODEV) continue;  // possible but offline CPU
         return Status::Errno(
             fmt::format("perf_event_open(cpu-clock, cpu {})", cpu), errno);
       }
       perf_fds.emplace_back(fd);
-      bpf_link* link = bpf_program__attach_perf_event(skel->progs.lt_sample, fd);
+      bpf_link* link =
+          bpf_program__attach_perf_event(skel->progs.lt_sample, fd);
       if (!link)
         return Status::Errno(
             fmt::format("attaching the stack sampler on cpu {}", cpu), errno);
@@ -197,17 +199,19 @@ Result<std::unique_ptr<Tracer>> Tracer::Create(const TraceOptions& opts) {
   int err = bpf_map__set_max_entries(skel->maps.lt_events, opts.ringbuf_bytes);
   if (!err) err = bpf_map__set_max_entries(skel->maps.lt_hists, opts.hist_max);
   if (err)
-    return Status::Errno("sizing BPF maps (--ringbuf-size must be a power "
-                         "of two multiple of the page size)",
-                         -err);
+    return Status::Errno(
+        "sizing BPF maps (--ringbuf-size must be a power "
+        "of two multiple of the page size)",
+        -err);
   if (opts.sample_hz == 0)
     bpf_program__set_autoload(skel->progs.lt_sample, false);
 
   err = looptrace_bpf::load(skel);
   if (err)
-    return Status::Errno("loading the BPF programs (run with --debug=libbpf "
-                         "for the verifier log)",
-                         -err);
+    return Status::Errno(
+        "loading the BPF programs (run with --debug=libbpf "
+        "for the verifier log)",
+        -err);
 
   // CPU accounting first, so spans never see a thread without it.
   bpf_link* sw = bpf_program__attach(skel->progs.lt_sched_switch);

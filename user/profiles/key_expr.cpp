@@ -18,7 +18,8 @@ class Parser {
   }
 
   void skip_ws() {
-    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_])))
+    while (pos_ < s_.size() &&
+           std::isspace(static_cast<unsigned char>(s_[pos_])))
       ++pos_;
   }
   bool eat(char c) {
@@ -37,8 +38,8 @@ class Parser {
     skip_ws();
     if (s_.substr(pos_, w.size()) == w) {
       size_t end = pos_ + w.size();
-      if (end < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[end])) ||
-                              s_[end] == '_'))
+      if (end < s_.size() &&
+          (std::isalnum(static_cast<unsigned char>(s_[end])) || s_[end] == '_'))
         return false;
       pos_ = end;
       return true;
@@ -61,8 +62,10 @@ class Parser {
       pos_ += 2;
     }
     uint64_t v = 0;
-    auto [p, ec] = std::from_chars(s_.data() + pos_, s_.data() + s_.size(), v, base);
-    if (ec != std::errc() || p == s_.data() + pos_) return error("expected a number");
+    auto [p, ec] =
+        std::from_chars(s_.data() + pos_, s_.data() + s_.size(), v, base);
+    if (ec != std::errc() || p == s_.data() + pos_)
+      return error("expected a number");
     pos_ = p - s_.data();
     if (v > 0x7fffffff) return error("offset too large");
     *off = neg ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
@@ -172,7 +175,8 @@ Result<KeyFormat> parse_key_format(std::string_view text) {
   if (text == "sym" || text == "symbol") return KeyFormat::kSymbol;
   if (text == "vtable" || text == "class") return KeyFormat::kVtable;
   return Status::Error(
-      fmt::format("bad key format '{}': expected int, hex, sym or vtable", text),
+      fmt::format("bad key format '{}': expected int, hex, sym or vtable",
+                  text),
       ErrorKind::kUsage);
 }
 

@@ -1,9 +1,8 @@
 #include "profiles/profile.h"
 
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "profiles/key_expr.h"
 
@@ -68,7 +67,8 @@ std::vector<std::string> builtin_profile_names() {
   return out;
 }
 
-Result<Profile> parse_profile(std::string_view text, const std::string& origin) {
+Result<Profile> parse_profile(std::string_view text,
+                              const std::string& origin) {
   nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded()) return profile_error(origin, "not valid JSON");
   if (!j.is_object()) return profile_error(origin, "expected a JSON object");
@@ -82,20 +82,20 @@ Result<Profile> parse_profile(std::string_view text, const std::string& origin) 
     if (!jp.is_object() || !jp.contains("binary") || !jp.contains("symbol") ||
         !jp["binary"].is_string() || !jp["symbol"].is_string())
       return profile_error(
-          origin, fmt::format("probe {} needs \"binary\" and \"symbol\" strings",
-                              idx));
+          origin,
+          fmt::format("probe {} needs \"binary\" and \"symbol\" strings", idx));
     ProbeDef def;
     auto role = parse_role(jp.value("role", "dispatch"));
     if (!role.ok())
-      return profile_error(origin, fmt::format("probe {}: {}", idx,
-                                               role.status().message()));
+      return profile_error(
+          origin, fmt::format("probe {}: {}", idx, role.status().message()));
     def.role = *role;
     def.binary = jp["binary"].get<std::string>();
     def.symbol = jp["symbol"].get<std::string>();
     if (jp.contains("keys")) {
       if (!jp["keys"].is_array())
-        return profile_error(origin,
-                             fmt::format("probe {}: \"keys\" must be an array", idx));
+        return profile_error(
+            origin, fmt::format("probe {}: \"keys\" must be an array", idx));
       for (const auto& jk : jp["keys"]) {
         if (!jk.is_object() || !jk.contains("name") || !jk.contains("expr") ||
             !jk["name"].is_string() || !jk["expr"].is_string())
@@ -106,8 +106,7 @@ Result<Profile> parse_profile(std::string_view text, const std::string& origin) 
         k.name = jk["name"].get<std::string>();
         k.expr = jk["expr"].get<std::string>();
         auto spec = parse_key_expr(k.expr);
-        if (!spec.ok())
-          return profile_error(origin, spec.status().message());
+        if (!spec.ok()) return profile_error(origin, spec.status().message());
         k.spec = *spec;
         auto f = parse_key_format(jk.value("format", "hex"));
         if (!f.ok()) return profile_error(origin, f.status().message());
@@ -115,8 +114,8 @@ Result<Profile> parse_profile(std::string_view text, const std::string& origin) 
         def.keys.push_back(std::move(k));
       }
       if (def.keys.size() > LT_MAX_KEYS)
-        return profile_error(origin, fmt::format("probe {}: at most {} keys",
-                                                 idx, LT_MAX_KEYS));
+        return profile_error(
+            origin, fmt::format("probe {}: at most {} keys", idx, LT_MAX_KEYS));
     }
     p.probes.push_back(std::move(def));
   }
@@ -130,7 +129,8 @@ Result<Profile> load_profile(const std::string& name_or_file) {
   std::ifstream in(name_or_file);
   if (!in) {
     std::string names;
-    for (const Builtin& b : kBuiltins) names += std::string(names.empty() ? "" : ", ") + b.name;
+    for (const Builtin& b : kBuiltins)
+      names += std::string(names.empty() ? "" : ", ") + b.name;
     return Status::Error(
         fmt::format("profile '{}' is neither a built-in ({}) nor a readable "
                     "file",

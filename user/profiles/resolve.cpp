@@ -21,7 +21,8 @@ std::string basename_of(const std::string& path) {
 Result<std::string> resolve_binary(const std::string& binary,
                                    const ResolveContext& ctx) {
   if (ctx.pid > 0) {
-    auto mapped = proc::find_mapped_library(static_cast<uint32_t>(ctx.pid), binary);
+    auto mapped =
+        proc::find_mapped_library(static_cast<uint32_t>(ctx.pid), binary);
     if (mapped.ok()) {
       // Through the process's root, so a binary inside a container resolves.
       std::string via_root = fmt::format("/proc/{}/root{}", ctx.pid, *mapped);
@@ -38,7 +39,8 @@ Result<std::string> resolve_binary(const std::string& binary,
   // The bundled reference app sits beside looptrace in a build tree.
   if (!ctx.self_dir.empty() && binary.find('/') == std::string::npos) {
     for (const std::string& cand :
-         {ctx.self_dir + "/" + binary, ctx.self_dir + "/" + binary + "/" + binary}) {
+         {ctx.self_dir + "/" + binary,
+          ctx.self_dir + "/" + binary + "/" + binary}) {
       if (access(cand.c_str(), X_OK) == 0 &&
           std::filesystem::is_regular_file(cand))
         return cand;
@@ -47,7 +49,8 @@ Result<std::string> resolve_binary(const std::string& binary,
   return found.status();
 }
 
-Status resolve_probes(std::vector<ProbeDef>* probes, const ResolveContext& ctx) {
+Status resolve_probes(std::vector<ProbeDef>* probes,
+                      const ResolveContext& ctx) {
   uint32_t id = 0;
   for (ProbeDef& p : *probes) {
     p.id = id++;
@@ -57,7 +60,8 @@ Status resolve_probes(std::vector<ProbeDef>* probes, const ResolveContext& ctx) 
     auto match = elf::resolve_symbol(p.path, p.symbol);
     if (!match.ok()) return match.status();
     p.file_offset = match->file_offset;
-    p.resolved_symbol = match->demangled.empty() ? match->name : match->demangled;
+    p.resolved_symbol =
+        match->demangled.empty() ? match->name : match->demangled;
     log::debug("resolve", "{}:{} -> {} offset {:#x} ({})", p.binary, p.symbol,
                p.path, p.file_offset, p.resolved_symbol);
   }

@@ -1,6 +1,6 @@
-#include "symbolize/symbolizer.h"
-
 #include <fmt/format.h>
+
+#include "symbolize/symbolizer.h"
 
 namespace looptrace {
 
