@@ -28,6 +28,8 @@ __u32 lt_hist_next = 0;
 struct lt_frame {
 	__u64 start_ns;
 	__u64 cpu_at_start;
+	__u64 steal_at_start;
+	__u64 runq_at_start;
 	__u64 span_id;
 	__u64 keys[LT_MAX_KEYS];
 	__u32 probe_id;
@@ -40,10 +42,13 @@ struct lt_frame {
 struct lt_thread {
 	__u64 oncpu_since; /* when the thread last went on CPU */
 	__u64 steal_since; /* this CPU's steal clock then */
-	__u64 cpu_acc;	   /* on-CPU ns accumulated at switch-out */
+	__u64 off_since;   /* when it left the CPU or was woken; 0: running */
+	__u64 cpu_acc;	   /* ns on CPU, accumulated at switch-out */
+	__u64 steal_acc;   /* ns "on CPU" that the hypervisor stole */
+	__u64 runq_acc;	   /* ns runnable but waiting for a CPU */
 	__u64 next_span_id;
-	__u32 depth; /* in-flight spans, may exceed LT_MAX_DEPTH */
-	__u32 pad;
+	__u32 depth;	    /* in-flight spans, may exceed LT_MAX_DEPTH */
+	__u32 off_runnable; /* since off_since it has been runnable */
 	/* index + 1 into lt_hists per probe; 0: none yet; -1: map full */
 	__s32 hist_slot[LT_MAX_PROBES];
 	struct lt_frame stack[LT_MAX_DEPTH];
@@ -109,10 +114,15 @@ static __always_inline __u64 oncpu_delta(struct lt_thread *st, __u64 now, __u64 
 	return stolen < ran ? ran - stolen : 0;
 }
 
-static __always_inline __u64 cpu_now(struct lt_thread *st, __u64 now)
+/* The current thread's CPU and steal time up to now (it is running). */
+static __always_inline void times_now(struct lt_thread *st, __u64 now, __u64 *cpu, __u64 *steal)
 {
-	/* The thread is running (we are in its context). */
-	return st->cpu_acc + oncpu_delta(st, now, steal_now(bpf_get_current_task_btf()));
+	__u64 cur = steal_now(bpf_get_current_task_btf());
+	__u64 ran = now - st->oncpu_since;
+	__u64 oncpu = oncpu_delta(st, now, cur);
+
+	*cpu = st->cpu_acc + oncpu;
+	*steal = st->steal_acc + (ran - oncpu);
 }
 
 /*
@@ -212,7 +222,8 @@ int BPF_KPROBE(lt_span_entry)
 	}
 	f = &st->stack[d];
 	f->start_ns = now;
-	f->cpu_at_start = cpu_now(st, now);
+	times_now(st, now, &f->cpu_at_start, &f->steal_at_start);
+	f->runq_at_start = st->runq_acc;
 	f->span_id = ++st->next_span_id;
 	f->probe_id = probe_id;
 	f->key_fault_mask = 0;
@@ -275,7 +286,7 @@ int BPF_KRETPROBE(lt_span_return)
 	struct lt_thread *st;
 	struct lt_frame *f;
 	struct lt_hist *h;
-	__u64 now, dur, pid_tgid, cpu;
+	__u64 now, dur, pid_tgid, cpu, steal;
 	__u32 d, role;
 
 	if (!lt_ready || probe_id >= LT_MAX_PROBES)
@@ -350,8 +361,10 @@ int BPF_KRETPROBE(lt_span_return)
 	 * Steal seen at a context switch may predate the entry, where the run
 	 * queue had not accounted it yet: never let that make CPU time negative.
 	 */
-	cpu = cpu_now(st, now);
+	times_now(st, now, &cpu, &steal);
 	rec->cpu_ns = cpu > f->cpu_at_start ? cpu - f->cpu_at_start : 0;
+	rec->steal_ns = steal > f->steal_at_start ? steal - f->steal_at_start : 0;
+	rec->runq_ns = st->runq_acc - f->runq_at_start;
 	rec->probe_id = probe_id;
 	rec->role = role;
 	rec->depth = d;
@@ -362,7 +375,22 @@ int BPF_KRETPROBE(lt_span_return)
 	return 0;
 }
 
-/* CPU-time accounting: exact on-CPU time of threads that have state. */
+struct task_struct___old {
+	long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline long task_state(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state);
+	return BPF_CORE_READ((struct task_struct___old *)t, state);
+}
+
+/*
+ * Time accounting for threads that have state: on CPU (less steal), stolen,
+ * and runnable-but-waiting (preempted, or woken and not yet running). The
+ * rest of a span's wall time is blocked.
+ */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
@@ -374,13 +402,43 @@ int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	now = bpf_ktime_get_ns();
 	steal = steal_now(prev); /* prev and next share this CPU's rq */
 	st = bpf_task_storage_get(&lt_threads, prev, 0, 0);
-	if (st && st->oncpu_since)
-		st->cpu_acc += oncpu_delta(st, now, steal);
+	if (st && st->oncpu_since) {
+		__u64 oncpu = oncpu_delta(st, now, steal);
+
+		st->cpu_acc += oncpu;
+		st->steal_acc += (now - st->oncpu_since) - oncpu;
+		st->off_since = now;
+		st->off_runnable = task_state(prev) == 0; /* TASK_RUNNING: preempted */
+	}
 	st = bpf_task_storage_get(&lt_threads, next, 0, 0);
 	if (st) {
+		if (st->off_since && st->off_runnable)
+			st->runq_acc += now - st->off_since;
+		st->off_since = 0;
 		st->oncpu_since = now;
 		st->steal_since = steal;
 	}
+	return 0;
+}
+
+/* A blocked thread is woken: from now on it waits for a CPU. */
+static __always_inline void on_wakeup(struct task_struct *p)
+{
+	struct lt_thread *st;
+
+	if (!p->bpf_storage)
+		return;
+	st = bpf_task_storage_get(&lt_threads, p, 0, 0);
+	if (st && st->off_since && !st->off_runnable) {
+		st->off_since = bpf_ktime_get_ns();
+		st->off_runnable = 1;
+	}
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(lt_sched_wakeup, struct task_struct *p)
+{
+	on_wakeup(p);
 	return 0;
 }
 

@@ -113,7 +113,9 @@ struct lt_span_rec {
 	__u64 span_id;		  /* per-thread sequence number */
 	__u64 start_ns;
 	__u64 duration_ns;
-	__u64 cpu_ns; /* time on CPU during the span */
+	__u64 cpu_ns;	/* on CPU during the span (less steal) */
+	__u64 runq_ns;	/* runnable, waiting for a CPU */
+	__u64 steal_ns; /* "on CPU" while the hypervisor ran others */
 	__u32 probe_id;
 	__u32 role;
 	__u32 depth;	      /* 0 = outermost */

@@ -131,12 +131,20 @@ TEST_F(RefappDispatch, EveryInjectedStallIsFoundAndNothingElse) {
     ASSERT_TRUE(st.contains("cpu_ns"));
     EXPECT_LE(std::llabs(diff(cpu, st["cpu_ns"])), cpu_tolerance)
         << what << ": looptrace cpu " << cpu << " vs app " << st["cpu_ns"];
+    uint64_t blocked = (*m)["blocked_ns"];
     if (st["kind"] == "busy") {
       EXPECT_TRUE(stack_mentions(*m, "refapp::busyStall"))
           << what << ": stack " << (*m)["stack"].dump();
+      // A spinning thread never blocks: its time is on a CPU or waiting
+      // for one.
+      EXPECT_LT(blocked, 1'000'000u) << what << ": " << m->dump();
     } else {
-      // Sleeping and waiting on a lock cost (almost) no CPU.
+      // Sleeping and waiting on a lock cost (almost) no CPU: the time is
+      // blocked, apart from what a VM's host stole while it was on CPU.
+      uint64_t steal = (*m)["steal_ns"];
       EXPECT_LT(cpu, dur / 10 + 1'000'000) << what << ": cpu " << cpu;
+      EXPECT_GT(blocked, (dur - std::min(dur, steal)) * 9 / 10)
+          << what << ": " << m->dump();
     }
   }
 

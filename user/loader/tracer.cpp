@@ -217,6 +217,9 @@ Result<std::unique_ptr<Tracer>> Tracer::Create(const TraceOptions& opts) {
   bpf_link* sw = bpf_program__attach(skel->progs.lt_sched_switch);
   if (!sw) return Status::Errno("attaching to sched_switch", errno);
   impl->links.emplace_back(sw);
+  bpf_link* wk = bpf_program__attach(skel->progs.lt_sched_wakeup);
+  if (!wk) return Status::Errno("attaching to sched_wakeup", errno);
+  impl->links.emplace_back(wk);
   for (const ProbeDef& p : opts.probes)
     LT_RETURN_IF_ERROR(impl->attach_probe(p, opts.pid));
   if (opts.sample_hz) LT_RETURN_IF_ERROR(impl->attach_sampler(opts.sample_hz));

@@ -41,6 +41,8 @@ bool decode_record(const void* data, size_t size, Event* out) {
       ev.start_ns = r.start_ns;
       ev.duration_ns = r.duration_ns;
       ev.cpu_ns = r.cpu_ns;
+      ev.runq_ns = r.runq_ns;
+      ev.steal_ns = r.steal_ns;
       ev.probe_id = r.probe_id;
       ev.role = r.role;
       ev.depth = r.depth;

@@ -23,7 +23,14 @@ struct SpanEvent {
   uint64_t span_id = 0;
   uint64_t start_ns = 0;  // CLOCK_MONOTONIC
   uint64_t duration_ns = 0;
-  uint64_t cpu_ns = 0;
+  uint64_t cpu_ns = 0;    // on a CPU (less hypervisor steal)
+  uint64_t runq_ns = 0;   // runnable, waiting for a CPU
+  uint64_t steal_ns = 0;  // "on CPU" while the hypervisor ran others
+  // The rest of duration_ns was blocked (sleeping, waiting on a lock, I/O).
+  uint64_t blocked_ns() const {
+    uint64_t busy = cpu_ns + runq_ns + steal_ns;
+    return duration_ns > busy ? duration_ns - busy : 0;
+  }
   uint32_t probe_id = 0;
   uint32_t role = LT_ROLE_DISPATCH;
   uint32_t depth = 0;
