@@ -137,6 +137,38 @@ struct lt_span_drop_rec {
 	__u64 span_id;
 };
 
+/* One in-flight span (task storage; userspace reads it for spans still
+ * running when tracing stops). */
+struct lt_frame {
+	__u64 start_ns;
+	__u64 cpu_at_start;
+	__u64 steal_at_start;
+	__u64 runq_at_start;
+	__u64 span_id;
+	__u64 keys[LT_MAX_KEYS];
+	__u32 probe_id;
+	__u32 key_fault_mask;
+	__u32 sampled;
+	__u32 pad;
+};
+
+/* Per-thread state, in task-local storage lt_threads: no hash lookup on the
+ * hot path. */
+struct lt_thread {
+	__u64 oncpu_since; /* when the thread last went on CPU */
+	__u64 steal_since; /* this CPU's steal clock then */
+	__u64 off_since;   /* when it left the CPU or was woken; 0: running */
+	__u64 cpu_acc;	   /* ns on CPU, accumulated at switch-out */
+	__u64 steal_acc;   /* ns "on CPU" that the hypervisor stole */
+	__u64 runq_acc;	   /* ns runnable but waiting for a CPU */
+	__u64 next_span_id;
+	__u32 depth;	    /* in-flight spans, may exceed LT_MAX_DEPTH */
+	__u32 off_runnable; /* since off_since it has been runnable */
+	/* index + 1 into lt_hists per probe; 0: none yet; -1: map full */
+	__s32 hist_slot[LT_MAX_PROBES];
+	struct lt_frame stack[LT_MAX_DEPTH];
+};
+
 /* One histogram per (thread, probe), in the array map lt_hists. */
 struct lt_hist {
 	__u32 pid;

@@ -335,3 +335,33 @@ TEST_F(RefappDispatch, SystemWideSeesTwoProcesses) {
 
 }  // namespace
 }  // namespace lt_test
+
+namespace lt_test {
+namespace {
+
+// A loop stuck in a dispatch when tracing stops (a hang in progress) is
+// reported as still running, with where it is stuck.
+TEST_F(RefappDispatch, DispatchStillRunningAtStopIsReported) {
+  const std::string log = dir_.file("truth.jsonl");
+  const std::string json = dir_.file("report.json");
+  RunResult r = run({looptrace_bin(), "record", "--profile", "refapp", "-d",
+                     "1200ms", "--json", json, "-q", "--", refapp_bin(),
+                     "--rate", "100", "--duration", "4000", "--stall",
+                     "busy:2500@300", "--log", log});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto stalls = events(read_jsonl(log), "stall");
+  ASSERT_EQ(stalls.size(), 1u) << "the app finished its stall after we left";
+  nlohmann::json report = read_json(json);
+  const nlohmann::json* m = find_match(report["slow_dispatches"], stalls[0]);
+  ASSERT_NE(m, nullptr) << report.dump();
+  EXPECT_TRUE((*m)["in_flight"].get<bool>());
+  EXPECT_LE(std::llabs(diff((*m)["start_ns"], stalls[0]["start_ns"])), 500'000);
+  // Tracing stopped about 0.9 s into the 2.5 s stall.
+  EXPECT_GT((*m)["duration_ns"].get<uint64_t>(), 500'000'000u);
+  EXPECT_LT((*m)["duration_ns"].get<uint64_t>(),
+            stalls[0]["duration_ns"].get<uint64_t>());
+  EXPECT_TRUE(stack_mentions(*m, "refapp::busyStall")) << m->dump();
+}
+
+}  // namespace
+}  // namespace lt_test

@@ -318,3 +318,42 @@ TEST(DispatchAnalysisFrameKey, GroupsByFunctionNotInstruction) {
 
 }  // namespace
 }  // namespace looptrace
+
+namespace looptrace {
+namespace {
+
+// A span still running at stop is reported with its samples but not counted
+// in the thread's distribution of completed spans.
+TEST(DispatchAnalysisInFlight, ReportedNotCounted) {
+  DispatchOptions opts;
+  opts.slow_ns = {16'000'000, 16'000'000};
+  DispatchAnalyzer an(opts);
+  SampleEvent s;
+  s.pid = 7;
+  s.tid = 8;
+  s.ts_ns = 2'000'000'000;
+  s.span_id = 5;
+  s.frames = {0x1234};
+  an.consume(s);
+  SpanEvent ev;
+  ev.pid = 7;
+  ev.tid = 8;
+  ev.span_id = 5;
+  ev.start_ns = 1'000'000'000;
+  ev.duration_ns = 3'000'000'000;
+  ev.in_flight = true;
+  an.consume(ev);
+  SpanEvent young = ev;  // in flight but not slow yet: not reported
+  young.span_id = 6;
+  young.duration_ns = 1'000'000;
+  an.consume(young);
+  DispatchAnalysis a = an.finish({}, Counters{});
+  ASSERT_EQ(a.slow.size(), 1u);
+  EXPECT_TRUE(a.slow[0].span.in_flight);
+  EXPECT_EQ(a.slow[0].nsamples, 1u);
+  EXPECT_EQ(a.orphan_samples, 0u);
+  for (const ThreadSummary& t : a.threads) EXPECT_EQ(t.count, 0u);
+}
+
+}  // namespace
+}  // namespace looptrace

@@ -75,6 +75,19 @@ void DispatchAnalyzer::on_span(const SpanEvent& ev) {
   note_time(ev.start_ns);
   std::vector<SampleEvent> samples = take_samples({ev.pid, ev.tid, ev.span_id});
 
+  // A span still running when tracing stopped (a hang): reported if it is
+  // already slow, but not counted in the distribution, which holds only
+  // completed spans.
+  if (ev.in_flight) {
+    if (ev.duration_ns < slow_threshold(ev.role)) return;
+    SlowSpan slow;
+    slow.span = ev;
+    slow.nsamples = static_cast<uint32_t>(samples.size());
+    slow.stacks = group_stacks(std::move(samples), options_.frame_key);
+    slow_.push_back(std::move(slow));
+    return;
+  }
+
   Seen& seen = seen_[{ev.pid, ev.tid, ev.role}];
   if (seen.comm.empty()) seen.comm = ev.comm;
   seen.spans++;

@@ -306,6 +306,7 @@ int run_record(const RecordArgs& a) {
 
   ProcSymbolizer symbolizer;
   std::set<uint32_t> seen_pids;
+  std::set<std::pair<uint32_t, uint32_t>> seen_threads;
   DispatchOptions aopts;
   aopts.slow_ns = s.opts.slow_ns;
   // Samples group by function, not by instruction: a busy loop sampled at
@@ -317,6 +318,8 @@ int run_record(const RecordArgs& a) {
   DispatchAnalyzer analyzer(std::move(aopts));
   Tracer::Sink sink = [&](Event&& ev) {
     uint32_t pid = std::visit([](const auto& e) { return e.pid; }, ev);
+    seen_threads.emplace(pid,
+                         std::visit([](const auto& e) { return e.tid; }, ev));
     // Capture mappings while the process is alive, for symbolization at exit.
     if (seen_pids.insert(pid).second) symbolizer.snapshot(pid);
     analyzer.consume(ev);
@@ -366,6 +369,16 @@ int run_record(const RecordArgs& a) {
   Status stop_status = (*tracer)->stop(sink);
   std::vector<ThreadHistogram> hists = (*tracer)->read_histograms();
   Counters counters = (*tracer)->read_counters();
+  // A loop stuck in a dispatch right now is the most important finding of
+  // all: report spans still in flight on every thread we know of.
+  for (const ThreadHistogram& h : hists) seen_threads.emplace(h.pid, h.tid);
+  pid_t target = child ? child->pid() : a.pid;
+  if (target > 0) {
+    for (uint32_t tid : proc::thread_ids(static_cast<uint32_t>(target)))
+      seen_threads.emplace(static_cast<uint32_t>(target), tid);
+  }
+  for (SpanEvent& ev : (*tracer)->read_in_flight(seen_threads, monotonic_ns()))
+    sink(Event(std::move(ev)));
   tracer->reset();
   if (child) child->terminate();
   if (!a.quiet)

@@ -2,10 +2,12 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <fcntl.h>
 #include <linux/perf_event.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
@@ -14,6 +16,7 @@
 
 #include "base/log.h"
 #include "looptrace.skel.h"
+#include "proc/process.h"
 #include "trace/decode.h"
 
 namespace looptrace {
@@ -274,6 +277,55 @@ std::vector<ThreadHistogram> Tracer::read_histograms() const {
     t.max_ns = h.max_ns;
     for (int s = 0; s < LT_HIST_SLOTS; ++s) t.slots[s] = h.slots[s];
     out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::vector<SpanEvent> Tracer::read_in_flight(
+    const std::set<std::pair<uint32_t, uint32_t>>& threads,
+    uint64_t now_ns) const {
+  std::vector<SpanEvent> out;
+  const looptrace_bpf* skel = impl_->skel.get();
+  int fd = bpf_map__fd(skel->maps.lt_threads);
+  for (auto [pid, tid] : threads) {
+    // Task storage is keyed by a pidfd; PIDFD_THREAD (O_EXCL) names a thread.
+    int pidfd = static_cast<int>(syscall(SYS_pidfd_open, tid, O_EXCL));
+    if (pidfd < 0) continue;  // exited
+    lt_thread st;
+    int err = bpf_map_lookup_elem(fd, &pidfd, &st);
+    close(pidfd);
+    if (err != 0 || st.depth == 0) continue;
+    uint32_t depth = std::min<uint32_t>(st.depth, LT_MAX_DEPTH);
+    uint64_t cpu = st.cpu_acc + (st.off_since == 0 && now_ns > st.oncpu_since
+                                     ? now_ns - st.oncpu_since
+                                     : 0);
+    uint64_t runq =
+        st.runq_acc + (st.off_since && st.off_runnable && now_ns > st.off_since
+                           ? now_ns - st.off_since
+                           : 0);
+    std::string comm = proc::comm(pid, tid);
+    for (uint32_t d = 0; d < depth; ++d) {
+      const lt_frame& f = st.stack[d];
+      if (f.probe_id >= LT_MAX_PROBES || now_ns < f.start_ns) continue;
+      SpanEvent ev;
+      ev.pid = pid;
+      ev.tid = tid;
+      ev.comm = comm;
+      ev.span_id = f.span_id;
+      ev.start_ns = f.start_ns;
+      ev.duration_ns = now_ns - f.start_ns;
+      ev.cpu_ns = cpu > f.cpu_at_start ? cpu - f.cpu_at_start : 0;
+      ev.runq_ns = runq > f.runq_at_start ? runq - f.runq_at_start : 0;
+      ev.steal_ns =
+          st.steal_acc > f.steal_at_start ? st.steal_acc - f.steal_at_start : 0;
+      ev.probe_id = f.probe_id;
+      ev.role = skel->rodata->lt_cfg.probes[f.probe_id].role;
+      ev.depth = d;
+      ev.key_fault_mask = f.key_fault_mask;
+      for (int k = 0; k < LT_MAX_KEYS; ++k) ev.keys[k] = f.keys[k];
+      ev.in_flight = true;
+      out.push_back(std::move(ev));
+    }
   }
   return out;
 }

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -51,6 +53,11 @@ class Tracer {
   Status stop(const Sink& sink);
 
   std::vector<ThreadHistogram> read_histograms() const;
+  // Spans still in flight on these threads (pid, tid) at now_ns
+  // (CLOCK_MONOTONIC): a loop stuck in a dispatch when tracing stops.
+  std::vector<SpanEvent> read_in_flight(
+      const std::set<std::pair<uint32_t, uint32_t>>& threads,
+      uint64_t now_ns) const;
   Counters read_counters() const;
 
  private:

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdlib>
+#include <filesystem>
 #include <string_view>
 
 namespace looptrace::proc {
@@ -68,6 +70,19 @@ Result<std::string> read_text_file(const std::string& path) {
     if (n < 0) return Status::Errno("read " + path, errno);
     if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+std::vector<uint32_t> thread_ids(uint32_t pid) {
+  std::vector<uint32_t> out;
+  std::error_code ec;
+  std::filesystem::directory_iterator it(fmt::format("/proc/{}/task", pid), ec);
+  for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    char* end = nullptr;
+    unsigned long v = std::strtoul(name.c_str(), &end, 10);
+    if (end && *end == '\0' && v > 0) out.push_back(static_cast<uint32_t>(v));
   }
   return out;
 }

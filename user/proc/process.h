@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 
@@ -10,6 +11,8 @@ namespace looptrace::proc {
 
 // True while the pid exists (zombies included); pid 0 never does.
 bool pid_exists(uint32_t pid);
+// Thread ids of a process (/proc/PID/task); empty if it is gone.
+std::vector<uint32_t> thread_ids(uint32_t pid);
 
 // Target of /proc/PID/exe, without a " (deleted)" suffix.
 Result<std::string> exe_path(uint32_t pid);

@@ -135,23 +135,24 @@ void write_slow(std::ostream& os, const DispatchAnalysis& a,
     const SpanEvent& e = spans[i]->span;
     if (i != 0) os << '\n';
     double rel = e.start_ns >= base ? (e.start_ns - base) / 1e9 : 0.0;
-    std::string line = fmt::format("{:<4} +{:.3f}s  wall {}  {}/{} {}",
-                                   fmt::format("#{}", i + 1), rel,
-                                   format_duration(e.duration_ns), e.pid,
-                                   e.tid, e.comm);
+    std::string line = fmt::format(
+        "{:<4} +{:.3f}s  wall {}  {}/{} {}", fmt::format("#{}", i + 1), rel,
+        format_duration(e.duration_ns), e.pid, e.tid, e.comm);
     if (e.depth != 0) line += fmt::format("  depth {}", e.depth);
+    if (e.in_flight) line += "  STILL RUNNING";
     put(os, line);
     put(os, "    " + report::describe_target(e, ctx).text);
     // Where the wall time went: on a CPU, waiting for one, or blocked.
     auto share = [&e](uint64_t ns) {
       return e.duration_ns ? ns * 100 / e.duration_ns : 0;
     };
-    std::string times = fmt::format(
-        "    cpu {} ({}%)  runq {} ({}%)  blocked {} ({}%)",
-        format_duration(e.cpu_ns), share(e.cpu_ns), format_duration(e.runq_ns),
-        share(e.runq_ns), format_duration(e.blocked_ns()),
-        share(e.blocked_ns()));
-    if (e.steal_ns) times += fmt::format("  steal {}", format_duration(e.steal_ns));
+    std::string times =
+        fmt::format("    cpu {} ({}%)  runq {} ({}%)  blocked {} ({}%)",
+                    format_duration(e.cpu_ns), share(e.cpu_ns),
+                    format_duration(e.runq_ns), share(e.runq_ns),
+                    format_duration(e.blocked_ns()), share(e.blocked_ns()));
+    if (e.steal_ns)
+      times += fmt::format("  steal {}", format_duration(e.steal_ns));
     put(os, times);
     write_stacks(os, *spans[i], names);
   }

@@ -36,6 +36,8 @@ struct SpanEvent {
   uint32_t depth = 0;
   uint32_t key_fault_mask = 0;
   std::array<uint64_t, LT_MAX_KEYS> keys{};
+  // Still running when tracing stopped: duration_ns is its age then.
+  bool in_flight = false;
 };
 
 // A user stack sampled while a span was running.
