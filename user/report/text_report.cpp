@@ -45,9 +45,17 @@ void write_header(std::ostream& os, const ReportContext& ctx) {
   if (ctx.duration_ns != 0)
     line += fmt::format(" traced {};", format_duration(ctx.duration_ns));
   line += " slow";
+  bool first = true;
   for (uint32_t r = 0; r < LT_ROLE_MAX; ++r) {
-    line += fmt::format("{} {} >= {}", r == 0 ? "" : ",", report::role_name(r),
+    // Only the roles this run has probes for (all of them when unknown).
+    bool used = ctx.probes == nullptr;
+    if (ctx.probes != nullptr) {
+      for (const ProbeDef& p : *ctx.probes) used = used || p.role == r;
+    }
+    if (!used) continue;
+    line += fmt::format("{} {} >= {}", first ? "" : ",", report::role_name(r),
                         format_duration(ctx.slow_ns[r]));
+    first = false;
   }
   put(os, line);
   if (!ctx.command_line.empty()) put(os, "command: " + ctx.command_line);
