@@ -483,3 +483,31 @@ TEST(ElfFindLibraryTest, NotFoundSaysWhereItLooked) {
 
 }  // namespace
 }  // namespace looptrace::elf
+
+namespace looptrace::elf {
+namespace {
+
+// A glob names every function it matches (one probe each); a plain name
+// that matches several is still an error.
+TEST(ElfResolveSymbols, GlobNamesEveryMatch) {
+  auto both = resolve_symbols(kPie, "lt_test::overloaded*", 32);
+  ASSERT_TRUE(both.ok()) << both.status().message();
+  ASSERT_EQ(both->size(), 2u);
+  EXPECT_NE((*both)[0].file_offset, (*both)[1].file_offset);
+  for (const SymbolMatch& m : *both) {
+    auto one = resolve_symbol(kPie, m.demangled);
+    ASSERT_TRUE(one.ok()) << m.demangled;
+    EXPECT_EQ(one->file_offset, m.file_offset);
+  }
+  auto capped = resolve_symbols(kPie, "lt_test::overloaded*", 1);
+  ASSERT_FALSE(capped.ok());
+  EXPECT_NE(capped.status().message().find("matches 2 functions"),
+            std::string::npos);
+  EXPECT_FALSE(resolve_symbols(kPie, "lt_test::overloaded", 32).ok());
+  auto none = resolve_symbols(kPie, "lt_test::nothing*", 32);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("not found"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace looptrace::elf

@@ -273,4 +273,37 @@ Result<SymbolMatch> resolve_symbol(const ElfFile& file,
   return SymbolMatch{s.name, s.demangled, s.vaddr, s.size, *offset};
 }
 
+Result<std::vector<SymbolMatch>> resolve_symbols(const std::string& path,
+                                                 const std::string& pattern,
+                                                 size_t max_matches) {
+  Result<ElfFile> file = ElfFile::Open(path);
+  if (!file.ok()) return file.status();
+  if (!is_glob(pattern)) {
+    Result<SymbolMatch> one = resolve_symbol(*file, pattern);
+    if (!one.ok()) return one.status();
+    return std::vector<SymbolMatch>{*one};
+  }
+  std::map<uint64_t, const Symbol*> found = match(*file, pattern);
+  if (found.empty()) return resolve_symbol(*file, pattern).status();
+  if (found.size() > max_matches)
+    return Status::Error(
+        fmt::format("glob '{}' matches {} functions in {}; at most {} can be "
+                    "probed at once",
+                    pattern, found.size(), path, max_matches),
+        ErrorKind::kUsage);
+  std::vector<SymbolMatch> out;
+  for (auto& [vaddr, s] : found) {
+    Result<uint64_t> offset = file->vaddr_to_offset(vaddr);
+    if (!offset.ok() || !file->offset_is_executable(*offset)) continue;
+    out.push_back(
+        SymbolMatch{s->name, s->demangled, s->vaddr, s->size, *offset});
+  }
+  if (out.empty())
+    return Status::Error(
+        fmt::format("glob '{}' matches no executable function in {}", pattern,
+                    path),
+        ErrorKind::kUsage);
+  return out;
+}
+
 }  // namespace looptrace::elf

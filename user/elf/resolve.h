@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 
@@ -31,6 +32,13 @@ class ElfFile;
 // The same on a file already open (several probes in one binary).
 Result<SymbolMatch> resolve_symbol(const ElfFile& file,
                                    const std::string& pattern);
+
+// Like resolve_symbol, but a glob names every function it matches (as in
+// bpftrace and perf probe), up to max_matches; other patterns must still
+// name exactly one.
+Result<std::vector<SymbolMatch>> resolve_symbols(const std::string& path,
+                                                 const std::string& pattern,
+                                                 size_t max_matches);
 
 // The demangled name without its parameter list and trailing qualifiers:
 // "ns::Foo::bar(int) const" -> "ns::Foo::bar". Unchanged when there is none.

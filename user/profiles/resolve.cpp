@@ -51,20 +51,26 @@ Result<std::string> resolve_binary(const std::string& binary,
 
 Status resolve_probes(std::vector<ProbeDef>* probes,
                       const ResolveContext& ctx) {
-  uint32_t id = 0;
-  for (ProbeDef& p : *probes) {
-    p.id = id++;
+  std::vector<ProbeDef> out;
+  for (const ProbeDef& p : *probes) {
     auto path = resolve_binary(p.binary, ctx);
     if (!path.ok()) return path.status();
-    p.path = *path;
-    auto match = elf::resolve_symbol(p.path, p.symbol);
-    if (!match.ok()) return match.status();
-    p.file_offset = match->file_offset;
-    p.resolved_symbol =
-        match->demangled.empty() ? match->name : match->demangled;
-    log::debug("resolve", "{}:{} -> {} offset {:#x} ({})", p.binary, p.symbol,
-               p.path, p.file_offset, p.resolved_symbol);
+    size_t room = out.size() < LT_MAX_PROBES ? LT_MAX_PROBES - out.size() : 0;
+    auto matches = elf::resolve_symbols(*path, p.symbol, room);
+    if (!matches.ok()) return matches.status();
+    // A glob becomes one probe per function it matches.
+    for (const elf::SymbolMatch& m : *matches) {
+      ProbeDef r = p;
+      r.id = static_cast<uint32_t>(out.size());
+      r.path = *path;
+      r.file_offset = m.file_offset;
+      r.resolved_symbol = m.demangled.empty() ? m.name : m.demangled;
+      log::debug("resolve", "{}:{} -> {} offset {:#x} ({})", r.binary, r.symbol,
+                 r.path, r.file_offset, r.resolved_symbol);
+      out.push_back(std::move(r));
+    }
   }
+  *probes = std::move(out);
   return Status::Ok();
 }
 
