@@ -8,7 +8,8 @@ loop), and quits after --duration. Every callback is dispatched by
 libglib-2.0.so.0:g_main_context_dispatch, whose span covers the callback plus
 a little GLib/PyGObject overhead.
 
-Ground truth (--log, JSON lines, CLOCK_MONOTONIC ns, flushed per line):
+Ground truth (--log, JSON lines, CLOCK_MONOTONIC ns; stall lines are kept in
+memory and written when the loop ends, so no file I/O lengthens a dispatch):
   {"event":"start","pid","tid","t0_ns","duration_ms","kind","tick_ms",
    "stalls":[{"index","requested_ms","at_ms","kind"}]}
   {"event":"stall","kind","requested_ms","at_ms","index","start_ns","end_ns",
@@ -86,6 +87,7 @@ class App:
         self.t0_ns = 0
         self.pid = os.getpid()
         self.tid = threading.get_native_id()
+        self.pending = []
 
     def write(self, record):
         if self.log:
@@ -105,7 +107,9 @@ class App:
             time.sleep(ms / 1000.0)
         end = now_ns()
         self.stalls_done += 1
-        self.write({"event": "stall", "kind": kind, "requested_ms": ms,
+        # Written after the loop ends: file I/O here would lengthen the
+        # dispatch span beyond what the callback measured.
+        self.pending.append({"event": "stall", "kind": kind, "requested_ms": ms,
                     "at_ms": at_ms, "index": index, "start_ns": start,
                     "end_ns": end, "duration_ns": end - start,
                     "pid": self.pid, "tid": self.tid})
@@ -140,6 +144,8 @@ class App:
         sys.stderr.write("glib_loop: ready pid=%d\n" % self.pid)
         sys.stderr.flush()
         self.loop.run()
+        for record in self.pending:
+            self.write(record)
         self.write({"event": "summary", "pid": self.pid, "tid": self.tid,
                     "reason": self.reason, "ticks": self.ticks,
                     "stalls": self.stalls_done})
