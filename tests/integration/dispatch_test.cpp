@@ -369,3 +369,32 @@ TEST_F(RefappDispatch, DispatchStillRunningAtStopIsReported) {
 
 }  // namespace
 }  // namespace lt_test
+
+namespace lt_test {
+namespace {
+
+// Nothing is lost silently: with a ring buffer far too small for
+// --record-all, the loss is counted and reported with a hint, and every
+// span is still counted in the in-kernel histogram.
+TEST_F(RefappDispatch, RingBufferLossIsCountedAndReported) {
+  const std::string log = dir_.file("truth.jsonl");
+  const std::string json = dir_.file("report.json");
+  RunResult r = run({looptrace_bin(), "record", "--profile", "refapp",
+                     "--record-all", "--ringbuf-size", "4K", "--json", json,
+                     "--", refapp_bin(), "--messages", "20000", "--rate", "0",
+                     "--log", log});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto summary = events(read_jsonl(log), "summary");
+  ASSERT_EQ(summary.size(), 1u);
+  ASSERT_EQ(summary[0]["threads"][0]["dispatches"], 20000);
+  nlohmann::json report = read_json(json);
+  uint64_t count = 0;
+  for (const auto& t : report["threads"]) count += t["count"].get<uint64_t>();
+  EXPECT_EQ(count, 20000u) << "histograms count every span";
+  EXPECT_EQ(report["totals"]["spans"], 20000);
+  EXPECT_GT(report["lost"]["ringbuf_full"].get<uint64_t>(), 0u);
+  EXPECT_NE(r.out.find("raise --ringbuf-size"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace lt_test
