@@ -185,8 +185,8 @@ int BPF_KPROBE(lt_span_entry)
 		st->steal_since = steal_now(bpf_get_current_task_btf());
 	}
 	d = st->depth;
-	st->depth = d + 1;
 	if (d >= LT_MAX_DEPTH) {
+		st->depth = d + 1; /* still paired with its return */
 		count(LT_CNT_DEPTH_OVERFLOW);
 		return 0;
 	}
@@ -211,6 +211,9 @@ int BPF_KPROBE(lt_span_entry)
 			count(LT_CNT_KEY_FAULT);
 		}
 	}
+	/* Publish the frame only once it is complete: the sampler reads it. */
+	barrier();
+	st->depth = d + 1;
 	return 0;
 }
 
@@ -278,7 +281,6 @@ int BPF_KRETPROBE(lt_span_return)
 	role = lt_cfg.probes[probe_id].role;
 	if (role >= LT_ROLE_MAX)
 		role = LT_ROLE_DISPATCH;
-	count(LT_CNT_SPANS);
 
 	h = thread_hist(st, probe_id, role);
 	if (h) {

@@ -95,9 +95,8 @@ enum lt_counter {
 	LT_CNT_STORAGE_FAIL = 4,   /* task storage could not be created */
 	LT_CNT_KEY_FAULT = 5,	   /* a key dereference faulted */
 	LT_CNT_STACK_FAIL = 6,	   /* bpf_get_stack failed */
-	LT_CNT_SPANS = 7,	   /* spans completed (all, fast and slow) */
-	LT_CNT_SAMPLES = 8,	   /* stack samples emitted */
-	LT_CNT_MAX = 9,
+	LT_CNT_SAMPLES = 7,	   /* stack samples emitted */
+	LT_CNT_MAX = 8,
 };
 
 struct lt_rec_header {

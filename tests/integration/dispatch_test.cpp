@@ -379,10 +379,10 @@ namespace {
 TEST_F(RefappDispatch, RingBufferLossIsCountedAndReported) {
   const std::string log = dir_.file("truth.jsonl");
   const std::string json = dir_.file("report.json");
-  RunResult r = run({looptrace_bin(), "record", "--profile", "refapp",
-                     "--record-all", "--ringbuf-size", "4K", "--json", json,
-                     "--", refapp_bin(), "--messages", "20000", "--rate", "0",
-                     "--log", log});
+  RunResult r =
+      run({looptrace_bin(), "record", "--profile", "refapp", "--record-all",
+           "--ringbuf-size", "4K", "--json", json, "--", refapp_bin(),
+           "--messages", "20000", "--rate", "0", "--log", log});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto summary = events(read_jsonl(log), "summary");
   ASSERT_EQ(summary.size(), 1u);

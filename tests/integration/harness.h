@@ -78,6 +78,10 @@ std::vector<nlohmann::json> events(const std::vector<nlohmann::json>& log,
 bool wait_for_text(const std::string& path, const std::string& needle,
                    int timeout_ms);
 
+// File offset of `symbol` in the ELF file at `path`, from nm's address and
+// readelf's PT_LOAD headers (not from looptrace's own resolver); 0 if absent.
+uint64_t file_offset_of(const std::string& path, const std::string& symbol);
+
 std::string looptrace_bin();
 std::string refapp_bin();
 std::string tests_dir();

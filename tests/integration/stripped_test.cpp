@@ -11,35 +11,6 @@ namespace {
 
 const std::string kPrograms = LT_TEST_PROGRAMS_DIR;
 
-// File offset of `symbol` in `path`: nm's address mapped through the
-// PT_LOAD segment that contains it (readelf -lW).
-uint64_t file_offset_of(const std::string& path, const std::string& symbol) {
-  RunResult nm = run({"nm", path});
-  uint64_t vaddr = 0;
-  std::istringstream lines(nm.out);
-  std::string line;
-  while (std::getline(lines, line)) {
-    std::istringstream f(line);
-    std::string addr, type, name;
-    if (f >> addr >> type >> name && name == symbol)
-      vaddr = std::stoull(addr, nullptr, 16);
-  }
-  if (vaddr == 0) return 0;
-  RunResult re = run({"readelf", "-lW", path});
-  std::istringstream segs(re.out);
-  while (std::getline(segs, line)) {
-    std::istringstream f(line);
-    std::string type, off, va, pa, filesz, memsz;
-    if (!(f >> type >> off >> va >> pa >> filesz >> memsz) || type != "LOAD")
-      continue;
-    uint64_t o = std::stoull(off, nullptr, 16),
-             v = std::stoull(va, nullptr, 16),
-             fs = std::stoull(filesz, nullptr, 16);
-    if (vaddr >= v && vaddr < v + fs) return vaddr - v + o;
-  }
-  return 0;
-}
-
 TEST(Stripped, NameIsRefusedOffsetCountsExactly) {
   LT_REQUIRE_BPF();
   const std::string stripped = kPrograms + "/elf_target_stripped";

@@ -249,7 +249,6 @@ struct Fixture {
 
     Counters c;
     c.bpf[LT_CNT_RB_FULL] = 12;
-    c.bpf[LT_CNT_SPANS] = 1041;
     c.bpf[LT_CNT_SAMPLES] = 11;
     analysis = a.finish({h, hi}, c);
 
@@ -321,7 +320,10 @@ TEST(JsonReport, FieldsAndValues) {
        {"hist_full", "depth_overflow", "unmatched_returns", "storage_fail",
         "key_faults", "stack_failures", "decode_errors", "sample_overflow"})
     EXPECT_EQ(lost[k], 0) << k;
-  EXPECT_EQ(j["totals"]["spans"], 1041);
+  uint64_t spans = 0;
+  for (const auto& t : j["threads"]) spans += t["count"].get<uint64_t>();
+  EXPECT_GT(spans, 0u);
+  EXPECT_EQ(j["totals"]["spans"], spans) << "completed spans of all threads";
   EXPECT_EQ(j["totals"]["samples"], 11);
 }
 

@@ -1,7 +1,9 @@
 #include "profiles/resolve.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 
 #include "base/log.h"
@@ -14,6 +16,29 @@ namespace {
 
 std::string basename_of(const std::string& path) {
   return std::filesystem::path(path).filename().string();
+}
+
+// x86 CET builds (Ubuntu, Fedora) start every function with endbr64, an
+// instruction the kernel's uprobe code cannot emulate: it would single-step
+// it out of line on every call, about 6x the cost of an emulated one
+// (docs/benchmarks.md). The probe goes on the next instruction instead;
+// the function still runs from its start.
+uint64_t skip_endbr64(const std::string& path, uint64_t offset) {
+  static constexpr unsigned char kEndbr64[] = {0xf3, 0x0f, 0x1e, 0xfa};
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return offset;
+  unsigned char buf[sizeof(kEndbr64)] = {};
+  ssize_t n = pread(fd, buf, sizeof(buf), static_cast<off_t>(offset));
+  close(fd);
+  if (n == static_cast<ssize_t>(sizeof(buf)) &&
+      std::memcmp(buf, kEndbr64, sizeof(buf)) == 0)
+    return offset + sizeof(kEndbr64);
+  return offset;
+}
+
+bool is_offset(const std::string& symbol) {
+  return symbol.size() > 2 && symbol[0] == '0' &&
+         (symbol[1] == 'x' || symbol[1] == 'X');
 }
 
 }  // namespace
@@ -63,7 +88,9 @@ Status resolve_probes(std::vector<ProbeDef>* probes,
       ProbeDef r = p;
       r.id = static_cast<uint32_t>(out.size());
       r.path = *path;
-      r.file_offset = m.file_offset;
+      // An explicit 0x offset is taken as given.
+      r.file_offset = is_offset(p.symbol) ? m.file_offset
+                                          : skip_endbr64(*path, m.file_offset);
       r.resolved_symbol = m.demangled.empty() ? m.name : m.demangled;
       log::debug("resolve", "{}:{} -> {} offset {:#x} ({})", r.binary, r.symbol,
                  r.path, r.file_offset, r.resolved_symbol);

@@ -84,7 +84,11 @@ json to_json(const DispatchAnalysis& a, const ReportContext& ctx) {
     thresholds[report::role_name(r)] = ctx.slow_ns[r];
 
   json threads = json::array();
-  for (const ThreadSummary& t : a.threads) threads.push_back(thread_json(t));
+  uint64_t total_spans = 0;  // completed spans, from the histograms
+  for (const ThreadSummary& t : a.threads) {
+    threads.push_back(thread_json(t));
+    total_spans += t.count;
+  }
 
   report::FrameNames names(ctx.symbolizer);
   json dispatches = json::array();
@@ -110,8 +114,7 @@ json to_json(const DispatchAnalysis& a, const ReportContext& ctx) {
       {"slow_idle_handlers", idle},
       {"lost", lost},
       {"totals",
-       {{"spans", a.counters.bpf[LT_CNT_SPANS]},
-        {"samples", a.counters.bpf[LT_CNT_SAMPLES]}}},
+       {{"spans", total_spans}, {"samples", a.counters.bpf[LT_CNT_SAMPLES]}}},
   };
 }
 
