@@ -65,6 +65,18 @@ static __always_inline void count(__u32 which)
  * the steal clock as of its last clock update (at most a tick old; fresh at
  * every context switch). `t` must be running on this CPU.
  */
+/* Every ring-buffer record starts with the same header. */
+static __always_inline void fill_header(struct lt_rec_header *hdr, __u32 type, __u32 size, __u64 ts)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+
+	hdr->type = type;
+	hdr->size = size;
+	hdr->ts_ns = ts;
+	hdr->pid = pid_tgid >> 32;
+	hdr->tid = (__u32)pid_tgid;
+}
+
 static __always_inline __u64 steal_now(struct task_struct *t)
 {
 	if (!lt_cfg.use_steal)
@@ -259,7 +271,7 @@ int BPF_KRETPROBE(lt_span_return)
 	struct lt_thread *st;
 	struct lt_frame *f;
 	struct lt_hist *h;
-	__u64 now, dur, pid_tgid, cpu, steal;
+	__u64 now, dur, cpu, steal;
 	__u32 d, role;
 
 	if (!lt_ready || probe_id >= LT_MAX_PROBES)
@@ -304,12 +316,7 @@ int BPF_KRETPROBE(lt_span_return)
 			count(LT_CNT_RB_FULL);
 			return 0;
 		}
-		pid_tgid = bpf_get_current_pid_tgid();
-		drop->hdr.type = LT_REC_SPAN_DROP;
-		drop->hdr.size = sizeof(*drop);
-		drop->hdr.ts_ns = now;
-		drop->hdr.pid = pid_tgid >> 32;
-		drop->hdr.tid = (__u32)pid_tgid;
+		fill_header(&drop->hdr, LT_REC_SPAN_DROP, sizeof(*drop), now);
 		drop->span_id = f->span_id;
 		bpf_ringbuf_submit(drop, 0);
 		return 0;
@@ -320,12 +327,7 @@ int BPF_KRETPROBE(lt_span_return)
 		count(LT_CNT_RB_FULL);
 		return 0;
 	}
-	pid_tgid = bpf_get_current_pid_tgid();
-	rec->hdr.type = LT_REC_SPAN;
-	rec->hdr.size = sizeof(*rec);
-	rec->hdr.ts_ns = now;
-	rec->hdr.pid = pid_tgid >> 32;
-	rec->hdr.tid = (__u32)pid_tgid;
+	fill_header(&rec->hdr, LT_REC_SPAN, sizeof(*rec), now);
 	rec->span_id = f->span_id;
 	rec->start_ns = f->start_ns;
 	rec->duration_ns = dur;
@@ -421,7 +423,7 @@ int lt_sample(struct bpf_perf_event_data *ctx)
 	struct lt_sample_rec *rec;
 	struct lt_thread *st;
 	struct lt_frame *f;
-	__u64 now, pid_tgid;
+	__u64 now;
 	__u32 d;
 	long n;
 
@@ -448,12 +450,7 @@ int lt_sample(struct bpf_perf_event_data *ctx)
 		bpf_ringbuf_discard(rec, 0);
 		return 0;
 	}
-	pid_tgid = bpf_get_current_pid_tgid();
-	rec->hdr.type = LT_REC_SAMPLE;
-	rec->hdr.size = sizeof(*rec);
-	rec->hdr.ts_ns = now;
-	rec->hdr.pid = pid_tgid >> 32;
-	rec->hdr.tid = (__u32)pid_tgid;
+	fill_header(&rec->hdr, LT_REC_SAMPLE, sizeof(*rec), now);
 	rec->span_id = f->span_id;
 	rec->probe_id = f->probe_id;
 	rec->nframes = n / sizeof(__u64);

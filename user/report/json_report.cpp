@@ -3,6 +3,7 @@
 // away; adding fields keeps it.
 #include <nlohmann/json.hpp>
 
+#include "profiles/profile.h"
 #include "report/report.h"
 #include "report/report_common.h"
 
@@ -68,7 +69,7 @@ json span_json(const SlowSpan& s, const ReportContext& ctx,
 json thread_json(const ThreadSummary& t) {
   return {
       {"pid", t.pid},        {"tid", t.tid},
-      {"comm", t.comm},      {"role", report::role_name(t.role)},
+      {"comm", t.comm},      {"role", looptrace::role_name(t.role)},
       {"count", t.count},    {"slow_count", t.slow_count},
       {"p50_ns", t.pct.p50}, {"p90_ns", t.pct.p90},
       {"p99_ns", t.pct.p99}, {"max_ns", t.pct.max},
@@ -81,7 +82,7 @@ json thread_json(const ThreadSummary& t) {
 json to_json(const DispatchAnalysis& a, const ReportContext& ctx) {
   json thresholds = json::object();
   for (uint32_t r = 0; r < LT_ROLE_MAX; ++r)
-    thresholds[report::role_name(r)] = ctx.slow_ns[r];
+    thresholds[looptrace::role_name(r)] = ctx.slow_ns[r];
 
   json threads = json::array();
   uint64_t total_spans = 0;  // completed spans, from the histograms

@@ -4,17 +4,6 @@
 
 namespace looptrace::report {
 
-std::string role_name(uint32_t role) {
-  switch (role) {
-    case LT_ROLE_DISPATCH:
-      return "dispatch";
-    case LT_ROLE_IDLE:
-      return "idle";
-    default:
-      return fmt::format("role{}", role);
-  }
-}
-
 const ProbeDef* find_probe(const ReportContext& ctx, uint32_t id) {
   if (ctx.probes == nullptr) return nullptr;
   for (const ProbeDef& p : *ctx.probes)

@@ -16,7 +16,6 @@
 namespace looptrace::report {
 
 // "dispatch", "idle"; "role<N>" for a role this build does not know.
-std::string role_name(uint32_t role);
 
 // The probe with `id`, or null.
 const ProbeDef* find_probe(const ReportContext& ctx, uint32_t id);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "base/duration.h"
+#include "profiles/profile.h"
 #include "report/report.h"
 #include "report/report_common.h"
 
@@ -53,8 +54,9 @@ void write_header(std::ostream& os, const ReportContext& ctx) {
       for (const ProbeDef& p : *ctx.probes) used = used || p.role == r;
     }
     if (!used) continue;
-    line += fmt::format("{} {} >= {}", first ? "" : ",", report::role_name(r),
-                        format_duration(ctx.slow_ns[r]));
+    line +=
+        fmt::format("{} {} >= {}", first ? "" : ",", looptrace::role_name(r),
+                    format_duration(ctx.slow_ns[r]));
     first = false;
   }
   put(os, line);
