@@ -1,5 +1,6 @@
 #include "looper.h"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -8,6 +9,7 @@ namespace refapp {
 namespace {
 
 thread_local Looper* t_looper = nullptr;
+thread_local MessageQueue::BarrierOp t_barrier_op;
 
 // libstdc++'s steady_clock is CLOCK_MONOTONIC with a zero epoch, and
 // condition_variable::wait_until(steady_clock) waits on CLOCK_MONOTONIC.
@@ -27,21 +29,25 @@ MessageQueue::~MessageQueue() {
   }
 }
 
-bool MessageQueue::enqueueMessage(Message* msg, int64_t when_ns,
-                                  bool at_front) {
+bool MessageQueue::enqueueMessage(Message* msg, int64_t when_ns) {
   bool wake = false;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    if (quitting_) {
+    if (quitting_ || msg->target == nullptr) {
       Message::recycle(msg);
       return false;
     }
     msg->when_ns = when_ns;
-    if (at_front || head_ == nullptr || when_ns < head_->when_ns) {
+    if ((msg->flags & Message::kFlagAtFront) != 0 || head_ == nullptr ||
+        when_ns < head_->when_ns) {
       msg->next = head_;
       head_ = msg;
       wake = true;
     } else {
+      // Behind a barrier at the head, an asynchronous message may be the
+      // next one to deliver: wake the loop to look (a spurious wake-up at
+      // worst).
+      wake = head_->isBarrier() && msg->isAsynchronous();
       Message* prev = head_;
       while (prev->next != nullptr && prev->next->when_ns <= when_ns) {
         prev = prev->next;
@@ -54,23 +60,176 @@ bool MessageQueue::enqueueMessage(Message* msg, int64_t when_ns,
   return true;
 }
 
+int MessageQueue::postSyncBarrier(int64_t when_ns) {
+  const int64_t start = monotonicNs();
+  int token;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    token = next_barrier_token_++;
+    Message* msg = Message::obtain();
+    msg->arg1 = token;
+    msg->arg2 = start;
+    msg->when_ns = when_ns;
+    // Behind every message due at or before when_ns; no wake-up (Android).
+    Message* prev = nullptr;
+    Message* p = head_;
+    while (p != nullptr && p->when_ns <= when_ns) {
+      prev = p;
+      p = p->next;
+    }
+    msg->next = p;
+    if (prev != nullptr) {
+      prev->next = msg;
+    } else {
+      head_ = msg;
+    }
+    ++counters_.barriers_posted;
+  }
+  t_barrier_op = {this, false, true, token, start, when_ns, start};
+  return token;
+}
+
+void MessageQueue::removeSyncBarrier(int token) {
+  const int64_t start = monotonicNs();
+  BarrierOp op{this, true, false, token, start, 0, 0};
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    Message* prev = nullptr;
+    Message* p = head_;
+    while (p != nullptr && !(p->isBarrier() && p->arg1 == token)) {
+      prev = p;
+      p = p->next;
+    }
+    if (p == nullptr) {
+      ++counters_.barrier_errors;
+    } else {
+      if (prev != nullptr) {
+        prev->next = p->next;
+      } else {
+        head_ = p->next;
+        // Android wakes unless another barrier is now at the head.
+        wake = !quitting_ && (head_ == nullptr || !head_->isBarrier());
+      }
+      op.ok = true;
+      op.when_ns = p->when_ns;
+      op.posted_ns = p->arg2;
+      Message::recycle(p);
+      ++counters_.barriers_removed;
+    }
+  }
+  t_barrier_op = op;
+  if (wake) cv_.notify_one();
+}
+
+const MessageQueue::BarrierOp& MessageQueue::lastBarrierOp() {
+  return t_barrier_op;
+}
+
+MessageQueue::Backlog MessageQueue::backlog(int token, int64_t now_ns) const {
+  Backlog b;
+  std::lock_guard<std::mutex> lk(mu_);
+  const Message* p = head_;
+  while (p != nullptr && !(p->isBarrier() && p->arg1 == token)) p = p->next;
+  if (p == nullptr) return b;
+  b.present = true;
+  b.at_head = p == head_;
+  b.when_ns = p->when_ns;
+  b.posted_ns = p->arg2;
+  for (const Message* m = p->next; m != nullptr; m = m->next) {
+    if (m->isBarrier()) continue;
+    if (m->isAsynchronous()) {
+      ++b.async_queued;
+      continue;
+    }
+    ++b.sync_queued;
+    if (m->when_ns <= now_ns) {
+      ++b.sync_due;
+      if (b.oldest_sync_due_ns == 0 || m->when_ns < b.oldest_sync_due_ns) {
+        b.oldest_sync_due_ns = m->when_ns;
+      }
+    }
+  }
+  return b;
+}
+
+void MessageQueue::addIdleHandler(IdleHandler* handler) {
+  std::lock_guard<std::mutex> lk(mu_);
+  idle_handlers_.push_back(handler);
+}
+
+void MessageQueue::removeIdleHandler(IdleHandler* handler) {
+  std::lock_guard<std::mutex> lk(mu_);
+  idle_handlers_.erase(
+      std::remove(idle_handlers_.begin(), idle_handlers_.end(), handler),
+      idle_handlers_.end());
+}
+
+bool MessageQueue::runIdleHandler(IdleHandler* handler) {
+  // As in dispatchMessage: the clock reads are the first and last thing, so
+  // the log's start/end match a uprobe/uretprobe on this function.
+  handler->run_start_ns = monotonicNs();
+  const bool keep = handler->queueIdle();
+  handler->run_end_ns = monotonicNs();
+  return keep;
+}
+
 Message* MessageQueue::next() {
+  // Android: -1 until the queue is first seen idle in this call; the idle
+  // handlers run at most once per call.
+  int pending_idle = -1;
+  std::vector<IdleHandler*> idlers;
   std::unique_lock<std::mutex> lk(mu_);
   for (;;) {
     if (quitting_) return nullptr;
-    // Later: if head_ is a sync barrier (target == nullptr), look past it for
-    // the first asynchronous message instead.
-    if (head_ != nullptr) {
-      if (head_->when_ns <= monotonicNs()) {
-        Message* msg = head_;
+    const int64_t now = monotonicNs();
+    Message* prev = nullptr;
+    Message* msg = head_;
+    if (msg != nullptr && msg->isBarrier()) {
+      // Held back by a barrier: the first asynchronous message behind it.
+      do {
+        prev = msg;
+        msg = msg->next;
+      } while (msg != nullptr && !msg->isAsynchronous());
+    }
+    if (msg != nullptr && msg->when_ns <= now) {
+      if (prev != nullptr) {
+        prev->next = msg->next;
+      } else {
         head_ = msg->next;
-        msg->next = nullptr;
-        return msg;
       }
-      // Later: idle handlers run here (head in the future), unlocked.
-      cv_.wait_until(lk, steadyFromNs(head_->when_ns));
+      msg->next = nullptr;
+      return msg;
+    }
+    // Idle handlers run if the queue is empty or its head (possibly a
+    // barrier) is due later; not while a due barrier holds messages back.
+    if (pending_idle < 0 && (head_ == nullptr || now < head_->when_ns)) {
+      pending_idle = static_cast<int>(idle_handlers_.size());
+    }
+    if (pending_idle > 0) {
+      idlers = idle_handlers_;
+      pending_idle = 0;
+      lk.unlock();
+      for (IdleHandler* h : idlers) {
+        const bool keep = runIdleHandler(h);
+        h->onIdleRun(this, keep);
+        lk.lock();
+        ++counters_.idle_runs;
+        if (!keep) {
+          idle_handlers_.erase(
+              std::remove(idle_handlers_.begin(), idle_handlers_.end(), h),
+              idle_handlers_.end());
+        }
+        lk.unlock();
+      }
+      lk.lock();
+      // A message may have arrived (or come due) meanwhile: look again
+      // before blocking.
+      continue;
+    }
+    if (msg != nullptr) {
+      cv_.wait_until(lk, steadyFromNs(msg->when_ns));
     } else {
-      // Later: idle handlers run here too (queue empty).
       cv_.wait(lk);
     }
   }
@@ -88,6 +247,21 @@ bool MessageQueue::isQuitting() const {
   std::lock_guard<std::mutex> lk(mu_);
   return quitting_;
 }
+
+MessageQueue::Counters MessageQueue::counters() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return counters_;
+}
+
+// ---- IdleHandler -----------------------------------------------------------
+
+IdleHandler::IdleHandler(std::string name) : name_(std::move(name)) {}
+
+IdleHandler::~IdleHandler() = default;
+
+bool IdleHandler::queueIdle() { return false; }
+
+void IdleHandler::onIdleRun(MessageQueue* /*queue*/, bool /*kept*/) {}
 
 // ---- Looper ----------------------------------------------------------------
 
@@ -119,6 +293,7 @@ bool Looper::pollOnce() {
   if (msg == nullptr) return false;
   dispatchMessage(msg);
   // Outside the dispatch span: bookkeeping and logging.
+  if (msg->isAsynchronous()) ++async_dispatches_;
   if (msg->target != nullptr) msg->target->onDispatched(msg);
   Message::recycle(msg);
   return true;
@@ -162,6 +337,7 @@ Message* Handler::obtainMessage(int32_t what, int32_t arg1) {
 
 bool Handler::sendMessageAtTime(Message* msg, int64_t when_ns) {
   msg->target = this;
+  if (async_) msg->setAsynchronous(true);
   return looper_->queue().enqueueMessage(msg, when_ns);
 }
 
@@ -172,7 +348,9 @@ bool Handler::sendMessageDelayed(Message* msg, int64_t delay_ns) {
 
 bool Handler::sendMessageAtFrontOfQueue(Message* msg) {
   msg->target = this;
-  return looper_->queue().enqueueMessage(msg, monotonicNs(), /*at_front=*/true);
+  if (async_) msg->setAsynchronous(true);
+  msg->flags |= Message::kFlagAtFront;
+  return looper_->queue().enqueueMessage(msg, monotonicNs());
 }
 
 bool Handler::post(void (*callback)(Message*), int32_t what, int32_t arg1,

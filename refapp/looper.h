@@ -12,6 +12,10 @@
 //      non-inline, non-static member (arg0 = this, arg1 = msg) that is the
 //      ONLY place a message is dispatched, nested loops included. Its span
 //      (uprobe entry to uretprobe return) is one dispatch.
+//
+// Further probe points (see README.md): MessageQueue::enqueueMessage (every
+// message posted), MessageQueue::runIdleHandler (every idle handler run),
+// MessageQueue::postSyncBarrier / removeSyncBarrier.
 #pragma once
 
 #include <time.h>
@@ -22,6 +26,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <vector>
 
 // noinline, and on GCC also no IPA cloning (.constprop/.isra copies would
 // take the calls away from the symbol the tracer attaches to).
@@ -46,19 +51,32 @@ class Looper;
 
 struct Message {
   // ---- Part of the tracer's built-in profile: do not reorder. ----
-  Handler* target = nullptr;             // @0  (later: nullptr = sync barrier)
+  Handler* target = nullptr;             // @0  nullptr = sync barrier
   void (*callback)(Message*) = nullptr;  // @8  may be null
   int32_t what = 0;                      // @16
-  int32_t arg1 = 0;                      // @20 (later: barrier token)
+  int32_t arg1 = 0;                      // @20 barrier: its token
   int64_t when_ns = 0;                   // @24 CLOCK_MONOTONIC due time
   Message* next = nullptr;               // @32 queue link
-  // ---- Private to the app from here on. ----
-  int64_t arg2 = 0;
-  void* obj = nullptr;
-  uint32_t flags = 0;  // reserved: kFlagAsynchronous (async messages, later)
+  // ---- Private to the app from here on (flags' offset is asserted too:
+  // the idle/barrier/enqueue probes may read the asynchronous bit). ----
+  int64_t arg2 = 0;     // @40 barrier: CLOCK_MONOTONIC time it was posted
+  void* obj = nullptr;  // @48
+  uint32_t flags = 0;   // @56 kFlag* bits
   // Written by Looper::dispatchMessage at its very start and end.
   int64_t dispatch_start_ns = 0;
   int64_t dispatch_end_ns = 0;
+
+  // Android's FLAG_ASYNCHRONOUS value: not held back by sync barriers.
+  static constexpr uint32_t kFlagAsynchronous = 1u << 1;
+  // Set by Handler::sendMessageAtFrontOfQueue (Android passes when = 0
+  // instead; here when_ns stays the time it was posted).
+  static constexpr uint32_t kFlagAtFront = 1u << 2;
+
+  bool isAsynchronous() const { return (flags & kFlagAsynchronous) != 0; }
+  void setAsynchronous(bool async) {
+    flags = async ? (flags | kFlagAsynchronous) : (flags & ~kFlagAsynchronous);
+  }
+  bool isBarrier() const { return target == nullptr; }
 
   static Message* obtain() { return new Message(); }
   static void recycle(Message* msg) { delete msg; }
@@ -70,18 +88,52 @@ static_assert(offsetof(Message, what) == 16);
 static_assert(offsetof(Message, arg1) == 20);
 static_assert(offsetof(Message, when_ns) == 24);
 static_assert(offsetof(Message, next) == 32);
+static_assert(offsetof(Message, arg2) == 40);
+static_assert(offsetof(Message, flags) == 56);
+
+class MessageQueue;
+
+// Android's MessageQueue.IdleHandler. queueIdle() runs on the loop thread
+// when the queue is empty or its head is due in the future (not while a sync
+// barrier holds the head back), at most once per MessageQueue::next() call,
+// i.e. once per idle moment. Returning false removes the handler from the
+// queue (the queue never deletes it: its owner must outlive its queue's
+// use). The first word of the object is its vtable pointer, which names the
+// subclass (`vtable for refapp::SlowIdleHandler` + 16).
+class IdleHandler {
+ public:
+  explicit IdleHandler(std::string name);
+  virtual ~IdleHandler();
+  IdleHandler(const IdleHandler&) = delete;
+  IdleHandler& operator=(const IdleHandler&) = delete;
+
+  // Runs inside MessageQueue::runIdleHandler. true = keep the handler.
+  virtual bool queueIdle();
+  // Runs on the loop thread right after runIdleHandler() returned, outside
+  // its span (the idle counterpart of Handler::onDispatched): bookkeeping and
+  // ground-truth logging. kept = what queueIdle() returned.
+  virtual void onIdleRun(MessageQueue* queue, bool kept);
+
+  const std::string& name() const { return name_; }
+
+  // Written by MessageQueue::runIdleHandler at its very start and end.
+  int64_t run_start_ns = 0;
+  int64_t run_end_ns = 0;
+
+ private:
+  std::string name_;
+};
 
 // Messages ordered by when_ns (FIFO among equal times). One per Looper.
 //
-// Room for later (not built yet):
-//  - sync barriers: postSyncBarrier(when) inserts a Message with target ==
-//    nullptr and arg1 = token (from a per-queue counter) and returns the
-//    token; removeSyncBarrier(token). While a barrier is at the head, next()
-//    only returns messages with kFlagAsynchronous.
-//  - idle handlers: next() runs them once per call when the queue is empty
-//    or its head is in the future, before blocking.
-//  - an input channel: next() also polls an fd (socketpair SOCK_SEQPACKET)
-//    and dispatches input as messages.
+// Sync barriers (Android's postSyncBarrier/removeSyncBarrier): a Message
+// with target == nullptr, arg1 = token, arg2 = the time it was posted, in
+// time order like any message. While one is at the head, next() delivers
+// only asynchronous messages (behind it); synchronous ones wait, however
+// overdue, and idle handlers do not run.
+//
+// Room for later (not built yet): an input channel: next() also polls an fd
+// (socketpair SOCK_SEQPACKET) and dispatches input as messages.
 class MessageQueue {
  public:
   MessageQueue() = default;
@@ -89,27 +141,89 @@ class MessageQueue {
   MessageQueue(const MessageQueue&) = delete;
   MessageQueue& operator=(const MessageQueue&) = delete;
 
-  // The single insertion point (a future `enqueue` role probe point). Sets
-  // msg->when_ns = when_ns and inserts in time order; with at_front, puts the
-  // message ahead of everything (when_ns still says when it was posted).
-  // Wakes the loop if the head changed. Thread-safe. After quit() the
-  // message is recycled and false is returned.
-  REFAPP_NOINLINE bool enqueueMessage(Message* msg, int64_t when_ns,
-                                      bool at_front = false);
+  // The single insertion point of messages (the `enqueue` probe point:
+  // arg0 = this, arg1 = msg, arg2 = due time, CLOCK_MONOTONIC ns). Sets
+  // msg->when_ns = when_ns and inserts in time order; a message with
+  // Message::kFlagAtFront goes ahead of everything (when_ns still says when
+  // it was posted). Wakes the loop if it may have to deliver it sooner.
+  // Thread-safe. msg->target must be set (barriers are inserted by
+  // postSyncBarrier). After quit() the message is recycled and false is
+  // returned.
+  REFAPP_NOINLINE bool enqueueMessage(Message* msg, int64_t when_ns);
 
-  // Blocks until the head is due and returns it (unlinked), or returns
-  // nullptr once quit() was called.
+  // Inserts a sync barrier due at when_ns (CLOCK_MONOTONIC) and returns its
+  // token (a per-queue counter starting at 1). Does not wake the loop.
+  // Thread-safe. Probe point: arg0 = this, arg1 = when_ns, return = token.
+  REFAPP_NOINLINE int postSyncBarrier(int64_t when_ns);
+  // Removes the barrier with this token and wakes the loop if it was at the
+  // head. An unknown token is an error (Android throws): nothing changes,
+  // and lastBarrierOp().ok is false. Thread-safe. Probe point: arg0 = this,
+  // arg1 = token.
+  REFAPP_NOINLINE void removeSyncBarrier(int token);
+
+  // What the calling thread's last postSyncBarrier/removeSyncBarrier did
+  // (thread-local, so callers on any thread can log it afterwards).
+  struct BarrierOp {
+    const MessageQueue* queue = nullptr;
+    bool remove = false;  // removeSyncBarrier (else postSyncBarrier)
+    bool ok = false;      // remove: the token was found
+    int token = 0;
+    int64_t start_ns = 0;   // first clock read inside the function
+    int64_t when_ns = 0;    // the barrier's due time (unknown token: 0)
+    int64_t posted_ns = 0;  // start_ns of its postSyncBarrier (ditto)
+  };
+  static const BarrierOp& lastBarrierOp();
+
+  // Sync messages held back behind a barrier (see backlog()).
+  struct Backlog {
+    bool present = false;            // the barrier is still queued
+    bool at_head = false;            // ... and at the head
+    int64_t when_ns = 0;             // barrier due time
+    int64_t posted_ns = 0;           // barrier post time
+    uint64_t sync_due = 0;           // sync messages behind it due by now_ns
+    int64_t oldest_sync_due_ns = 0;  // smallest when_ns of those (0: none)
+    uint64_t sync_queued = 0;        // all sync messages behind it
+    uint64_t async_queued = 0;       // all async messages behind it
+  };
+  Backlog backlog(int token, int64_t now_ns) const;
+
+  // Android's addIdleHandler/removeIdleHandler. Thread-safe; adding does
+  // not wake the loop.
+  void addIdleHandler(IdleHandler* handler);
+  void removeIdleHandler(IdleHandler* handler);
+
+  // Blocks until a message can be delivered and returns it (unlinked), or
+  // returns nullptr once quit() was called. Runs the idle handlers (once per
+  // call, without the lock) when the queue is empty or its head is due
+  // later, then looks again before blocking, as Android does.
   Message* next();
 
-  // Makes next() return nullptr from now on; pending messages are dropped.
+  // Makes next() return nullptr from now on; pending messages stay queued
+  // (and are dropped by the destructor).
   void quit();
   bool isQuitting() const;
 
+  struct Counters {
+    uint64_t idle_runs = 0;         // runIdleHandler calls
+    uint64_t barriers_posted = 0;   // postSyncBarrier calls
+    uint64_t barriers_removed = 0;  // successful removeSyncBarrier calls
+    uint64_t barrier_errors = 0;    // removeSyncBarrier with unknown token
+  };
+  Counters counters() const;
+
  private:
+  // The single place an idle handler runs (the `idle` probe point: arg0 =
+  // this, arg1 = handler; its span is the handler's run). Records
+  // handler->run_start_ns / run_end_ns at its very start and end.
+  REFAPP_NOINLINE bool runIdleHandler(IdleHandler* handler);
+
   mutable std::mutex mu_;
   std::condition_variable cv_;
   Message* head_ = nullptr;
   bool quitting_ = false;
+  int next_barrier_token_ = 1;
+  std::vector<IdleHandler*> idle_handlers_;
+  Counters counters_;
 };
 
 class Looper {
@@ -143,6 +257,8 @@ class Looper {
   // dispatchMessage() calls so far; read it from the loop thread or after
   // joining it.
   uint64_t dispatchCount() const { return dispatches_; }
+  // Of those, messages with Message::kFlagAsynchronous.
+  uint64_t asyncDispatchCount() const { return async_dispatches_; }
   int depth() const { return depth_; }
 
  private:
@@ -152,6 +268,7 @@ class Looper {
   std::string name_;
   MessageQueue queue_;
   uint64_t dispatches_ = 0;
+  uint64_t async_dispatches_ = 0;
   int depth_ = 0;
 };
 
@@ -174,8 +291,14 @@ class Handler {
   const std::string& name() const { return name_; }
   Looper* looper() const { return looper_; }
   void setLooper(Looper* looper) { looper_ = looper; }
+  // Android's Handler(looper, callback, async = true): every message sent
+  // through this handler is asynchronous.
+  void setAsynchronous(bool async) { async_ = async; }
+  bool isAsynchronous() const { return async_; }
 
   Message* obtainMessage(int32_t what = 0, int32_t arg1 = 0);
+  // Sets msg->target = this (and the asynchronous flag if this handler is
+  // asynchronous) and enqueues it.
   bool sendMessageAtTime(Message* msg, int64_t when_ns);
   bool sendMessageDelayed(Message* msg, int64_t delay_ns);
   bool sendMessage(Message* msg) { return sendMessageDelayed(msg, 0); }
@@ -188,6 +311,7 @@ class Handler {
  private:
   std::string name_;
   Looper* looper_;
+  bool async_ = false;
 };
 
 }  // namespace refapp

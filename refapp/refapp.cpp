@@ -26,6 +26,8 @@
 
 namespace {
 
+using refapp::EventKind;
+using refapp::EventSpec;
 using refapp::StallKind;
 using refapp::StallSpec;
 
@@ -47,6 +49,29 @@ struct Options {
   std::string log;
   double log_slow_ms = 10;
   std::vector<StallSpec> stalls;
+  // Idle handlers, sync barriers, delivery lag.
+  std::vector<std::string> idle_stall_flags;
+  std::vector<std::string> barrier_flags;
+  std::vector<std::string> barrier_leak_flags;
+  std::vector<std::string> barrier_error_flags;
+  std::vector<std::string> burst_flags;
+  int idle_handlers = 0;
+  double async_rate = 0;
+  double barrier_rate = 0;
+  int64_t barrier_report_ms = 3000;
+  std::vector<EventSpec> events;
+};
+
+// Settings a plan file may give; a flag given on the command line wins.
+struct PlanSettings {
+  bool idle_handlers_set = false;
+  int idle_handlers = 0;
+  bool async_rate_set = false;
+  double async_rate = 0;
+  bool barrier_rate_set = false;
+  double barrier_rate = 0;
+  bool barrier_report_set = false;
+  int64_t barrier_report_ms = 0;
 };
 
 bool parseInt(const std::string& text, int64_t* out) {
@@ -85,11 +110,11 @@ bool checkStall(const StallSpec& s, std::string* error) {
   return true;
 }
 
-// KIND:MS@AT_MS[:THREAD]
+// KIND:MS@AT_MS[:THREAD] (--stall, and --idle-stall with flag set).
 bool parseStallFlag(const std::string& text, StallSpec* spec,
-                    std::string* error) {
+                    std::string* error, const char* flag = "--stall") {
   const auto bad = [&](const std::string& why) {
-    *error = "--stall " + text + ": " + why +
+    *error = std::string(flag) + " " + text + ": " + why +
              " (expected KIND:MS@AT_MS[:THREAD], KIND busy|sleep|lock)";
     return false;
   };
@@ -119,8 +144,247 @@ bool parseStallFlag(const std::string& text, StallSpec* spec,
   return true;
 }
 
-// One stall per line: AT_MS KIND MS [THREAD]; '#' starts a comment.
+bool checkAt(int64_t at_ms, int64_t thread, std::string* error) {
+  if (at_ms < 0 || at_ms > 86400000) {
+    *error = "time must be 0..86400000 ms";
+    return false;
+  }
+  if (thread < 0 || thread >= kMaxThreads) {
+    *error = "thread index out of range";
+    return false;
+  }
+  return true;
+}
+
+// Splits "AT_MS[:THREAD]".
+bool parseAtThread(const std::string& text, int64_t* at_ms, int* thread) {
+  std::string at = text;
+  int64_t t = 0;
+  const size_t colon = text.find(':');
+  if (colon != std::string::npos) {
+    if (!parseInt(text.substr(colon + 1), &t)) return false;
+    at = text.substr(0, colon);
+  }
+  if (!parseInt(at, at_ms) || t < 0 || t >= kMaxThreads) return false;
+  *thread = static_cast<int>(t);
+  return true;
+}
+
+// --barrier MS@AT_MS[:THREAD], --burst N@AT_MS[:THREAD] (N in spec->count),
+// --barrier-leak / --barrier-error AT_MS[:THREAD].
+bool parseEventFlag(const std::string& text, EventKind kind, EventSpec* spec,
+                    std::string* error) {
+  spec->kind = kind;
+  const char* flag = "";
+  const char* syntax = "";
+  switch (kind) {
+    case EventKind::kBarrier:
+      flag = "--barrier";
+      syntax = "MS@AT_MS[:THREAD]";
+      break;
+    case EventKind::kBurst:
+      flag = "--burst";
+      syntax = "N@AT_MS[:THREAD]";
+      break;
+    case EventKind::kBarrierLeak:
+      flag = "--barrier-leak";
+      syntax = "AT_MS[:THREAD]";
+      break;
+    case EventKind::kBarrierError:
+      flag = "--barrier-error";
+      syntax = "AT_MS[:THREAD]";
+      break;
+    case EventKind::kIdleStall:
+      return false;  // parseStallFlag
+  }
+  const auto bad = [&](const std::string& why) {
+    *error = std::string(flag) + " " + text + ": " + why + " (expected " +
+             syntax + ")";
+    return false;
+  };
+  std::string rest = text;
+  if (kind == EventKind::kBarrier || kind == EventKind::kBurst) {
+    const size_t at = text.find('@');
+    if (at == std::string::npos) return bad("malformed");
+    int64_t v = 0;
+    if (!parseInt(text.substr(0, at), &v)) {
+      return bad(kind == EventKind::kBurst ? "bad N" : "bad MS");
+    }
+    if (kind == EventKind::kBarrier) {
+      if (v <= 0 || v > 3600000) return bad("MS must be 1..3600000");
+      spec->ms = v;
+    } else {
+      if (v <= 0 || v > 100000) return bad("N must be 1..100000");
+      spec->count = v;
+    }
+    rest = text.substr(at + 1);
+  }
+  if (!parseAtThread(rest, &spec->at_ms, &spec->thread)) {
+    return bad("bad AT_MS or THREAD");
+  }
+  std::string why;
+  if (!checkAt(spec->at_ms, spec->thread, &why)) return bad(why);
+  return true;
+}
+
+bool parseRate(const std::string& text, double* out) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(text.c_str(), &end);
+  if (errno != 0 || end != text.c_str() + text.size() || !(v >= 0)) {
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+// A plan-file line that is not a dispatch stall: `AT_MS idle KIND MS
+// [THREAD]`, `AT_MS barrier MS [THREAD]`, `AT_MS barrier-leak [THREAD]`,
+// `AT_MS barrier-error [THREAD]`, `AT_MS burst N [THREAD]`. Returns false
+// with *handled unset when f[1] is not one of those words.
+bool parsePlanEvent(const std::vector<std::string>& f, EventSpec* e,
+                    bool* handled, std::string* error) {
+  *handled = true;
+  const std::string& word = f[1];
+  size_t want_min = 0;
+  if (word == "idle") {
+    e->kind = EventKind::kIdleStall;
+    want_min = 4;
+  } else if (word == "barrier") {
+    e->kind = EventKind::kBarrier;
+    want_min = 3;
+  } else if (word == "burst") {
+    e->kind = EventKind::kBurst;
+    want_min = 3;
+  } else if (word == "barrier-leak") {
+    e->kind = EventKind::kBarrierLeak;
+    want_min = 2;
+  } else if (word == "barrier-error") {
+    e->kind = EventKind::kBarrierError;
+    want_min = 2;
+  } else {
+    *handled = false;
+    return false;
+  }
+  if (f.size() < want_min || f.size() > want_min + 1) {
+    const char* syntax = "";
+    switch (e->kind) {
+      case EventKind::kIdleStall:
+        syntax = "AT_MS idle KIND MS [THREAD]";
+        break;
+      case EventKind::kBarrier:
+        syntax = "AT_MS barrier MS [THREAD]";
+        break;
+      case EventKind::kBurst:
+        syntax = "AT_MS burst N [THREAD]";
+        break;
+      case EventKind::kBarrierLeak:
+        syntax = "AT_MS barrier-leak [THREAD]";
+        break;
+      case EventKind::kBarrierError:
+        syntax = "AT_MS barrier-error [THREAD]";
+        break;
+    }
+    *error = std::string("expected ") + syntax;
+    return false;
+  }
+  if (!parseInt(f[0], &e->at_ms)) {
+    *error = "bad AT_MS '" + f[0] + "'";
+    return false;
+  }
+  size_t next = 2;
+  if (e->kind == EventKind::kIdleStall) {
+    if (!parseKind(f[2], &e->stall_kind)) {
+      *error = "bad KIND '" + f[2] + "' (busy|sleep|lock)";
+      return false;
+    }
+    next = 3;
+  }
+  if (want_min > next) {
+    int64_t v = 0;
+    if (!parseInt(f[next], &v)) {
+      *error = "bad number '" + f[next] + "'";
+      return false;
+    }
+    if (e->kind == EventKind::kBurst) {
+      if (v <= 0 || v > 100000) {
+        *error = "burst N must be 1..100000";
+        return false;
+      }
+      e->count = v;
+    } else {
+      if (v <= 0 || v > 3600000) {
+        *error = "MS must be 1..3600000";
+        return false;
+      }
+      e->ms = v;
+    }
+    ++next;
+  }
+  int64_t thread = 0;
+  if (f.size() > next && !parseInt(f[next], &thread)) {
+    *error = "bad THREAD '" + f[next] + "'";
+    return false;
+  }
+  if (!checkAt(e->at_ms, thread, error)) return false;
+  e->thread = static_cast<int>(thread);
+  return true;
+}
+
+// A plan-file setting line: `idle-handlers N`, `async-rate N`,
+// `barrier-rate N`, `barrier-report-ms MS`.
+bool parsePlanSetting(const std::vector<std::string>& f, PlanSettings* ps,
+                      bool* handled, std::string* error) {
+  *handled = true;
+  const std::string& word = f[0];
+  if (word != "idle-handlers" && word != "async-rate" &&
+      word != "barrier-rate" && word != "barrier-report-ms") {
+    *handled = false;
+    return false;
+  }
+  if (f.size() != 2) {
+    *error = "expected '" + word + " VALUE'";
+    return false;
+  }
+  if (word == "idle-handlers") {
+    int64_t v = 0;
+    if (!parseInt(f[1], &v) || v < 0 || v > 1000) {
+      *error = "idle-handlers must be 0..1000";
+      return false;
+    }
+    ps->idle_handlers_set = true;
+    ps->idle_handlers = static_cast<int>(v);
+  } else if (word == "barrier-report-ms") {
+    int64_t v = 0;
+    if (!parseInt(f[1], &v) || v < 1 || v > 3600000) {
+      *error = "barrier-report-ms must be 1..3600000";
+      return false;
+    }
+    ps->barrier_report_set = true;
+    ps->barrier_report_ms = v;
+  } else {
+    double v = 0;
+    const double max = word == "async-rate" ? 100000.0 : 1000.0;
+    if (!parseRate(f[1], &v) || v > max) {
+      *error = word + " must be 0.." + std::to_string(static_cast<int>(max));
+      return false;
+    }
+    if (word == "async-rate") {
+      ps->async_rate_set = true;
+      ps->async_rate = v;
+    } else {
+      ps->barrier_rate_set = true;
+      ps->barrier_rate = v;
+    }
+  }
+  return true;
+}
+
+// One stall per line: AT_MS KIND MS [THREAD]; '#' starts a comment. Also
+// the event and setting lines of parsePlanEvent / parsePlanSetting.
 bool parsePlan(const std::string& path, std::vector<StallSpec>* out,
+               std::vector<EventSpec>* events, PlanSettings* settings,
                std::string* error) {
   std::ifstream in(path);
   if (!in) {
@@ -138,6 +402,24 @@ bool parsePlan(const std::string& path, std::vector<StallSpec>* out,
     for (std::string w; fields >> w;) f.push_back(w);
     if (f.empty()) continue;
     const std::string where = path + ":" + std::to_string(lineno) + ": ";
+    bool handled = false;
+    std::string why;
+    if (parsePlanSetting(f, settings, &handled, &why)) continue;
+    if (handled) {
+      *error = where + why;
+      return false;
+    }
+    if (f.size() >= 2) {
+      EventSpec e;
+      if (parsePlanEvent(f, &e, &handled, &why)) {
+        events->push_back(e);
+        continue;
+      }
+      if (handled) {
+        *error = where + why;
+        return false;
+      }
+    }
     StallSpec s;
     int64_t thread = 0;
     if (f.size() < 3 || f.size() > 4) {
@@ -162,7 +444,6 @@ bool parsePlan(const std::string& path, std::vector<StallSpec>* out,
       return false;
     }
     s.thread = static_cast<int>(thread);
-    std::string why;
     if (!checkStall(s, &why)) {
       *error = where + why;
       return false;
@@ -188,13 +469,41 @@ Modes (per loop thread; dispatch counts are exact unless noted):
     0) and last MS from the dispatch start: busy = refapp::busyStall spins,
     sleep = refapp::sleepStall clock_nanosleep, lock = refapp::lockStall
     blocks on a mutex that thread refapp-holderN holds.
+  --idle-stall KIND:MS@AT_MS[:THREAD]: a refapp::IdleSetupHandler message
+    at AT_MS adds a one-shot refapp::SlowIdleHandler; it stalls MS (as
+    --stall) in refapp::MessageQueue::runIdleHandler the next time the
+    queue is idle. 1 dispatch; the idle run is not a dispatch.
+  --idle-handlers N: N refapp::CheapIdleHandlers (busy ~20 us, kept) per
+    loop thread, run once at every idle moment. No dispatches.
+  --barrier MS@AT_MS[:THREAD]: a sync refapp::BarrierHandler message at
+    AT_MS posts a sync barrier; an asynchronous one removes it MS later
+    (2 dispatches; 3 if MS > --barrier-report-ms: a
+    refapp::BarrierWatchHandler check logs barrier_stalled).
+  --barrier-leak AT_MS[:THREAD]: as --barrier, never removed; sync work
+    piles up behind it, async work (--async-rate) flows. Rate mode only.
+  --barrier-error AT_MS[:THREAD]: removes a stale token (1 dispatch).
+  --burst N@AT_MS[:THREAD]: a refapp::BurstHandler message at AT_MS posts
+    N sync messages (callback refapp::burstWork, busy 1 ms) all due at
+    once; 1 + N dispatches, a delivery line each.
+  --async-rate N (rate mode): refapp::AsyncHandler asynchronous messages,
+    0.1 ms each. --barrier-rate N (rate mode, thread 0): N frames/s, each
+    a sync refapp::FrameHandler message posting a barrier and an async one
+    removing it at once.
+  Plan lines: AT_MS KIND MS [THREAD] (stall), AT_MS idle KIND MS [THREAD],
+    AT_MS barrier MS [THREAD], AT_MS barrier-leak [THREAD],
+    AT_MS barrier-error [THREAD], AT_MS burst N [THREAD], and the settings
+    idle-handlers N, async-rate N, barrier-rate N, barrier-report-ms MS
+    (a flag on the command line wins).
 
 Log (--log, JSON lines, CLOCK_MONOTONIC ns, one per line, flushed):
   start (at t0), stall (per stall dispatch), nested (per outer nested
   dispatch), slow (any other dispatch >= --log-slow, e.g. background work
-  preempted on a busy machine), summary (at exit: per-thread dispatch
-  counts and max_background_ns). start_ns/end_ns are read at the very
-  start and end of refapp::Looper::dispatchMessage.
+  preempted on a busy machine), idle (per SlowIdleHandler run),
+  barrier_post, barrier_remove, barrier_error, barrier_stalled,
+  barrier_leak (at exit), delivery (per burst message), summary (at exit:
+  per-thread dispatch counts and max_background_ns). start_ns/end_ns are
+  read at the very start and end of refapp::Looper::dispatchMessage (idle:
+  of refapp::MessageQueue::runIdleHandler).
 
 Exit status: 0 (also after SIGTERM/SIGINT), 1 runtime error, 2 bad usage.
 )";
@@ -291,6 +600,53 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 3600000.0));
 
+  app.add_option("--idle-stall", opt.idle_stall_flags,
+                 "KIND:MS@AT_MS[:THREAD] (repeatable): at AT_MS a one-shot "
+                 "refapp::SlowIdleHandler is added that stalls MS ms the next "
+                 "time the queue is idle; KIND busy|sleep|lock")
+      ->type_name("KIND:MS@AT_MS[:THREAD]");
+  auto* idle_handlers_opt =
+      app.add_option("--idle-handlers", opt.idle_handlers,
+                     "N keep-alive refapp::CheapIdleHandlers per loop thread "
+                     "(~20 us each, at every idle moment)")
+          ->capture_default_str()
+          ->check(CLI::Range(0, 1000));
+  app.add_option("--barrier", opt.barrier_flags,
+                 "MS@AT_MS[:THREAD] (repeatable): at AT_MS post a sync "
+                 "barrier; an asynchronous message removes it MS ms later")
+      ->type_name("MS@AT_MS[:THREAD]");
+  app.add_option("--barrier-leak", opt.barrier_leak_flags,
+                 "AT_MS[:THREAD] (repeatable): post a sync barrier at AT_MS "
+                 "and never remove it (rate mode only)")
+      ->type_name("AT_MS[:THREAD]");
+  app.add_option("--barrier-error", opt.barrier_error_flags,
+                 "AT_MS[:THREAD] (repeatable): at AT_MS remove a stale "
+                 "barrier token (an error, logged, then carry on)")
+      ->type_name("AT_MS[:THREAD]");
+  auto* barrier_report_opt =
+      app.add_option("--barrier-report-ms", opt.barrier_report_ms,
+                     "log barrier_stalled for a scenario barrier still up "
+                     "this long after it was posted")
+          ->capture_default_str()
+          ->check(CLI::Range(int64_t{1}, int64_t{3600000}));
+  auto* barrier_rate_opt =
+      app.add_option("--barrier-rate", opt.barrier_rate,
+                     "frames per second on thread 0: each posts a sync "
+                     "barrier and an async frame message that removes it "
+                     "(rate mode only)")
+          ->capture_default_str()
+          ->check(CLI::Range(0.0, 1000.0));
+  auto* async_rate_opt =
+      app.add_option("--async-rate", opt.async_rate,
+                     "asynchronous refapp::AsyncHandler messages per second "
+                     "per loop thread, 0.1 ms each (rate mode only)")
+          ->capture_default_str()
+          ->check(CLI::Range(0.0, 100000.0));
+  app.add_option("--burst", opt.burst_flags,
+                 "N@AT_MS[:THREAD] (repeatable): at AT_MS post N sync "
+                 "messages all due at once, busy 1 ms each (delivery lag)")
+      ->type_name("N@AT_MS[:THREAD]");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -309,8 +665,48 @@ int main(int argc, char** argv) {
     if (!parseStallFlag(flag, &s, &error)) return usageError(error);
     opt.stalls.push_back(s);
   }
-  if (!opt.plan.empty() && !parsePlan(opt.plan, &opt.stalls, &error)) {
+  for (const std::string& flag : opt.idle_stall_flags) {
+    StallSpec s;
+    if (!parseStallFlag(flag, &s, &error, "--idle-stall")) {
+      return usageError(error);
+    }
+    EventSpec e;
+    e.kind = EventKind::kIdleStall;
+    e.stall_kind = s.kind;
+    e.ms = s.ms;
+    e.at_ms = s.at_ms;
+    e.thread = s.thread;
+    opt.events.push_back(e);
+  }
+  const std::pair<const std::vector<std::string>*, EventKind> event_flags[] = {
+      {&opt.barrier_flags, EventKind::kBarrier},
+      {&opt.barrier_leak_flags, EventKind::kBarrierLeak},
+      {&opt.barrier_error_flags, EventKind::kBarrierError},
+      {&opt.burst_flags, EventKind::kBurst}};
+  for (const auto& [flags, kind] : event_flags) {
+    for (const std::string& flag : *flags) {
+      EventSpec e;
+      if (!parseEventFlag(flag, kind, &e, &error)) return usageError(error);
+      opt.events.push_back(e);
+    }
+  }
+  PlanSettings plan_settings;
+  if (!opt.plan.empty() &&
+      !parsePlan(opt.plan, &opt.stalls, &opt.events, &plan_settings, &error)) {
     return usageError(error);
+  }
+  // A flag given on the command line wins over a plan-file setting.
+  if (plan_settings.idle_handlers_set && idle_handlers_opt->count() == 0) {
+    opt.idle_handlers = plan_settings.idle_handlers;
+  }
+  if (plan_settings.async_rate_set && async_rate_opt->count() == 0) {
+    opt.async_rate = plan_settings.async_rate;
+  }
+  if (plan_settings.barrier_rate_set && barrier_rate_opt->count() == 0) {
+    opt.barrier_rate = plan_settings.barrier_rate;
+  }
+  if (plan_settings.barrier_report_set && barrier_report_opt->count() == 0) {
+    opt.barrier_report_ms = plan_settings.barrier_report_ms;
   }
   std::stable_sort(
       opt.stalls.begin(), opt.stalls.end(),
@@ -329,6 +725,56 @@ int main(int argc, char** argv) {
                         std::to_string(opt.duration_ms) + " ms");
     }
   }
+  // Scenario events: numbered per kind in time order (the barrier kinds
+  // share one numbering), checked like stalls.
+  std::stable_sort(
+      opt.events.begin(), opt.events.end(),
+      [](const EventSpec& a, const EventSpec& b) { return a.at_ms < b.at_ms; });
+  int idle_index = 0;
+  int barrier_index = 0;
+  int burst_index = 0;
+  bool any_leak = false;
+  for (EventSpec& e : opt.events) {
+    switch (e.kind) {
+      case EventKind::kIdleStall:
+        e.index = idle_index++;
+        break;
+      case EventKind::kBurst:
+        e.index = burst_index++;
+        break;
+      case EventKind::kBarrierLeak:
+        any_leak = true;
+        e.index = barrier_index++;
+        break;
+      case EventKind::kBarrier:
+      case EventKind::kBarrierError:
+        e.index = barrier_index++;
+        break;
+    }
+    const std::string what = std::string(refapp::eventKindName(e.kind)) +
+                             " at " + std::to_string(e.at_ms) + " ms";
+    if (e.thread >= opt.threads) {
+      return usageError(what + " targets thread " + std::to_string(e.thread) +
+                        " but --threads is " + std::to_string(opt.threads));
+    }
+    if (duration_applies && e.at_ms >= opt.duration_ms) {
+      return usageError(what + " is not before --duration " +
+                        std::to_string(opt.duration_ms) + " ms");
+    }
+    if (duration_applies && e.kind == EventKind::kBarrier &&
+        e.at_ms + e.ms >= opt.duration_ms) {
+      return usageError(what + ": its removal (" +
+                        std::to_string(e.at_ms + e.ms) +
+                        " ms) is not before --duration " +
+                        std::to_string(opt.duration_ms) + " ms");
+    }
+  }
+  if (messages_mode &&
+      (any_leak || opt.async_rate > 0 || opt.barrier_rate > 0)) {
+    return usageError(
+        "--barrier-leak, --async-rate and --barrier-rate need rate mode (not "
+        "--messages, whose dispatch count is exact)");
+  }
   if (duration_applies && opt.nested > 0 &&
       opt.nested * opt.nested_interval_ms >= opt.duration_ms) {
     return usageError("the last nested message (" +
@@ -346,6 +792,16 @@ int main(int argc, char** argv) {
   cfg.nested_interval_ns = opt.nested_interval_ms * 1000000;
   cfg.seed = opt.seed;
   cfg.log_slow_ns = static_cast<int64_t>(std::llround(opt.log_slow_ms * 1e6));
+  cfg.idle_handlers = opt.idle_handlers;
+  cfg.async_period_ns =
+      opt.async_rate > 0
+          ? static_cast<int64_t>(std::llround(1e9 / opt.async_rate))
+          : 0;
+  cfg.frame_period_ns =
+      opt.barrier_rate > 0
+          ? static_cast<int64_t>(std::llround(1e9 / opt.barrier_rate))
+          : 0;
+  cfg.barrier_report_ns = opt.barrier_report_ms * 1000000;
 
   refapp::GroundTruthLog log;
   if (!opt.log.empty() && !log.open(opt.log, &error)) {
@@ -365,13 +821,19 @@ int main(int argc, char** argv) {
   std::vector<std::unique_ptr<refapp::LoopThread>> loops;
   for (int i = 0; i < opt.threads; ++i) {
     const bool needs_holder =
-        std::any_of(opt.stalls.begin(), opt.stalls.end(), [i](const auto& s) {
-          return s.thread == i && s.kind == StallKind::kLock;
+        std::any_of(opt.stalls.begin(), opt.stalls.end(),
+                    [i](const auto& s) {
+                      return s.thread == i && s.kind == StallKind::kLock;
+                    }) ||
+        std::any_of(opt.events.begin(), opt.events.end(), [i](const auto& e) {
+          return e.thread == i && e.kind == EventKind::kIdleStall &&
+                 e.stall_kind == StallKind::kLock;
         });
     loops.push_back(
         std::make_unique<refapp::LoopThread>(i, cfg, log, needs_holder));
   }
   for (const StallSpec& s : opt.stalls) loops[s.thread]->addStall(s);
+  for (const EventSpec& e : opt.events) loops[e.thread]->addEvent(e);
 
   std::atomic<int> exited{0};
   for (auto& loop : loops) {
@@ -419,6 +881,24 @@ int main(int argc, char** argv) {
                         {"when_ns", cfg.t0_ns + s.at_ms * 1000000},
                         {"thread", s.thread}});
     }
+    nlohmann::json events = nlohmann::json::array();
+    for (const EventSpec& e : opt.events) {
+      nlohmann::json j = {{"event", refapp::eventKindName(e.kind)},
+                          {"index", e.index},
+                          {"at_ms", e.at_ms},
+                          {"when_ns", cfg.t0_ns + e.at_ms * 1000000},
+                          {"thread", e.thread}};
+      if (e.kind == EventKind::kIdleStall) {
+        j["kind"] = refapp::stallKindName(e.stall_kind);
+        j["function"] = refapp::stallFunctionName(e.stall_kind);
+        j["requested_ms"] = e.ms;
+      } else if (e.kind == EventKind::kBarrier) {
+        j["ms"] = e.ms;
+      } else if (e.kind == EventKind::kBurst) {
+        j["count"] = e.count;
+      }
+      events.push_back(j);
+    }
     log.write(
         {{"event", "start"},
          {"pid", static_cast<int>(getpid())},
@@ -435,7 +915,14 @@ int main(int argc, char** argv) {
          {"seed", opt.seed},
          {"log_slow_ms", opt.log_slow_ms},
          {"threads", threads},
-         {"stalls", stalls}});
+         {"stalls", stalls},
+         {"idle_handlers", opt.idle_handlers},
+         {"async_rate", opt.async_rate},
+         {"async_period_ns", cfg.async_period_ns},
+         {"barrier_rate", opt.barrier_rate},
+         {"frame_period_ns", cfg.frame_period_ns},
+         {"barrier_report_ms", opt.barrier_report_ms},
+         {"events", events}});
     for (auto& loop : loops) loop->schedule();
 
     reason = messages_mode ? "done" : "duration";
@@ -457,23 +944,39 @@ int main(int argc, char** argv) {
   for (auto& loop : loops) loop->quit();
   for (auto& loop : loops) loop->join();
   const int64_t end_ns = refapp::monotonicNs();
+  for (auto& loop : loops) loop->logLeaks(end_ns);
 
   uint64_t total = 0;
   nlohmann::json threads = nlohmann::json::array();
   for (auto& loop : loops) {
     const refapp::LoopStats& s = loop->stats();
     const uint64_t n = loop->looper().dispatchCount();
+    const refapp::MessageQueue::Counters qc = loop->looper().queue().counters();
     total += n;
-    threads.push_back({{"index", loop->index()},
-                       {"tid", static_cast<int>(loop->tid())},
-                       {"name", loop->name()},
-                       {"dispatches", n},
-                       {"max_background_ns", s.max_background_ns},
-                       {"background", s.background},
-                       {"triggers", s.triggers},
-                       {"stalls", s.stalls},
-                       {"nested_outer", s.nested_outer},
-                       {"nested_inner", s.nested_inner}});
+    threads.push_back(
+        {{"index", loop->index()},
+         {"tid", static_cast<int>(loop->tid())},
+         {"name", loop->name()},
+         {"dispatches", n},
+         {"max_background_ns", s.max_background_ns},
+         {"background", s.background},
+         {"triggers", s.triggers},
+         {"stalls", s.stalls},
+         {"nested_outer", s.nested_outer},
+         {"nested_inner", s.nested_inner},
+         {"idle_runs", qc.idle_runs},
+         {"idle_stalls", s.idle_stalls},
+         {"barriers_posted", qc.barriers_posted},
+         {"barriers_removed", qc.barriers_removed},
+         {"barrier_errors", qc.barrier_errors},
+         {"async_dispatches", loop->looper().asyncDispatchCount()},
+         {"async_background", s.async_background},
+         {"frames", s.frames},
+         {"idle_setup", s.idle_setup},
+         {"barrier_control", s.barrier_control},
+         {"barrier_watch", s.barrier_watch},
+         {"burst_posts", s.burst_posts},
+         {"burst_items", s.burst_items}});
   }
   log.write({{"event", "summary"},
              {"pid", static_cast<int>(getpid())},

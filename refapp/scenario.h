@@ -34,6 +34,30 @@ struct StallSpec {
   int index = 0;      // Message::what: position in time order (0-based)
 };
 
+// A timed scenario event other than a dispatch stall.
+enum class EventKind {
+  kIdleStall,     // --idle-stall: a one-shot SlowIdleHandler is added
+  kBarrier,       // --barrier: a sync barrier, removed ms later
+  kBarrierLeak,   // --barrier-leak: a sync barrier never removed
+  kBurst,         // --burst: count sync messages, all due at once
+  kBarrierError,  // --barrier-error: removeSyncBarrier with a stale token
+};
+
+const char* eventKindName(EventKind kind);
+
+struct EventSpec {
+  EventKind kind = EventKind::kIdleStall;
+  StallKind stall_kind = StallKind::kBusy;  // kIdleStall
+  int64_t ms = 0;     // kIdleStall: stall length; kBarrier: barrier lifetime
+  int64_t count = 0;  // kBurst: messages
+  int64_t at_ms = 0;  // due time after the scenario start
+  int thread = 0;     // loop thread index
+  // Message::what of its messages: the position in time order among the
+  // idle stalls, among the bursts, or among all barrier events (--barrier,
+  // --barrier-leak and --barrier-error share one numbering).
+  int index = 0;
+};
+
 // Fixed before the scenario starts; read by the loop threads.
 struct Config {
   bool messages_mode = false;  // --messages given
@@ -45,6 +69,10 @@ struct Config {
   int64_t nested_interval_ns = 0;
   uint64_t seed = 1;
   int64_t log_slow_ns = 0;  // log other dispatches at least this long; 0 off
+  int idle_handlers = 0;    // CheapIdleHandlers per loop thread
+  int64_t async_period_ns = 0;  // 1/--async-rate; 0 = no async stream
+  int64_t frame_period_ns = 0;  // 1/--barrier-rate (thread 0); 0 = none
+  int64_t barrier_report_ns = 3000000000;  // barrier_stalled after this
 };
 
 // JSON lines, one write + flush per line, shared by all threads.
@@ -67,10 +95,18 @@ class GroundTruthLog {
 struct LoopStats {
   uint64_t background = 0;  // WorkHandler dispatches
   int64_t max_background_ns = 0;
-  uint64_t triggers = 0;      // TriggerHandler dispatches
-  uint64_t stalls = 0;        // StallHandler dispatches
-  uint64_t nested_outer = 0;  // NestedHandler outer dispatches
-  uint64_t nested_inner = 0;  // nestedInnerWork callback dispatches
+  uint64_t triggers = 0;          // TriggerHandler dispatches
+  uint64_t stalls = 0;            // StallHandler dispatches
+  uint64_t nested_outer = 0;      // NestedHandler outer dispatches
+  uint64_t nested_inner = 0;      // nestedInnerWork callback dispatches
+  uint64_t idle_setup = 0;        // IdleSetupHandler dispatches
+  uint64_t idle_stalls = 0;       // SlowIdleHandler runs (not dispatches)
+  uint64_t barrier_control = 0;   // BarrierHandler dispatches
+  uint64_t barrier_watch = 0;     // BarrierWatchHandler dispatches
+  uint64_t frames = 0;            // FrameHandler dispatches (2 per frame)
+  uint64_t burst_posts = 0;       // BurstHandler posting dispatches
+  uint64_t burst_items = 0;       // burstWork callback dispatches
+  uint64_t async_background = 0;  // AsyncHandler dispatches
 };
 
 class LoopThread;
@@ -83,11 +119,17 @@ class WorkHandler : public Handler {
   ~WorkHandler() override;
   void handleMessage(Message* msg) override;
   void onDispatched(Message* msg) override;
-  // Posts background message number k (due t0 + k * period).
+  // Posts background message number k (due t0 + k * period), unless it was
+  // posted already.
   void postWork(int64_t k);
+  // Posts every background message due by now_ns that the chain has not
+  // posted yet (the chain stops while its messages are held back, e.g. by a
+  // sync barrier; the async stream keeps the producer going).
+  void catchUp(int64_t now_ns);
 
  private:
   LoopThread& loop_;
+  int64_t next_post_ = 0;  // lowest background number not posted yet
 };
 
 // --messages mode: calls trigger() once (what = sequence number) and posts
@@ -143,6 +185,138 @@ class NestedHandler : public Handler {
 // The callback of NestedHandler's inner messages.
 REFAPP_NOINLINE void nestedInnerWork(Message* msg);
 
+// --idle-stall: a one-shot idle handler that stalls (busy/sleep/lock, as
+// StallHandler) the first time the queue is idle after it was added, then
+// returns false (removed). Logs an "idle" line.
+class SlowIdleHandler : public IdleHandler {
+ public:
+  SlowIdleHandler(LoopThread& loop, const EventSpec* spec);
+  ~SlowIdleHandler() override;
+  bool queueIdle() override;
+  void onIdleRun(MessageQueue* queue, bool kept) override;
+  const EventSpec* spec() const { return spec_; }
+
+ private:
+  LoopThread& loop_;
+  const EventSpec* spec_;
+  int64_t cpu_ns_ = 0;
+};
+
+// --idle-handlers: a keep-alive idle handler, busy ~20 us per run, kept.
+class CheapIdleHandler : public IdleHandler {
+ public:
+  static constexpr int64_t kWorkNs = 20000;
+  explicit CheapIdleHandler(std::string name);
+  ~CheapIdleHandler() override;
+  bool queueIdle() override;
+};
+
+// --idle-stall: its message (what = idle stall index, arg1 = ms, obj = the
+// SlowIdleHandler) adds the SlowIdleHandler to the queue.
+class IdleSetupHandler : public Handler {
+ public:
+  IdleSetupHandler(std::string name, LoopThread& loop);
+  ~IdleSetupHandler() override;
+  void handleMessage(Message* msg) override;
+  void onDispatched(Message* msg) override;
+  void postSetup(SlowIdleHandler* idle);
+
+ private:
+  LoopThread& loop_;
+};
+
+// --barrier / --barrier-leak / --barrier-error. Messages (what = barrier
+// index): post (sync, arg1 = 0) posts a barrier due now; remove
+// (asynchronous, arg1 = token, due MS after the post) removes it; error
+// (sync, arg1 = 0) removes a stale token.
+class BarrierHandler : public Handler {
+ public:
+  BarrierHandler(std::string name, LoopThread& loop);
+  ~BarrierHandler() override;
+  void handleMessage(Message* msg) override;
+  void onDispatched(Message* msg) override;
+  void postEvent(const EventSpec* spec);
+
+ private:
+  enum Action : int64_t { kPost = 0, kRemove = 1, kError = 2 };
+  LoopThread& loop_;
+  MessageQueue::BarrierOp op_;  // of the last handleMessage
+};
+
+// An asynchronous message (what = barrier index, arg1 = token) due
+// --barrier-report-ms after a barrier was posted: if the barrier is still
+// there, logs "barrier_stalled" with the sync messages due behind it.
+class BarrierWatchHandler : public Handler {
+ public:
+  BarrierWatchHandler(std::string name, LoopThread& loop);
+  ~BarrierWatchHandler() override;
+  void handleMessage(Message* msg) override;
+  void onDispatched(Message* msg) override;
+  void postWatch(int index, int token, int64_t when_ns, const char* source);
+
+ private:
+  LoopThread& loop_;
+  int64_t at_ns_ = 0;
+  MessageQueue::Backlog backlog_;
+};
+
+// --barrier-rate (thread 0), as a UI toolkit does per frame: frame k's sync
+// "schedule" message (what = k, arg1 = 0) posts a barrier and an
+// asynchronous "frame" message (what = k, arg1 = token) due at once, which
+// removes the barrier and works ~100 us (a traversal).
+class FrameHandler : public Handler {
+ public:
+  static constexpr int64_t kFrameWorkNs = 100000;
+  FrameHandler(std::string name, LoopThread& loop);
+  ~FrameHandler() override;
+  void handleMessage(Message* msg) override;
+  void onDispatched(Message* msg) override;
+  void postSchedule(int64_t k);
+
+ private:
+  LoopThread& loop_;
+  MessageQueue::BarrierOp op_;
+};
+
+// --burst: the posting message (what = burst index, arg1 = N, callback
+// null) posts N sync messages all due at its own dispatch time (what = i,
+// arg1 = burst index, callback = burstWork, busy 1 ms each).
+class BurstHandler : public Handler {
+ public:
+  static constexpr int64_t kItemWorkNs = 1000000;
+  BurstHandler(std::string name, LoopThread& loop);
+  ~BurstHandler() override;
+  void handleMessage(Message* msg) override;
+  void onDispatched(Message* msg) override;
+  void postBurst(const EventSpec* spec);
+
+ private:
+  LoopThread& loop_;
+};
+
+// The callback of BurstHandler's items.
+REFAPP_NOINLINE void burstWork(Message* msg);
+
+// --async-rate: an asynchronous background stream (an asynchronous Handler:
+// every message it sends is asynchronous), what = k, arg1 = work us (100);
+// each also lets the sync background producer catch up (see WorkHandler).
+class AsyncHandler : public Handler {
+ public:
+  static constexpr int32_t kWorkUs = 100;
+  AsyncHandler(std::string name, LoopThread& loop);
+  ~AsyncHandler() override;
+  void handleMessage(Message* msg) override;
+  void onDispatched(Message* msg) override;
+  void postAsync(int64_t k);
+
+ private:
+  LoopThread& loop_;
+};
+
+// "queue":"0x..." in the log: the MessageQueue's address (arg0 of its
+// probe points).
+std::string hexAddress(const void* p);
+
 // One loop thread ("refapp-loopN") with its own Looper and handlers.
 class LoopThread {
  public:
@@ -153,6 +327,7 @@ class LoopThread {
   LoopThread& operator=(const LoopThread&) = delete;
 
   void addStall(const StallSpec& spec) { stalls_.push_back(spec); }
+  void addEvent(const EventSpec& spec) { events_.push_back(spec); }
   // Starts the thread; returns once it runs its looper. on_exit runs on the
   // loop thread after its loop returned.
   void start(std::function<void()> on_exit);
@@ -175,8 +350,21 @@ class LoopThread {
   std::mt19937_64& rng() { return rng_; }
   LockHolder* lockHolder() { return holder_.get(); }
   // Messages this thread will dispatch besides background work, if it runs
-  // to the end: triggers + stalls + 4 per nested outer message.
+  // to the end: triggers + stalls + 4 per nested outer message + the
+  // messages of its scenario events (see README.md).
   int64_t plannedFinite() const;
+  // Writes a barrier_post / barrier_remove / barrier_error line for op.
+  void logBarrierOp(const MessageQueue::BarrierOp& op, const char* source,
+                    int index);
+  // A scenario barrier (not a frame's) was posted: watched, and reported at
+  // exit if it is still there.
+  void noteBarrier(int index, int token, bool leak);
+  // After join(): a "barrier_leak" line per --barrier-leak barrier still
+  // queued.
+  void logLeaks(int64_t now_ns);
+  WorkHandler& work() { return work_; }
+  BarrierWatchHandler& barrierWatch() { return barrier_watch_; }
+  int lastRemovedToken() const { return last_removed_token_; }
   // Writes a "slow" line for a background, trigger or nested-inner dispatch
   // that took at least --log-slow (stalls and nested outers have their own
   // lines).
@@ -193,6 +381,16 @@ class LoopThread {
   LoopStats stats_;
   std::mt19937_64 rng_;
   std::vector<StallSpec> stalls_;
+  std::vector<EventSpec> events_;
+  struct ScenarioBarrier {
+    int index;
+    int token;
+    bool leak;
+  };
+  std::vector<ScenarioBarrier> barriers_;
+  int last_removed_token_ = 0;
+  std::vector<std::unique_ptr<SlowIdleHandler>> slow_idle_;
+  std::vector<std::unique_ptr<CheapIdleHandler>> cheap_idle_;
   int64_t remaining_ = 0;
   pid_t tid_ = 0;
   std::unique_ptr<LockHolder> holder_;
@@ -200,6 +398,12 @@ class LoopThread {
   TriggerHandler trigger_;
   StallHandler stall_;
   NestedHandler nested_;
+  IdleSetupHandler idle_setup_;
+  BarrierHandler barrier_;
+  BarrierWatchHandler barrier_watch_;
+  FrameHandler frame_;
+  BurstHandler burst_;
+  AsyncHandler async_;
   std::thread thread_;
 };
 

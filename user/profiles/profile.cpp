@@ -12,6 +12,7 @@ namespace {
 // The reference app (refapp/): Looper::dispatchMessage(Message*) with
 // Message { Handler* target @0; callback @8; int32 what @16 }. The target's
 // vtable names the handler class, as Android's printer names msg.target.
+// Idle handlers run through MessageQueue::runIdleHandler(IdleHandler*).
 constexpr std::string_view kRefappProfile = R"json({
   "name": "refapp",
   "description": "looptrace's reference app: an Android-like Looper",
@@ -24,6 +25,14 @@ constexpr std::string_view kRefappProfile = R"json({
         {"name": "target", "expr": "*(*(arg1+0))", "format": "vtable"},
         {"name": "callback", "expr": "*(arg1+8)", "format": "sym"},
         {"name": "what", "expr": "u32 *(arg1+16)", "format": "int"}
+      ]
+    },
+    {
+      "role": "idle",
+      "binary": "refapp",
+      "symbol": "refapp::MessageQueue::runIdleHandler(refapp::IdleHandler*)",
+      "keys": [
+        {"name": "handler", "expr": "*(arg1+0)", "format": "vtable"}
       ]
     }
   ]
