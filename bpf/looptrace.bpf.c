@@ -172,6 +172,34 @@ static __always_inline struct lt_thread *thread_state(int create)
 				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 }
 
+/* Emits a point record from a completed frame (keys read at entry). */
+static __always_inline void emit_point(void *ctx, struct lt_frame *f, __u32 role, __u64 ret,
+				       int with_stack)
+{
+	struct lt_point_rec *rec = bpf_ringbuf_reserve(&lt_events, sizeof(*rec), 0);
+	long n = 0;
+
+	if (!rec) {
+		count(LT_CNT_RB_FULL);
+		return;
+	}
+	fill_header(&rec->hdr, LT_REC_POINT, sizeof(*rec), f->start_ns);
+	rec->probe_id = f->probe_id;
+	rec->role = role;
+	__builtin_memcpy(rec->keys, f->keys, sizeof(rec->keys));
+	rec->ret = ret;
+	rec->key_fault_mask = f->key_fault_mask;
+	if (with_stack) {
+		n = bpf_get_stack(ctx, rec->frames, sizeof(rec->frames), BPF_F_USER_STACK);
+		if (n < 0) {
+			count(LT_CNT_STACK_FAIL);
+			n = 0;
+		}
+	}
+	rec->nframes = n / sizeof(__u64);
+	bpf_ringbuf_submit(rec, 0);
+}
+
 SEC("uprobe")
 int BPF_KPROBE(lt_span_entry)
 {
@@ -222,6 +250,11 @@ int BPF_KPROBE(lt_span_entry)
 			f->key_fault_mask |= 1u << i;
 			count(LT_CNT_KEY_FAULT);
 		}
+	}
+	/* A barrier removal is a point: reported now, never a span. */
+	if (cfg->role == LT_ROLE_BARRIER_REMOVE) {
+		emit_point(ctx, f, LT_ROLE_BARRIER_REMOVE, 0, 0);
+		return 0;
 	}
 	/* Publish the frame only once it is complete: the sampler reads it. */
 	barrier();
@@ -291,6 +324,11 @@ int BPF_KRETPROBE(lt_span_return)
 		count(LT_CNT_RET_UNMATCHED);
 	dur = now - f->start_ns;
 	role = lt_cfg.probes[probe_id].role;
+	if (role == LT_ROLE_BARRIER_POST) {
+		/* The token is the return value; the stack is the poster's. */
+		emit_point(ctx, f, LT_ROLE_BARRIER_POST, PT_REGS_RC(ctx), 1);
+		return 0;
+	}
 	if (role >= LT_ROLE_MAX)
 		role = LT_ROLE_DISPATCH;
 

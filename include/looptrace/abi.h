@@ -36,7 +36,10 @@
 enum lt_role {
 	LT_ROLE_DISPATCH = 0,
 	LT_ROLE_IDLE = 1,
-	LT_ROLE_MAX = 2,
+	LT_ROLE_MAX = 2, /* span roles are below this */
+	/* Point roles: one record per call, no span. */
+	LT_ROLE_BARRIER_POST = 16,   /* token = return value; stack at post */
+	LT_ROLE_BARRIER_REMOVE = 17, /* token from a key, at entry */
 };
 
 /* Ring-buffer record types. */
@@ -44,6 +47,7 @@ enum lt_record_type {
 	LT_REC_SPAN = 1,      /* a span that crossed its slow threshold */
 	LT_REC_SAMPLE = 2,    /* a user stack sampled inside a long span */
 	LT_REC_SPAN_DROP = 3, /* a sampled span ended fast: drop its samples */
+	LT_REC_POINT = 4,     /* a call of a point-role probe */
 };
 
 /* Base of a key expression. */
@@ -166,6 +170,18 @@ struct lt_thread {
 	/* index + 1 into lt_hists per probe; 0: none yet; -1: map full */
 	__s32 hist_slot[LT_MAX_PROBES];
 	struct lt_frame stack[LT_MAX_DEPTH];
+};
+
+/* A call of a point-role probe (barrier post/remove). ts_ns = its entry. */
+struct lt_point_rec {
+	struct lt_rec_header hdr;
+	__u32 probe_id;
+	__u32 role;
+	__u64 keys[LT_MAX_KEYS]; /* read at entry */
+	__u64 ret;		 /* return value (barrier.post), else 0 */
+	__u32 key_fault_mask;
+	__u32 nframes; /* user stack of the caller (barrier.post) */
+	__u64 frames[LT_MAX_STACK];
 };
 
 /* One histogram per (thread, probe), in the array map lt_hists. */

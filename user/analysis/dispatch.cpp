@@ -25,9 +25,9 @@ void DispatchAnalyzer::consume(const Event& ev) {
           on_span(e);
         } else if constexpr (std::is_same_v<T, SampleEvent>) {
           on_sample(e);
-        } else {
+        } else if constexpr (std::is_same_v<T, SpanDropEvent>) {
           on_drop(e);
-        }
+        }  // PointEvents are the barrier analyser's
       },
       ev);
 }

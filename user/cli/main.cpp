@@ -87,6 +87,11 @@ int main(int argc, char** argv) {
   rec->add_option("--json", ra.json_path,
                   "Write the JSON report to FILE ('-': stdout)");
   rec->add_flag("-q,--quiet", ra.quiet, "No text report, no progress lines");
+  rec->add_option("--barrier-stall", ra.barrier_stall,
+                  "A sync barrier held this long is a stall, announced live")
+      ->capture_default_str();
+  rec->add_option("--events", ra.events_path,
+                  "Write live events (barrier stalls) to FILE as JSON lines");
   rec->add_option("command", ra.command,
                   "-- COMMAND [ARGS...] to run and trace");
   rec->footer(kExamples);

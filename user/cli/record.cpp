@@ -14,6 +14,7 @@
 #include <memory>
 #include <set>
 
+#include "analysis/barrier.h"
 #include "analysis/dispatch.h"
 #include "base/duration.h"
 #include "base/log.h"
@@ -23,6 +24,7 @@
 #include "profiles/key_expr.h"
 #include "profiles/profile.h"
 #include "profiles/resolve.h"
+#include "report/barrier_report.h"
 #include "report/report.h"
 #include "symbolize/proc_symbolizer.h"
 
@@ -178,6 +180,7 @@ struct Setup {
   std::vector<ProbeDef> probes;
   TraceOptions opts;
   uint64_t duration_ns = 0;
+  uint64_t barrier_stall_ns = 3'000'000'000;
 };
 
 Status build_probes(const RecordArgs& a, std::vector<ProbeDef>* probes) {
@@ -251,6 +254,9 @@ Status build_options(const RecordArgs& a, Setup* s) {
     return Status::Error("--max-threads: 1 to 1048576", ErrorKind::kUsage);
   s->opts.hist_max = a.hist_max;
   s->opts.record_all = a.record_all;
+  auto bs = parse_duration(a.barrier_stall);
+  if (!bs.ok()) return bs.status();
+  s->barrier_stall_ns = *bs;
   return Status::Ok();
 }
 
@@ -316,6 +322,26 @@ int run_record(const RecordArgs& a) {
     return f.known() ? addr - f.offset : addr;
   };
   DispatchAnalyzer analyzer(std::move(aopts));
+  BarrierOptions bopts;
+  bopts.stall_ns = s.barrier_stall_ns;
+  BarrierAnalyzer barriers(bopts, &s.probes);
+  bool has_barriers = false;
+  for (const ProbeDef& p : s.probes)
+    has_barriers = has_barriers || p.role == LT_ROLE_BARRIER_POST;
+  std::unique_ptr<std::ofstream> events_out;
+  if (!a.events_path.empty()) {
+    events_out = std::make_unique<std::ofstream>(a.events_path);
+    if (!*events_out)
+      return fail(
+          Status::Errno(fmt::format("writing {}", a.events_path), errno));
+  }
+  // The context reports share; live announcements use it while tracing.
+  ReportContext ctx;
+  ctx.probes = &s.probes;
+  ctx.symbolizer = &symbolizer;
+  ctx.slow_ns = s.opts.slow_ns;
+  ctx.barrier_stall_ns = s.barrier_stall_ns;
+  ctx.command_line = child ? join_command(a.command) : "";
   Tracer::Sink sink = [&](Event&& ev) {
     uint32_t pid = std::visit([](const auto& e) { return e.pid; }, ev);
     seen_threads.emplace(pid,
@@ -323,6 +349,17 @@ int run_record(const RecordArgs& a) {
     // Capture mappings while the process is alive, for symbolization at exit.
     if (seen_pids.insert(pid).second) symbolizer.snapshot(pid);
     analyzer.consume(ev);
+    barriers.consume(ev);
+  };
+  // Stalls are announced as they happen, not only at exit.
+  auto announce_stalls = [&](uint64_t now) {
+    for (const Barrier& b : barriers.check_stalls(now)) {
+      uint64_t held = now - b.posted_ns;
+      std::fprintf(stderr, "%s\n", barrier_stall_line(b, held, ctx).c_str());
+      if (events_out) {
+        *events_out << barrier_stall_event(b, held, ctx).dump() << std::endl;
+      }
+    }
   };
 
   uint64_t t0 = monotonic_ns();
@@ -363,6 +400,7 @@ int run_record(const RecordArgs& a) {
       timeout = static_cast<int>(std::min<uint64_t>(100, left / 1'000'000 + 1));
     }
     run_status = (*tracer)->poll(timeout, sink);
+    if (has_barriers) announce_stalls(monotonic_ns());
     if (!run_status.ok()) break;
   }
   uint64_t elapsed = monotonic_ns() - t0;
@@ -385,17 +423,18 @@ int run_record(const RecordArgs& a) {
     std::fprintf(stderr, "looptrace: stopped: %s\n", stop_reason.c_str());
 
   DispatchAnalysis analysis = analyzer.finish(hists, counters);
-  ReportContext ctx;
-  ctx.probes = &s.probes;
-  ctx.symbolizer = &symbolizer;
-  ctx.slow_ns = s.opts.slow_ns;
+  BarrierAnalysis barrier_analysis = barriers.finish(t0 + elapsed);
   ctx.duration_ns = elapsed;
   ctx.start_ns = t0;
-  ctx.command_line = child ? join_command(a.command) : "";
 
   bool json_to_stdout = a.json_path == "-";
   if (!a.json_path.empty()) {
     nlohmann::json j = to_json(analysis, ctx);
+    if (has_barriers) {
+      nlohmann::json bj = barriers_to_json(barrier_analysis, ctx);
+      j["barrier_summary"] = bj["summary"];
+      j["barriers"] = bj["barriers"];
+    }
     if (json_to_stdout) {
       std::cout << j.dump(2) << std::endl;
     } else {
@@ -409,8 +448,11 @@ int run_record(const RecordArgs& a) {
             Status::Errno(fmt::format("writing {}", a.json_path), errno));
     }
   }
-  if (!a.quiet)
-    write_text_report(json_to_stdout ? std::cerr : std::cout, analysis, ctx);
+  if (!a.quiet) {
+    std::ostream& os = json_to_stdout ? std::cerr : std::cout;
+    write_text_report(os, analysis, ctx);
+    if (has_barriers) write_barrier_report(os, barrier_analysis, ctx);
+  }
   if (!run_status.ok()) return fail(run_status);
   if (!stop_status.ok()) return fail(stop_status);
   return 0;

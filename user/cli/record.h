@@ -27,6 +27,8 @@ struct RecordArgs {
   uint32_t hist_max = 4096;
   bool record_all = false;
   std::string json_path;
+  std::string events_path;  // live events (barrier stalls), JSON lines
+  std::string barrier_stall = "3s";
   bool quiet = false;
   std::string self_dir;  // directory of the looptrace binary
 };

@@ -119,6 +119,8 @@ struct Tracer::Impl {
 
   Status attach_probe(const ProbeDef& p, pid_t pid) {
     for (bool ret : {false, true}) {
+      // A barrier removal is complete at entry: no return probe needed.
+      if (ret && p.role == LT_ROLE_BARRIER_REMOVE) continue;
       LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = p.id, .retprobe = ret);
       bpf_program* prog =
           ret ? skel->progs.lt_span_return : skel->progs.lt_span_entry;
@@ -307,6 +309,8 @@ std::vector<SpanEvent> Tracer::read_in_flight(
     for (uint32_t d = 0; d < depth; ++d) {
       const lt_frame& f = st.stack[d];
       if (f.probe_id >= LT_MAX_PROBES || now_ns < f.start_ns) continue;
+      // Only spans can be in flight; a barrier post is a point.
+      if (skel->rodata->lt_cfg.probes[f.probe_id].role >= LT_ROLE_MAX) continue;
       SpanEvent ev;
       ev.pid = pid;
       ev.tid = tid;

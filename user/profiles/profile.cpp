@@ -34,6 +34,21 @@ constexpr std::string_view kRefappProfile = R"json({
       "keys": [
         {"name": "handler", "expr": "*(arg1+0)", "format": "vtable"}
       ]
+    },
+    {
+      "role": "barrier.post",
+      "binary": "refapp",
+      "symbol": "refapp::MessageQueue::postSyncBarrier(long)",
+      "keys": [{"name": "queue", "expr": "arg0", "format": "hex"}]
+    },
+    {
+      "role": "barrier.remove",
+      "binary": "refapp",
+      "symbol": "refapp::MessageQueue::removeSyncBarrier(int)",
+      "keys": [
+        {"name": "queue", "expr": "arg0", "format": "hex"},
+        {"name": "token", "expr": "arg1", "format": "int"}
+      ]
     }
   ]
 })json";
@@ -57,6 +72,10 @@ const char* role_name(uint32_t role) {
       return "dispatch";
     case LT_ROLE_IDLE:
       return "idle";
+    case LT_ROLE_BARRIER_POST:
+      return "barrier.post";
+    case LT_ROLE_BARRIER_REMOVE:
+      return "barrier.remove";
     default:
       return "unknown";
   }
@@ -65,8 +84,13 @@ const char* role_name(uint32_t role) {
 Result<uint32_t> parse_role(std::string_view name) {
   if (name == "dispatch") return static_cast<uint32_t>(LT_ROLE_DISPATCH);
   if (name == "idle") return static_cast<uint32_t>(LT_ROLE_IDLE);
+  if (name == "barrier.post") return static_cast<uint32_t>(LT_ROLE_BARRIER_POST);
+  if (name == "barrier.remove")
+    return static_cast<uint32_t>(LT_ROLE_BARRIER_REMOVE);
   return Status::Error(
-      fmt::format("unknown role '{}': expected dispatch or idle", name),
+      fmt::format("unknown role '{}': expected dispatch, idle, barrier.post "
+                  "or barrier.remove",
+                  name),
       ErrorKind::kUsage);
 }
 

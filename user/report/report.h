@@ -24,6 +24,7 @@ struct ReportContext {
   // CLOCK_MONOTONIC when tracing began; the text report shows span starts
   // relative to it. 0: relative to the first event in the stream.
   uint64_t start_ns = 0;
+  uint64_t barrier_stall_ns = 3'000'000'000;
 };
 
 void write_text_report(std::ostream& os, const DispatchAnalysis& analysis,

@@ -4,6 +4,15 @@
 
 namespace looptrace::report {
 
+void put(std::ostream& os, std::string line) {
+  constexpr size_t kColumns = 80;
+  if (line.size() > kColumns) {
+    line.resize(kColumns - 3);
+    line += "...";
+  }
+  os << line << '\n';
+}
+
 const ProbeDef* find_probe(const ReportContext& ctx, uint32_t id) {
   if (ctx.probes == nullptr) return nullptr;
   for (const ProbeDef& p : *ctx.probes)

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,6 +37,9 @@ struct LostItem {
 };
 // Every counter, zero or not, in a fixed order.
 std::vector<LostItem> lost_items(const DispatchAnalysis& analysis);
+
+// Writes one line of the text report, cut with "..." to fit 80 columns.
+void put(std::ostream& os, std::string line);
 
 // Symbolizes frames once per (pid, address): the same frames recur in every
 // sample of a stuck span.

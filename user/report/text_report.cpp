@@ -14,19 +14,13 @@
 namespace looptrace {
 namespace {
 
-constexpr size_t kColumns = 80;
 // Frames of the stuck stack shown; the rest are usually the loop's own
 // frames (main -> Looper::loop -> dispatch) that every stack shares.
 constexpr size_t kMaxFrames = 12;
 constexpr size_t kCommWidth = LT_COMM_LEN - 1;
 
-void put(std::ostream& os, std::string line) {
-  if (line.size() > kColumns) {
-    line.resize(kColumns - 3);
-    line += "...";
-  }
-  os << line << '\n';
-}
+using report::put;
+constexpr size_t kColumns = 80;
 
 std::string plural(uint64_t n, const char* one, const char* many) {
   return fmt::format("{} {}", n, n == 1 ? one : many);

@@ -70,6 +70,25 @@ bool decode_record(const void* data, size_t size, Event* out) {
       *out = SpanDropEvent{r.hdr.pid, r.hdr.tid, r.span_id};
       return true;
     }
+    case LT_REC_POINT: {
+      lt_point_rec r;
+      if (!read_rec(data, size, &r) || r.nframes > LT_MAX_STACK ||
+          r.probe_id >= LT_MAX_PROBES ||
+          (r.role != LT_ROLE_BARRIER_POST && r.role != LT_ROLE_BARRIER_REMOVE))
+        return false;
+      PointEvent ev;
+      ev.pid = r.hdr.pid;
+      ev.tid = r.hdr.tid;
+      ev.ts_ns = r.hdr.ts_ns;
+      ev.probe_id = r.probe_id;
+      ev.role = r.role;
+      for (int i = 0; i < LT_MAX_KEYS; ++i) ev.keys[i] = r.keys[i];
+      ev.key_fault_mask = r.key_fault_mask;
+      ev.ret = r.ret;
+      ev.frames.assign(r.frames, r.frames + r.nframes);
+      *out = std::move(ev);
+      return true;
+    }
     default:
       return false;
   }

@@ -57,7 +57,20 @@ struct SpanDropEvent {
   uint64_t span_id = 0;
 };
 
-using Event = std::variant<SpanEvent, SampleEvent, SpanDropEvent>;
+// A call of a point-role probe: a sync barrier posted or removed.
+struct PointEvent {
+  std::vector<uint64_t> frames;  // the caller's user stack (barrier.post)
+  std::array<uint64_t, LT_MAX_KEYS> keys{};
+  uint64_t ts_ns = 0;  // entry of the probed call
+  uint64_t ret = 0;    // return value (barrier.post: the token)
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint32_t probe_id = 0;
+  uint32_t role = LT_ROLE_BARRIER_POST;
+  uint32_t key_fault_mask = 0;
+};
+
+using Event = std::variant<SpanEvent, SampleEvent, SpanDropEvent, PointEvent>;
 
 // Read from the lt_hists map at the end of a run: every span of one thread
 // at one probe, fast and slow.
