@@ -50,6 +50,16 @@ struct {
 	__type(value, __u64);
 } lt_counters SEC(".maps");
 
+/* Messages enqueued, not yet dispatched: for delivery lag and for counting
+ * what waits behind a sync barrier. LRU: messages that are never
+ * dispatched (removed from their queue) age out. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536); /* resized by the loader */
+	__type(key, struct lt_pending_key);
+	__type(value, struct lt_pending_val);
+} lt_pending SEC(".maps");
+
 static __always_inline void count(__u32 which)
 {
 	__u64 *v = bpf_map_lookup_elem(&lt_counters, &which);
@@ -172,6 +182,120 @@ static __always_inline struct lt_thread *thread_state(int create)
 				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 }
 
+static __always_inline struct lt_hist *thread_hist(struct lt_thread *st, __u32 probe_id, __u32 role)
+{
+	struct task_struct *task;
+	struct lt_hist *h;
+	__s32 slot;
+	__u32 idx;
+
+	probe_id &= LT_MAX_PROBES - 1;
+	slot = st->hist_slot[probe_id];
+	if (slot > 0) {
+		idx = slot - 1;
+		return bpf_map_lookup_elem(&lt_hists, &idx);
+	}
+	if (slot < 0)
+		return 0;
+	idx = __sync_fetch_and_add(&lt_hist_next, 1);
+	if (idx >= lt_cfg.hist_max) {
+		st->hist_slot[probe_id] = -1;
+		count(LT_CNT_HIST_FULL);
+		return 0;
+	}
+	h = bpf_map_lookup_elem(&lt_hists, &idx);
+	if (!h)
+		return 0;
+	task = bpf_get_current_task_btf();
+	h->pid = BPF_CORE_READ(task, tgid);
+	h->tid = BPF_CORE_READ(task, pid);
+	h->probe_id = probe_id;
+	h->role = role;
+	bpf_get_current_comm(h->comm, sizeof(h->comm));
+	st->hist_slot[probe_id] = idx + 1;
+	return h;
+}
+
+/* An enqueue: remember the message's due time until it is dispatched. */
+static __always_inline void on_enqueue(const volatile struct lt_probe_cfg *cfg, struct lt_frame *f)
+{
+	struct lt_pending_key key = {};
+	struct lt_pending_val val = {};
+	__u32 mk = cfg->msg_key, wk = cfg->when_key, qk = cfg->queue_key, fk = cfg->flags_key;
+
+	if (!mk || !wk || mk > LT_MAX_KEYS || wk > LT_MAX_KEYS)
+		return;
+	key.pid = bpf_get_current_pid_tgid() >> 32;
+	key.msg = f->keys[(mk - 1) & (LT_MAX_KEYS - 1)];
+	val.when_ns = f->keys[(wk - 1) & (LT_MAX_KEYS - 1)];
+	if (qk && qk <= LT_MAX_KEYS)
+		val.queue = f->keys[(qk - 1) & (LT_MAX_KEYS - 1)];
+	if (fk && fk <= LT_MAX_KEYS)
+		val.async = (f->keys[(fk - 1) & (LT_MAX_KEYS - 1)] & cfg->async_mask) != 0;
+	val.probe_id = f->probe_id;
+	bpf_map_update_elem(&lt_pending, &key, &val, BPF_ANY);
+}
+
+/*
+ * A dispatch of a message an enqueue probe saw: its delivery lag (start -
+ * due) goes to the thread's delivery histogram and, when slow, through the
+ * ring buffer as a DELIVERY span from the due time to the dispatch start.
+ */
+static __always_inline void on_delivery(struct lt_thread *st,
+					const volatile struct lt_probe_cfg *cfg, struct lt_frame *f,
+					__u32 depth)
+{
+	struct lt_pending_key key = {};
+	struct lt_pending_val *val;
+	struct lt_span_rec *rec;
+	struct lt_hist *h;
+	__u32 mk = cfg->msg_key;
+	__u64 due, lag;
+
+	if (mk > LT_MAX_KEYS)
+		return;
+	key.pid = bpf_get_current_pid_tgid() >> 32;
+	key.msg = f->keys[(mk - 1) & (LT_MAX_KEYS - 1)];
+	val = bpf_map_lookup_elem(&lt_pending, &key);
+	if (!val)
+		return;
+	due = val->when_ns;
+	h = thread_hist(st, val->probe_id & (LT_MAX_PROBES - 1), LT_ROLE_DELIVERY);
+	bpf_map_delete_elem(&lt_pending, &key);
+	lag = f->start_ns > due ? f->start_ns - due : 0;
+	if (h) {
+		__u32 slot = lt_hist_slot(lag);
+
+		h->count++;
+		h->sum_ns += lag;
+		if (lag > h->max_ns)
+			h->max_ns = lag;
+		if (slot < LT_HIST_SLOTS)
+			h->slots[slot]++;
+	}
+	if (lag < lt_cfg.slow_ns[LT_ROLE_DELIVERY])
+		return;
+	rec = bpf_ringbuf_reserve(&lt_events, sizeof(*rec), 0);
+	if (!rec) {
+		count(LT_CNT_RB_FULL);
+		return;
+	}
+	fill_header(&rec->hdr, LT_REC_SPAN, sizeof(*rec), f->start_ns);
+	rec->span_id = f->span_id;
+	rec->start_ns = f->start_ns - lag;
+	rec->duration_ns = lag;
+	rec->cpu_ns = 0;
+	rec->runq_ns = 0;
+	rec->steal_ns = 0;
+	rec->probe_id = f->probe_id;
+	rec->role = LT_ROLE_DELIVERY;
+	rec->depth = depth;
+	rec->key_fault_mask = f->key_fault_mask;
+	__builtin_memcpy(rec->keys, f->keys, sizeof(rec->keys));
+	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
+	bpf_ringbuf_submit(rec, 0);
+}
+
 /* Emits a point record from a completed frame (keys read at entry). */
 static __always_inline void emit_point(void *ctx, struct lt_frame *f, __u32 role, __u64 ret,
 				       int with_stack)
@@ -251,6 +375,12 @@ int BPF_KPROBE(lt_span_entry)
 			count(LT_CNT_KEY_FAULT);
 		}
 	}
+	if (cfg->role == LT_ROLE_ENQUEUE) {
+		on_enqueue(cfg, f);
+		return 0;
+	}
+	if (cfg->msg_key)
+		on_delivery(st, cfg, f, d);
 	/* A barrier removal is a point: reported now, never a span. */
 	if (cfg->role == LT_ROLE_BARRIER_REMOVE) {
 		emit_point(ctx, f, LT_ROLE_BARRIER_REMOVE, 0, 0);
@@ -260,40 +390,6 @@ int BPF_KPROBE(lt_span_entry)
 	barrier();
 	st->depth = d + 1;
 	return 0;
-}
-
-static __always_inline struct lt_hist *thread_hist(struct lt_thread *st, __u32 probe_id, __u32 role)
-{
-	struct task_struct *task;
-	struct lt_hist *h;
-	__s32 slot;
-	__u32 idx;
-
-	probe_id &= LT_MAX_PROBES - 1;
-	slot = st->hist_slot[probe_id];
-	if (slot > 0) {
-		idx = slot - 1;
-		return bpf_map_lookup_elem(&lt_hists, &idx);
-	}
-	if (slot < 0)
-		return 0;
-	idx = __sync_fetch_and_add(&lt_hist_next, 1);
-	if (idx >= lt_cfg.hist_max) {
-		st->hist_slot[probe_id] = -1;
-		count(LT_CNT_HIST_FULL);
-		return 0;
-	}
-	h = bpf_map_lookup_elem(&lt_hists, &idx);
-	if (!h)
-		return 0;
-	task = bpf_get_current_task_btf();
-	h->pid = BPF_CORE_READ(task, tgid);
-	h->tid = BPF_CORE_READ(task, pid);
-	h->probe_id = probe_id;
-	h->role = role;
-	bpf_get_current_comm(h->comm, sizeof(h->comm));
-	st->hist_slot[probe_id] = idx + 1;
-	return h;
 }
 
 SEC("uretprobe")

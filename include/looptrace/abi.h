@@ -36,10 +36,15 @@
 enum lt_role {
 	LT_ROLE_DISPATCH = 0,
 	LT_ROLE_IDLE = 1,
-	LT_ROLE_MAX = 2, /* span roles are below this */
+	/* Not a probe's role: the lag from a message's due time to the start of
+	 * its dispatch, measured when a dispatch probe has a "msg" key and an
+	 * enqueue probe recorded that message. Reported like a span. */
+	LT_ROLE_DELIVERY = 2,
+	LT_ROLE_MAX = 3, /* span-like roles are below this */
 	/* Point roles: one record per call, no span. */
 	LT_ROLE_BARRIER_POST = 16,   /* token = return value; stack at post */
 	LT_ROLE_BARRIER_REMOVE = 17, /* token from a key, at entry */
+	LT_ROLE_ENQUEUE = 18,	     /* message + due time, kept in lt_pending */
 };
 
 /* Ring-buffer record types. */
@@ -76,7 +81,29 @@ struct lt_key_spec {
 struct lt_probe_cfg {
 	__u32 role;
 	__u32 nkeys;
+	/* Key index + 1 of named keys the kernel uses (0: none): dispatch
+	 * "msg"; enqueue "msg", "when", "queue", "flags". */
+	__u32 msg_key;
+	__u32 when_key;
+	__u32 queue_key;
+	__u32 flags_key;
+	__u32 async_mask; /* enqueue: flags bits that make a message async */
+	__u32 pad;
 	struct lt_key_spec keys[LT_MAX_KEYS];
+};
+
+/* A message enqueued and not yet dispatched (LRU hash lt_pending). */
+struct lt_pending_key {
+	__u32 pid;
+	__u32 pad;
+	__u64 msg;
+};
+
+struct lt_pending_val {
+	__u64 when_ns; /* due time */
+	__u64 queue;
+	__u32 async;	/* 1: passes sync barriers */
+	__u32 probe_id; /* the enqueue probe */
 };
 
 /* Per-run knobs; the loader fills them in .rodata before load. */

@@ -69,6 +69,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   rec->add_option("--slow-idle", ra.slow_idle,
                   "Slow idle-handler threshold (default: --slow)");
+  rec->add_option("--slow-delivery", ra.slow_delivery,
+                  "Slow delivery: dispatch start minus due time (profiles "
+                  "with an enqueue role)")
+      ->capture_default_str();
   rec->add_option("-d,--duration", ra.duration, "Stop after this long");
   rec->add_option("--sample-freq", ra.sample_freq,
                   "Stack samples per second and CPU (0: off)")

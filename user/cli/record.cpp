@@ -225,6 +225,9 @@ Status build_options(const RecordArgs& a, Setup* s) {
     return Status::Error("--slow must be above 0", ErrorKind::kUsage);
   s->opts.slow_ns[LT_ROLE_DISPATCH] = *slow;
   s->opts.slow_ns[LT_ROLE_IDLE] = *slow;
+  auto sd = parse_duration(a.slow_delivery);
+  if (!sd.ok()) return sd.status();
+  s->opts.slow_ns[LT_ROLE_DELIVERY] = *sd;
   if (!a.slow_idle.empty()) {
     auto si = parse_duration(a.slow_idle);
     if (!si.ok()) return si.status();

@@ -19,7 +19,8 @@ struct RecordArgs {
   bool system_wide = false;
   std::vector<std::string> command;
   std::string slow = "16ms";
-  std::string slow_idle;     // default: same as --slow
+  std::string slow_idle;  // default: same as --slow
+  std::string slow_delivery = "16ms";
   std::string duration;      // empty: until Ctrl-C / exit
   std::string sample_after;  // default: half the slow threshold
   uint32_t sample_freq = 1000;

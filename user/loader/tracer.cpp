@@ -119,8 +119,10 @@ struct Tracer::Impl {
 
   Status attach_probe(const ProbeDef& p, pid_t pid) {
     for (bool ret : {false, true}) {
-      // A barrier removal is complete at entry: no return probe needed.
-      if (ret && p.role == LT_ROLE_BARRIER_REMOVE) continue;
+      // Removals and enqueues are complete at entry: no return probe.
+      if (ret &&
+          (p.role == LT_ROLE_BARRIER_REMOVE || p.role == LT_ROLE_ENQUEUE))
+        continue;
       LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = p.id, .retprobe = ret);
       bpf_program* prog =
           ret ? skel->progs.lt_span_return : skel->progs.lt_span_entry;
@@ -199,7 +201,18 @@ Result<std::unique_ptr<Tracer>> Tracer::Create(const TraceOptions& opts) {
     lt_probe_cfg& pc = cfg.probes[p.id];
     pc.role = p.role;
     pc.nkeys = static_cast<uint32_t>(p.keys.size());
-    for (size_t k = 0; k < p.keys.size(); ++k) pc.keys[k] = p.keys[k].spec;
+    for (size_t k = 0; k < p.keys.size(); ++k) {
+      pc.keys[k] = p.keys[k].spec;
+      // Keys the kernel itself uses, found by name (index + 1).
+      const std::string& n = p.keys[k].name;
+      uint32_t idx = static_cast<uint32_t>(k + 1);
+      if (n == "msg") pc.msg_key = idx;
+      if (n == "when") pc.when_key = idx;
+      if (n == "queue") pc.queue_key = idx;
+      if (n == "flags") pc.flags_key = idx;
+    }
+    pc.async_mask = p.async_mask;
+    if (p.role != LT_ROLE_DISPATCH && p.role != LT_ROLE_ENQUEUE) pc.msg_key = 0;
   }
   int err = bpf_map__set_max_entries(skel->maps.lt_events, opts.ringbuf_bytes);
   if (!err) err = bpf_map__set_max_entries(skel->maps.lt_hists, opts.hist_max);

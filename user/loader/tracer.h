@@ -22,7 +22,7 @@ namespace looptrace {
 struct TraceOptions {
   std::vector<ProbeDef> probes;  // resolved: path and file_offset set
   pid_t pid = -1;                // -1: every process that maps the binary
-  std::array<uint64_t, LT_ROLE_MAX> slow_ns{16'000'000, 16'000'000};
+  std::array<uint64_t, LT_ROLE_MAX> slow_ns{16'000'000, 16'000'000, 16'000'000};
   uint64_t sample_after_ns = 8'000'000;
   uint32_t sample_hz = 1000;  // 0: no stack sampling
   uint32_t ringbuf_bytes = 8u << 20;

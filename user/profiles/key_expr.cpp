@@ -174,8 +174,9 @@ Result<KeyFormat> parse_key_format(std::string_view text) {
   if (text == "hex") return KeyFormat::kHex;
   if (text == "sym" || text == "symbol") return KeyFormat::kSymbol;
   if (text == "vtable" || text == "class") return KeyFormat::kVtable;
+  if (text == "ptr" || text == "pointer") return KeyFormat::kPointer;
   return Status::Error(
-      fmt::format("bad key format '{}': expected int, hex, sym or vtable",
+      fmt::format("bad key format '{}': expected int, hex, sym, vtable or ptr",
                   text),
       ErrorKind::kUsage);
 }
@@ -190,6 +191,8 @@ const char* key_format_name(KeyFormat f) {
       return "sym";
     case KeyFormat::kVtable:
       return "vtable";
+    case KeyFormat::kPointer:
+      return "ptr";
   }
   return "hex";
 }

@@ -13,10 +13,12 @@ namespace looptrace {
 
 // How a key value is shown in a report.
 enum class KeyFormat {
-  kInt,     // signed decimal ("what=3")
-  kHex,     // 0x...
-  kSymbol,  // a code pointer: symbolized to a function name
-  kVtable,  // a vtable pointer: symbolized, "vtable for " stripped -> class
+  kInt,      // signed decimal ("what=3")
+  kHex,      // 0x...
+  kSymbol,   // a code pointer: symbolized to a function name
+  kVtable,   // a vtable pointer: symbolized, "vtable for " stripped -> class
+  kPointer,  // an object's address (a message, a queue): in JSON, not in
+             // the one-line target
 };
 
 struct KeyDef {
@@ -36,6 +38,7 @@ struct ProbeDef {
   std::string path;             // absolute path of the ELF file
   std::string resolved_symbol;  // demangled name of the match
   uint64_t file_offset = 0;     // what the uprobe attaches at
+  uint32_t async_mask = 0;      // enqueue: flags bits of an async message
 };
 
 }  // namespace looptrace

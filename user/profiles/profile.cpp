@@ -24,7 +24,20 @@ constexpr std::string_view kRefappProfile = R"json({
       "keys": [
         {"name": "target", "expr": "*(*(arg1+0))", "format": "vtable"},
         {"name": "callback", "expr": "*(arg1+8)", "format": "sym"},
-        {"name": "what", "expr": "u32 *(arg1+16)", "format": "int"}
+        {"name": "what", "expr": "u32 *(arg1+16)", "format": "int"},
+        {"name": "msg", "expr": "arg1", "format": "ptr"}
+      ]
+    },
+    {
+      "role": "enqueue",
+      "binary": "refapp",
+      "symbol": "refapp::MessageQueue::enqueueMessage(refapp::Message*, long)",
+      "async_mask": 2,
+      "keys": [
+        {"name": "queue", "expr": "arg0", "format": "ptr"},
+        {"name": "msg", "expr": "arg1", "format": "ptr"},
+        {"name": "when", "expr": "arg2", "format": "int"},
+        {"name": "flags", "expr": "u32 *(arg1+56)", "format": "hex"}
       ]
     },
     {
@@ -39,14 +52,14 @@ constexpr std::string_view kRefappProfile = R"json({
       "role": "barrier.post",
       "binary": "refapp",
       "symbol": "refapp::MessageQueue::postSyncBarrier(long)",
-      "keys": [{"name": "queue", "expr": "arg0", "format": "hex"}]
+      "keys": [{"name": "queue", "expr": "arg0", "format": "ptr"}]
     },
     {
       "role": "barrier.remove",
       "binary": "refapp",
       "symbol": "refapp::MessageQueue::removeSyncBarrier(int)",
       "keys": [
-        {"name": "queue", "expr": "arg0", "format": "hex"},
+        {"name": "queue", "expr": "arg0", "format": "ptr"},
         {"name": "token", "expr": "arg1", "format": "int"}
       ]
     }
@@ -76,6 +89,10 @@ const char* role_name(uint32_t role) {
       return "barrier.post";
     case LT_ROLE_BARRIER_REMOVE:
       return "barrier.remove";
+    case LT_ROLE_ENQUEUE:
+      return "enqueue";
+    case LT_ROLE_DELIVERY:
+      return "delivery";
     default:
       return "unknown";
   }
@@ -84,12 +101,14 @@ const char* role_name(uint32_t role) {
 Result<uint32_t> parse_role(std::string_view name) {
   if (name == "dispatch") return static_cast<uint32_t>(LT_ROLE_DISPATCH);
   if (name == "idle") return static_cast<uint32_t>(LT_ROLE_IDLE);
-  if (name == "barrier.post") return static_cast<uint32_t>(LT_ROLE_BARRIER_POST);
+  if (name == "barrier.post")
+    return static_cast<uint32_t>(LT_ROLE_BARRIER_POST);
   if (name == "barrier.remove")
     return static_cast<uint32_t>(LT_ROLE_BARRIER_REMOVE);
+  if (name == "enqueue") return static_cast<uint32_t>(LT_ROLE_ENQUEUE);
   return Status::Error(
-      fmt::format("unknown role '{}': expected dispatch, idle, barrier.post "
-                  "or barrier.remove",
+      fmt::format("unknown role '{}': expected dispatch, idle, barrier.post, "
+                  "barrier.remove or enqueue",
                   name),
       ErrorKind::kUsage);
 }
@@ -125,6 +144,13 @@ Result<Profile> parse_profile(std::string_view text,
     def.role = *role;
     def.binary = jp["binary"].get<std::string>();
     def.symbol = jp["symbol"].get<std::string>();
+    if (jp.contains("async_mask")) {
+      if (!jp["async_mask"].is_number_unsigned())
+        return profile_error(
+            origin,
+            fmt::format("probe {}: \"async_mask\" must be a number", idx));
+      def.async_mask = jp["async_mask"].get<uint32_t>();
+    }
     if (jp.contains("keys")) {
       if (!jp["keys"].is_array())
         return profile_error(

@@ -66,6 +66,28 @@ json span_json(const SlowSpan& s, const ReportContext& ctx,
   };
 }
 
+// due_ns -> start_ns is the span; lag_ns its length.
+json delivery_json(const SlowSpan& s, const DispatchAnalysis& a,
+                   const ReportContext& ctx) {
+  const SpanEvent& e = s.span;
+  json instead = json::array();
+  for (const SlowSpan* b : report::running_instead(a, e))
+    instead.push_back({{"target", report::describe_target(b->span, ctx).text},
+                       {"role", looptrace::role_name(b->span.role)},
+                       {"start_ns", b->span.start_ns},
+                       {"duration_ns", b->span.duration_ns}});
+  return {
+      {"pid", e.pid},
+      {"tid", e.tid},
+      {"comm", e.comm},
+      {"due_ns", e.start_ns},
+      {"start_ns", e.start_ns + e.duration_ns},
+      {"lag_ns", e.duration_ns},
+      {"target", report::describe_target(e, ctx).text},
+      {"running_instead", instead},
+  };
+}
+
 json thread_json(const ThreadSummary& t) {
   return {
       {"pid", t.pid},        {"tid", t.tid},
@@ -88,17 +110,20 @@ json to_json(const DispatchAnalysis& a, const ReportContext& ctx) {
   uint64_t total_spans = 0;  // completed spans, from the histograms
   for (const ThreadSummary& t : a.threads) {
     threads.push_back(thread_json(t));
-    total_spans += t.count;
+    if (t.role != LT_ROLE_DELIVERY) total_spans += t.count;
   }
 
   report::FrameNames names(ctx.symbolizer);
   json dispatches = json::array();
   json idle = json::array();
+  json deliveries = json::array();
   for (const SlowSpan& s : a.slow) {
     if (s.span.role == LT_ROLE_DISPATCH)
       dispatches.push_back(span_json(s, ctx, names));
     else if (s.span.role == LT_ROLE_IDLE)
       idle.push_back(span_json(s, ctx, names));
+    else if (s.span.role == LT_ROLE_DELIVERY)
+      deliveries.push_back(delivery_json(s, a, ctx));
   }
 
   json lost = json::object();
@@ -113,6 +138,7 @@ json to_json(const DispatchAnalysis& a, const ReportContext& ctx) {
       {"threads", threads},
       {"slow_dispatches", dispatches},
       {"slow_idle_handlers", idle},
+      {"slow_deliveries", deliveries},
       {"lost", lost},
       {"totals",
        {{"spans", total_spans}, {"samples", a.counters.bpf[LT_CNT_SAMPLES]}}},

@@ -4,6 +4,20 @@
 
 namespace looptrace::report {
 
+std::vector<const SlowSpan*> running_instead(const DispatchAnalysis& a,
+                                             const SpanEvent& d) {
+  std::vector<const SlowSpan*> out;
+  uint64_t due = d.start_ns, start = d.start_ns + d.duration_ns;
+  for (const SlowSpan& s : a.slow) {
+    const SpanEvent& e = s.span;
+    if (e.role == LT_ROLE_DELIVERY || e.pid != d.pid || e.tid != d.tid)
+      continue;
+    if (e.start_ns < start && e.start_ns + e.duration_ns > due)
+      out.push_back(&s);
+  }
+  return out;
+}
+
 void put(std::ostream& os, std::string line) {
   constexpr size_t kColumns = 80;
   if (line.size() > kColumns) {

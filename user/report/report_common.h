@@ -38,6 +38,11 @@ struct LostItem {
 // Every counter, zero or not, in a fixed order.
 std::vector<LostItem> lost_items(const DispatchAnalysis& analysis);
 
+// The slow dispatches and idle handlers of the delivery's thread that ran
+// between the message's due time and its dispatch: why it was late.
+std::vector<const SlowSpan*> running_instead(const DispatchAnalysis& a,
+                                             const SpanEvent& delivery);
+
 // Writes one line of the text report, cut with "..." to fit 80 columns.
 void put(std::ostream& os, std::string line);
 

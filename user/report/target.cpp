@@ -75,6 +75,7 @@ std::vector<RenderedKey> render_keys(const SpanEvent& span,
         k.text = fmt::format("{}", k.int_value);
         break;
       case KeyFormat::kHex:
+      case KeyFormat::kPointer:
         k.text = hex(v);
         break;
       case KeyFormat::kSymbol:
@@ -98,7 +99,7 @@ std::string format_target(const std::vector<RenderedKey>& keys,
   std::string out;
   for (size_t i = 0; i < keys.size(); ++i) {
     const RenderedKey& k = keys[i];
-    if (k.omitted) continue;
+    if (k.omitted || k.format == KeyFormat::kPointer) continue;
     if (!out.empty()) out += ' ';
     if (i == 0)
       out += k.text;

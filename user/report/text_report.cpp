@@ -27,11 +27,13 @@ std::string plural(uint64_t n, const char* one, const char* many) {
 }
 
 const char* thread_title(uint32_t role) {
+  if (role == LT_ROLE_DELIVERY) return "DELIVERY LAG BY THREAD";
   return role == LT_ROLE_IDLE ? "IDLE HANDLERS BY THREAD"
                               : "DISPATCHES BY THREAD";
 }
 
 const char* slow_title(uint32_t role) {
+  if (role == LT_ROLE_DELIVERY) return "SLOW DELIVERIES";
   return role == LT_ROLE_IDLE ? "SLOW IDLE HANDLERS" : "SLOW DISPATCHES";
 }
 
@@ -45,7 +47,9 @@ void write_header(std::ostream& os, const ReportContext& ctx) {
     // Only the roles this run has probes for (all of them when unknown).
     bool used = ctx.probes == nullptr;
     if (ctx.probes != nullptr) {
-      for (const ProbeDef& p : *ctx.probes) used = used || p.role == r;
+      for (const ProbeDef& p : *ctx.probes)
+        used = used || p.role == r ||
+               (r == LT_ROLE_DELIVERY && p.role == LT_ROLE_ENQUEUE);
     }
     if (!used) continue;
     line +=
@@ -138,6 +142,24 @@ void write_slow(std::ostream& os, const DispatchAnalysis& a,
   for (size_t i = 0; i < spans.size(); ++i) {
     const SpanEvent& e = spans[i]->span;
     if (i != 0) os << '\n';
+    if (role == LT_ROLE_DELIVERY) {
+      // A delivery "span" runs from the message's due time to the start of
+      // its dispatch; what ran meanwhile on the thread is the answer.
+      double due = e.start_ns >= base ? (e.start_ns - base) / 1e9 : 0.0;
+      put(os,
+          fmt::format("{:<4} due +{:.3f}s  lag {}  {}/{} {}",
+                      fmt::format("#{}", i + 1), due,
+                      format_duration(e.duration_ns), e.pid, e.tid, e.comm));
+      put(os, "    " + report::describe_target(e, ctx).text);
+      for (const SlowSpan* b : report::running_instead(a, e))
+        put(os,
+            fmt::format(
+                "    behind {} {} at +{:.3f}s",
+                format_duration(b->span.duration_ns),
+                report::describe_target(b->span, ctx).text,
+                (b->span.start_ns - std::min(base, b->span.start_ns)) / 1e9));
+      continue;
+    }
     double rel = e.start_ns >= base ? (e.start_ns - base) / 1e9 : 0.0;
     std::string line = fmt::format(
         "{:<4} +{:.3f}s  wall {}  {}/{} {}", fmt::format("#{}", i + 1), rel,
