@@ -104,6 +104,24 @@ TEST(SyncBarriers, LifetimesAndALeakAnnouncedLive) {
   EXPECT_TRUE(poster) << announced[0]["post_stack"].dump();
   EXPECT_NE(r.err.find("STALL: sync barrier token"), std::string::npos)
       << r.err;
+
+  // How many sync messages wait behind it: the app counts its own queue when
+  // its 1 s check runs; looptrace when it detects the stall. Sync work piles
+  // up at the background rate (200/s), so the counts may differ by what
+  // arrived in between.
+  auto app_stalled = events(truth, "barrier_stalled");
+  ASSERT_EQ(app_stalled.size(), 1u);
+  int64_t dt = std::llabs(diff(detected, app_stalled[0]["at_ns"]));
+  int64_t slack = 1 + dt * 250 / 1'000'000'000;
+  ASSERT_FALSE(announced[0]["waiting_sync_messages"].is_null());
+  EXPECT_LE(std::llabs(announced[0]["waiting_sync_messages"].get<int64_t>() -
+                       app_stalled[0]["sync_waiting"].get<int64_t>()),
+            slack)
+      << announced[0].dump() << "\napp: " << app_stalled[0].dump();
+  EXPECT_EQ(announced[0]["oldest_sync_due_ns"],
+            app_stalled[0]["oldest_sync_due_ns"]);
+  // At the end (the app logs its leak as it exits; nothing runs after).
+  EXPECT_EQ((*b)["waiting_sync_messages"], leak[0]["sync_waiting"]);
 }
 
 // A UI toolkit posts and removes a barrier every frame: never a stall.

@@ -95,6 +95,20 @@ std::vector<Barrier> BarrierAnalyzer::check_stalls(uint64_t now_ns) {
   return out;
 }
 
+std::vector<Barrier> BarrierAnalyzer::open_barriers() const {
+  std::vector<Barrier> out;
+  for (const auto& [key, b] : open_) out.push_back(b);
+  return out;
+}
+
+void BarrierAnalyzer::note_waiting(const Barrier& b, int64_t waiting,
+                                   uint64_t oldest_due_ns) {
+  auto it = open_.find(Key{b.pid, b.queue, b.token});
+  if (it == open_.end()) return;
+  it->second.waiting_sync = waiting;
+  it->second.oldest_sync_due_ns = oldest_due_ns;
+}
+
 BarrierAnalysis BarrierAnalyzer::finish(uint64_t end_ns) {
   check_stalls(end_ns);
   BarrierAnalysis a;

@@ -24,6 +24,10 @@ struct Barrier {
   bool stalled = false;              // held >= the stall threshold
   uint64_t stalled_ns = 0;           // when it crossed the threshold
   std::vector<uint64_t> post_stack;  // raw addresses, innermost first
+  // Synchronous messages due and waiting on its queue when it was found
+  // stalled (or at the end, for a leak); -1: not known (no enqueue probe).
+  int64_t waiting_sync = -1;
+  uint64_t oldest_sync_due_ns = 0;
 
   bool removed() const { return removed_ns != 0; }
   uint64_t lifetime_ns() const {
@@ -59,6 +63,10 @@ class BarrierAnalyzer {
   // returned once).
   std::vector<Barrier> check_stalls(uint64_t now_ns);
   BarrierAnalysis finish(uint64_t end_ns);
+  // Barriers posted and not (yet) removed.
+  std::vector<Barrier> open_barriers() const;
+  // Records what waited behind an open barrier (see Barrier::waiting_sync).
+  void note_waiting(const Barrier& b, int64_t waiting, uint64_t oldest_due_ns);
   bool any() const { return posted_ != 0 || unknown_removes_ != 0; }
 
  private:

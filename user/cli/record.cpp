@@ -356,8 +356,12 @@ int run_record(const RecordArgs& a) {
   };
   // Stalls are announced as they happen, not only at exit.
   auto announce_stalls = [&](uint64_t now) {
-    for (const Barrier& b : barriers.check_stalls(now)) {
+    for (Barrier b : barriers.check_stalls(now)) {
       uint64_t held = now - b.posted_ns;
+      Tracer::Waiting w = (*tracer)->sync_waiting(b.pid, b.queue, now);
+      b.waiting_sync = w.count;
+      b.oldest_sync_due_ns = w.oldest_due_ns;
+      barriers.note_waiting(b, w.count, w.oldest_due_ns);
       std::fprintf(stderr, "%s\n", barrier_stall_line(b, held, ctx).c_str());
       if (events_out) {
         *events_out << barrier_stall_event(b, held, ctx).dump() << std::endl;
@@ -410,6 +414,11 @@ int run_record(const RecordArgs& a) {
   Status stop_status = (*tracer)->stop(sink);
   std::vector<ThreadHistogram> hists = (*tracer)->read_histograms();
   Counters counters = (*tracer)->read_counters();
+  // A leaked barrier: what is waiting behind it now, at the end.
+  for (const Barrier& b : barriers.open_barriers()) {
+    Tracer::Waiting w = (*tracer)->sync_waiting(b.pid, b.queue, monotonic_ns());
+    barriers.note_waiting(b, w.count, w.oldest_due_ns);
+  }
   // A loop stuck in a dispatch right now is the most important finding of
   // all: report spans still in flight on every thread we know of.
   for (const ThreadHistogram& h : hists) seen_threads.emplace(h.pid, h.tid);

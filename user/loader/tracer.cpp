@@ -347,6 +347,33 @@ std::vector<SpanEvent> Tracer::read_in_flight(
   return out;
 }
 
+Tracer::Waiting Tracer::sync_waiting(uint32_t pid, uint64_t queue,
+                                     uint64_t now_ns) const {
+  Waiting w;
+  const looptrace_bpf* skel = impl_->skel.get();
+  bool has_enqueue = false;
+  for (uint32_t i = 0; i < skel->rodata->lt_cfg.nprobes && i < LT_MAX_PROBES;
+       ++i)
+    has_enqueue =
+        has_enqueue || skel->rodata->lt_cfg.probes[i].role == LT_ROLE_ENQUEUE;
+  if (!has_enqueue) return w;
+  w.count = 0;
+  int fd = bpf_map__fd(skel->maps.lt_pending);
+  lt_pending_key key{}, next{};
+  lt_pending_val val{};
+  const void* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    key = next;
+    prev = &key;
+    if (key.pid != pid || bpf_map_lookup_elem(fd, &key, &val) != 0) continue;
+    if (val.queue != queue || val.async || val.when_ns > now_ns) continue;
+    ++w.count;
+    if (w.oldest_due_ns == 0 || val.when_ns < w.oldest_due_ns)
+      w.oldest_due_ns = val.when_ns;
+  }
+  return w;
+}
+
 Counters Tracer::read_counters() const {
   Counters c;
   int fd = bpf_map__fd(impl_->skel->maps.lt_counters);

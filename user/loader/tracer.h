@@ -60,6 +60,14 @@ class Tracer {
       uint64_t now_ns) const;
   Counters read_counters() const;
 
+  // Synchronous messages of (pid, queue) enqueued, due by now_ns and not yet
+  // dispatched (from the enqueue probe's map); -1 without an enqueue probe.
+  struct Waiting {
+    int64_t count = -1;
+    uint64_t oldest_due_ns = 0;
+  };
+  Waiting sync_waiting(uint32_t pid, uint64_t queue, uint64_t now_ns) const;
+
  private:
   struct Impl;
   explicit Tracer(std::unique_ptr<Impl> impl);

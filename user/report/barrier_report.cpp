@@ -67,6 +67,8 @@ void write_barrier_report(std::ostream& os, const BarrierAnalysis& a,
     std::string state =
         b.removed() ? fmt::format("held {}", format_duration(b.lifetime_ns()))
                     : "never removed";
+    if (b.waiting_sync >= 0)
+      state += fmt::format(", {} sync waiting", b.waiting_sync);
     report::put(os, fmt::format("  token {}  queue {:#x}  {}/{}  +{:.3f}s  {}",
                                 b.token, b.queue, b.pid, b.tid,
                                 (b.posted_ns - base) / 1e9, state));
@@ -95,6 +97,12 @@ nlohmann::json barriers_to_json(const BarrierAnalysis& a,
         {"stalled_ns",
          b.stalled ? nlohmann::json(b.stalled_ns) : nlohmann::json(nullptr)},
         {"post_stack", stack_names(b, names)},
+        {"waiting_sync_messages", b.waiting_sync >= 0
+                                      ? nlohmann::json(b.waiting_sync)
+                                      : nlohmann::json(nullptr)},
+        {"oldest_sync_due_ns", b.waiting_sync > 0
+                                   ? nlohmann::json(b.oldest_sync_due_ns)
+                                   : nlohmann::json(nullptr)},
     });
   }
   return {{"summary",
@@ -112,10 +120,18 @@ nlohmann::json barriers_to_json(const BarrierAnalysis& a,
 std::string barrier_stall_line(const Barrier& b, uint64_t stall_ns,
                                const ReportContext& ctx) {
   report::FrameNames names(ctx.symbolizer);
+  std::string waiting =
+      b.waiting_sync < 0
+          ? ""
+          : fmt::format("; {} sync messages waiting", b.waiting_sync);
+  if (b.waiting_sync > 0 && b.stalled_ns > b.oldest_sync_due_ns)
+    waiting +=
+        fmt::format(", oldest due {} ago",
+                    format_duration(b.stalled_ns - b.oldest_sync_due_ns));
   return fmt::format(
       "looptrace: STALL: sync barrier token {} on queue {:#x} (pid {} tid {}) "
-      "held {} and not removed; posted by {}",
-      b.token, b.queue, b.pid, b.tid, format_duration(stall_ns),
+      "held {} and not removed{}; posted by {}",
+      b.token, b.queue, b.pid, b.tid, format_duration(stall_ns), waiting,
       short_stack(b, names));
 }
 
@@ -130,6 +146,12 @@ nlohmann::json barrier_stall_event(const Barrier& b, uint64_t stall_ns,
           {"posted_ns", b.posted_ns},
           {"detected_ns", b.stalled_ns},
           {"held_ns", stall_ns},
+          {"waiting_sync_messages", b.waiting_sync >= 0
+                                        ? nlohmann::json(b.waiting_sync)
+                                        : nlohmann::json(nullptr)},
+          {"oldest_sync_due_ns", b.waiting_sync > 0
+                                     ? nlohmann::json(b.oldest_sync_due_ns)
+                                     : nlohmann::json(nullptr)},
           {"post_stack", stack_names(b, names)}};
 }
 
