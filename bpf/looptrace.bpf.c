@@ -273,8 +273,18 @@ static __always_inline void on_delivery(struct lt_thread *st,
 		if (slot < LT_HIST_SLOTS)
 			h->slots[slot]++;
 	}
+	if (lt_cfg.delivery_drain_ns) {
+		/* Quiet after a report until the lag has drained (Android). */
+		if (st->delivery_quiet) {
+			if (lag < lt_cfg.delivery_drain_ns)
+				st->delivery_quiet = 0;
+			return;
+		}
+	}
 	if (lag < lt_cfg.slow_ns[LT_ROLE_DELIVERY])
 		return;
+	if (lt_cfg.delivery_drain_ns)
+		st->delivery_quiet = 1;
 	rec = bpf_ringbuf_reserve(&lt_events, sizeof(*rec), 0);
 	if (!rec) {
 		count(LT_CNT_RB_FULL);

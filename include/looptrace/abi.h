@@ -114,6 +114,9 @@ struct lt_config {
 	__u32 nprobes;
 	__u32 hist_max;	 /* entries in lt_hists (<= its max_entries) */
 	__u32 use_steal; /* 1: subtract KVM steal time from CPU time */
+	/* Android's slow-delivery hysteresis: after a slow delivery, a thread
+	 * reports no other until one's lag is below this (0: off). */
+	__u64 delivery_drain_ns;
 	struct lt_probe_cfg probes[LT_MAX_PROBES];
 };
 
@@ -196,6 +199,8 @@ struct lt_thread {
 	__u32 off_runnable; /* since off_since it has been runnable */
 	/* index + 1 into lt_hists per probe; 0: none yet; -1: map full */
 	__s32 hist_slot[LT_MAX_PROBES];
+	__u32 delivery_quiet; /* hysteresis: a slow delivery was reported */
+	__u32 pad;
 	struct lt_frame stack[LT_MAX_DEPTH];
 };
 

@@ -68,3 +68,55 @@ TEST(DeliveryLag, EveryLateMessageOfABurstWithItsLag) {
 
 }  // namespace
 }  // namespace lt_test
+
+namespace lt_test {
+namespace {
+
+// Android's hysteresis: after one slow delivery, quiet until the lag drains
+// below 10 ms. A burst whose lags only grow past a 12 ms threshold is
+// reported once.
+TEST(DeliveryLag, HysteresisReportsAGrowingBacklogOnce) {
+  LT_REQUIRE_BPF();
+  TempDir dir;
+  const std::string log = dir.file("truth.jsonl");
+  const std::string json = dir.file("report.json");
+  RunResult r = run({looptrace_bin(),
+                     "record",
+                     "--profile",
+                     "refapp",
+                     "--slow-delivery",
+                     "12ms",
+                     "--delivery-hysteresis",
+                     "--json",
+                     json,
+                     "-q",
+                     "--",
+                     refapp_bin(),
+                     "--rate",
+                     "0",
+                     "--burst",
+                     "20@300",
+                     "--duration",
+                     "800",
+                     "--log",
+                     log});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto truth = events(read_jsonl(log), "delivery");
+  ASSERT_EQ(truth.size(), 20u);
+  // The app's first late message (lags grow: each waits for the ones
+  // before it).
+  const nlohmann::json* first = nullptr;
+  for (const auto& d : truth)
+    if (!first && d["lag_ns"].get<uint64_t>() >= 12'000'000) first = &d;
+  ASSERT_NE(first, nullptr);
+  nlohmann::json report = read_json(json);
+  const auto& slow = report["slow_deliveries"];
+  ASSERT_EQ(slow.size(), 1u) << slow.dump();
+  EXPECT_LE(
+      std::llabs(static_cast<int64_t>(slow[0]["start_ns"].get<uint64_t>()) -
+                 static_cast<int64_t>((*first)["start_ns"].get<uint64_t>())),
+      500'000);
+}
+
+}  // namespace
+}  // namespace lt_test

@@ -73,6 +73,9 @@ int main(int argc, char** argv) {
                   "Slow delivery: dispatch start minus due time (profiles "
                   "with an enqueue role)")
       ->capture_default_str();
+  rec->add_flag("--delivery-hysteresis", ra.delivery_hysteresis,
+                "After a slow delivery, report none on that thread until the "
+                "lag drains below 10ms (as Android's Looper does)");
   rec->add_option("-d,--duration", ra.duration, "Stop after this long");
   rec->add_option("--sample-freq", ra.sample_freq,
                   "Stack samples per second and CPU (0: off)")

@@ -228,6 +228,8 @@ Status build_options(const RecordArgs& a, Setup* s) {
   auto sd = parse_duration(a.slow_delivery);
   if (!sd.ok()) return sd.status();
   s->opts.slow_ns[LT_ROLE_DELIVERY] = *sd;
+  // Android's Looper: after a slow delivery, quiet until the lag is < 10 ms.
+  if (a.delivery_hysteresis) s->opts.delivery_drain_ns = 10'000'000;
   if (!a.slow_idle.empty()) {
     auto si = parse_duration(a.slow_idle);
     if (!si.ok()) return si.status();

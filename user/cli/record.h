@@ -21,6 +21,7 @@ struct RecordArgs {
   std::string slow = "16ms";
   std::string slow_idle;  // default: same as --slow
   std::string slow_delivery = "16ms";
+  bool delivery_hysteresis = false;
   std::string duration;      // empty: until Ctrl-C / exit
   std::string sample_after;  // default: half the slow threshold
   uint32_t sample_freq = 1000;

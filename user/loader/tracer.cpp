@@ -195,6 +195,7 @@ Result<std::unique_ptr<Tracer>> Tracer::Create(const TraceOptions& opts) {
   cfg.nprobes = static_cast<uint32_t>(opts.probes.size());
   cfg.hist_max = opts.hist_max;
   cfg.use_steal = kernel_accounts_steal() ? 1 : 0;
+  cfg.delivery_drain_ns = opts.delivery_drain_ns;
   for (const ProbeDef& p : opts.probes) {
     if (p.id >= LT_MAX_PROBES || p.keys.size() > LT_MAX_KEYS)
       return Status::Error(fmt::format("probe {} is malformed", p.symbol));

@@ -28,6 +28,7 @@ struct TraceOptions {
   uint32_t ringbuf_bytes = 8u << 20;
   uint32_t hist_max = 4096;
   bool record_all = false;
+  uint64_t delivery_drain_ns = 0;  // 0: every slow delivery is reported
 };
 
 // Checks that this process may load tracing BPF programs and that the
