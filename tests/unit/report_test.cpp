@@ -429,3 +429,42 @@ TEST(TextReport, EmptyRun) {
 
 }  // namespace
 }  // namespace looptrace
+
+namespace looptrace {
+namespace {
+
+// A slow delivery names what ran on its thread between due and start.
+TEST(DeliveryReport, RunningInsteadAndFields) {
+  const uint64_t ms = 1'000'000;
+  DispatchAnalysis a;
+  auto add = [&a](uint32_t tid, uint32_t role, uint64_t start, uint64_t dur) {
+    SlowSpan s;
+    s.span.pid = 1;
+    s.span.tid = tid;
+    s.span.role = role;
+    s.span.start_ns = start;
+    s.span.duration_ns = dur;
+    a.slow.push_back(s);
+  };
+  add(1, LT_ROLE_DISPATCH, 100 * ms, 40 * ms);  // overlaps [110, 145)
+  add(2, LT_ROLE_DISPATCH, 100 * ms, 40 * ms);  // another thread
+  add(1, LT_ROLE_IDLE, 150 * ms, 30 * ms);      // after the dispatch start
+  add(1, LT_ROLE_DELIVERY, 110 * ms, 35 * ms);  // due 110, started 145
+  std::vector<ProbeDef> probes(1);
+  probes[0].resolved_symbol = "Loop::dispatch(Msg*)";
+  ReportContext ctx;
+  ctx.probes = &probes;
+  nlohmann::json j = to_json(a, ctx);
+  ASSERT_EQ(j["slow_deliveries"].size(), 1u);
+  const auto& d = j["slow_deliveries"][0];
+  EXPECT_EQ(d["due_ns"], 110 * ms);
+  EXPECT_EQ(d["start_ns"], 145 * ms);
+  EXPECT_EQ(d["lag_ns"], 35 * ms);
+  ASSERT_EQ(d["running_instead"].size(), 1u) << d.dump();
+  EXPECT_EQ(d["running_instead"][0]["start_ns"], 100 * ms);
+  EXPECT_EQ(d["running_instead"][0]["role"], "dispatch");
+  EXPECT_EQ(j["slow_dispatches"].size(), 2u);
+}
+
+}  // namespace
+}  // namespace looptrace
