@@ -216,6 +216,21 @@ static __always_inline struct lt_hist *thread_hist(struct lt_thread *st, __u32 p
 	return h;
 }
 
+/* Counts one value; the histogram belongs to the current thread only. */
+static __always_inline void hist_add(struct lt_hist *h, __u64 v)
+{
+	__u32 slot = lt_hist_slot(v);
+
+	if (!h)
+		return;
+	h->count++;
+	h->sum_ns += v;
+	if (v > h->max_ns)
+		h->max_ns = v;
+	if (slot < LT_HIST_SLOTS)
+		h->slots[slot]++;
+}
+
 /* An enqueue: remember the message's due time until it is dispatched. */
 static __always_inline void on_enqueue(const volatile struct lt_probe_cfg *cfg, struct lt_frame *f)
 {
@@ -263,16 +278,7 @@ static __always_inline void on_delivery(struct lt_thread *st,
 	h = thread_hist(st, val->probe_id & (LT_MAX_PROBES - 1), LT_ROLE_DELIVERY);
 	bpf_map_delete_elem(&lt_pending, &key);
 	lag = f->start_ns > due ? f->start_ns - due : 0;
-	if (h) {
-		__u32 slot = lt_hist_slot(lag);
-
-		h->count++;
-		h->sum_ns += lag;
-		if (lag > h->max_ns)
-			h->max_ns = lag;
-		if (slot < LT_HIST_SLOTS)
-			h->slots[slot]++;
-	}
+	hist_add(h, lag);
 	if (lt_cfg.delivery_drain_ns) {
 		/* Quiet after a report until the lag has drained (Android). */
 		if (st->delivery_quiet) {
@@ -439,16 +445,7 @@ int BPF_KRETPROBE(lt_span_return)
 		role = LT_ROLE_DISPATCH;
 
 	h = thread_hist(st, probe_id, role);
-	if (h) {
-		__u32 slot = lt_hist_slot(dur);
-
-		h->count++;
-		h->sum_ns += dur;
-		if (dur > h->max_ns)
-			h->max_ns = dur;
-		if (slot < LT_HIST_SLOTS)
-			h->slots[slot]++;
-	}
+	hist_add(h, dur);
 
 	if (dur < lt_cfg.slow_ns[role] && !lt_cfg.record_all) {
 		struct lt_span_drop_rec *drop;

@@ -11,10 +11,6 @@ namespace {
 
 constexpr int64_t kToleranceNs = 500'000;  // the 0.5 ms
 
-int64_t diff(uint64_t a, uint64_t b) {
-  return static_cast<int64_t>(a) - static_cast<int64_t>(b);
-}
-
 const nlohmann::json* find_barrier(const nlohmann::json& list, uint64_t token) {
   for (const auto& b : list)
     if (b["token"] == token) return &b;

@@ -20,10 +20,6 @@ namespace {
 constexpr int64_t kDurationToleranceNs = 500'000;  // the 0.5 ms
 constexpr int64_t kMatchWindowNs = 2'000'000;      // start times to pair
 
-int64_t diff(uint64_t a, uint64_t b) {
-  return static_cast<int64_t>(a) - static_cast<int64_t>(b);
-}
-
 // The reported slow dispatch whose start is closest to the app's own start.
 const nlohmann::json* find_match(const nlohmann::json& slow,
                                  const nlohmann::json& stall) {

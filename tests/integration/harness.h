@@ -82,6 +82,11 @@ bool wait_for_text(const std::string& path, const std::string& needle,
 // readelf's PT_LOAD headers (not from looptrace's own resolver); 0 if absent.
 uint64_t file_offset_of(const std::string& path, const std::string& symbol);
 
+// a - b for CLOCK_MONOTONIC nanoseconds.
+inline int64_t diff(uint64_t a, uint64_t b) {
+  return static_cast<int64_t>(a) - static_cast<int64_t>(b);
+}
+
 std::string looptrace_bin();
 std::string refapp_bin();
 std::string tests_dir();
