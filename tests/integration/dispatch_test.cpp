@@ -42,17 +42,6 @@ bool stack_mentions(const nlohmann::json& slow, const std::string& fn) {
   return false;
 }
 
-// The steal column of /proc/stat, all CPUs (time a hypervisor ran
-// something else), in ns.
-int64_t steal_ns() {
-  std::ifstream in("/proc/stat");
-  std::string cpu;
-  uint64_t v[8] = {};
-  in >> cpu;
-  for (uint64_t& x : v) in >> x;
-  return static_cast<int64_t>(v[7]) * (1'000'000'000 / sysconf(_SC_CLK_TCK));
-}
-
 // One scheduler tick, from the kernel config (HZ=250 when unknown).
 int64_t tick_ns() {
   for (const std::string& cmd :

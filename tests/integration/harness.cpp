@@ -178,6 +178,17 @@ uint64_t file_offset_of(const std::string& path, const std::string& symbol) {
   return 0;
 }
 
+// The steal column of /proc/stat, all CPUs (time a hypervisor ran
+// something else), in ns.
+int64_t steal_ns() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  uint64_t v[8] = {};
+  in >> cpu;
+  for (uint64_t& x : v) in >> x;
+  return static_cast<int64_t>(v[7]) * (1'000'000'000 / sysconf(_SC_CLK_TCK));
+}
+
 std::string looptrace_bin() { return LT_LOOPTRACE_BIN; }
 std::string refapp_bin() { return LT_REFAPP_BIN; }
 std::string tests_dir() { return LT_TESTS_DIR; }

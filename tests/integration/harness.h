@@ -82,6 +82,12 @@ bool wait_for_text(const std::string& path, const std::string& needle,
 // readelf's PT_LOAD headers (not from looptrace's own resolver); 0 if absent.
 uint64_t file_offset_of(const std::string& path, const std::string& symbol);
 
+// The steal column of /proc/stat, all CPUs, in ns: time a hypervisor ran
+// something else. A thread can lose such time between a probe firing and
+// the traced program reading its own clock, so ground truth taken inside a
+// program is only as exact as the steal during the run allows.
+int64_t steal_ns();
+
 // a - b for CLOCK_MONOTONIC nanoseconds.
 inline int64_t diff(uint64_t a, uint64_t b) {
   return static_cast<int64_t>(a) - static_cast<int64_t>(b);
