@@ -26,64 +26,58 @@
 char LICENSE[] SEC("license") = "GPL";
 
 struct ab_thread {
-	__u64 start_ns;
-	__u64 hits;
-	__u64 sum_ns;
+  __u64 start_ns;
+  __u64 hits;
+  __u64 sum_ns;
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct ab_thread);
+  __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, int);
+  __type(value, struct ab_thread);
 } ab_threads SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct lt_hist);
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct lt_hist);
 } ab_hists SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, LT_CNT_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, LT_CNT_MAX);
+  __type(key, __u32);
+  __type(value, __u64);
 } ab_counters SEC(".maps");
 
 __u64 ab_sink;
 
-static __always_inline struct ab_thread *ab_state(int create)
-{
-	return bpf_task_storage_get(&ab_threads, bpf_get_current_task_btf(), 0,
-				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+static __always_inline struct ab_thread *ab_state(int create) {
+  return bpf_task_storage_get(&ab_threads, bpf_get_current_task_btf(), 0,
+                              create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 }
 
-static __always_inline void ab_hist_add(__u64 dur)
-{
-	__u32 idx = 0;
-	struct lt_hist *h = bpf_map_lookup_elem(&ab_hists, &idx);
+static __always_inline void ab_hist_add(__u64 dur) {
+  __u32 idx = 0;
+  struct lt_hist *h = bpf_map_lookup_elem(&ab_hists, &idx);
 
-	if (h) {
-		__u32 slot = lt_hist_slot(dur);
+  if (h) {
+    __u32 slot = lt_hist_slot(dur);
 
-		h->count++;
-		h->sum_ns += dur;
-		if (dur > h->max_ns)
-			h->max_ns = dur;
-		if (slot < LT_HIST_SLOTS)
-			h->slots[slot]++;
-	}
+    h->count++;
+    h->sum_ns += dur;
+    if (dur > h->max_ns) h->max_ns = dur;
+    if (slot < LT_HIST_SLOTS) h->slots[slot]++;
+  }
 }
 
-static __always_inline void ab_count(void)
-{
-	__u32 k = LT_CNT_SPANS;
-	__u64 *v = bpf_map_lookup_elem(&ab_counters, &k);
+static __always_inline void ab_count(void) {
+  __u32 k = 0; /* a per-CPU counter bump, as looptrace once did per span */
+  __u64 *v = bpf_map_lookup_elem(&ab_counters, &k);
 
-	if (v)
-		*v += 1;
+  if (v) *v += 1;
 }
 
 SEC("uprobe")
@@ -92,92 +86,75 @@ SEC("uretprobe")
 int BPF_KRETPROBE(ab_empty_return) { return 0; }
 
 SEC("uprobe")
-int BPF_KPROBE(ab_ktime_entry)
-{
-	ab_sink = bpf_ktime_get_ns();
-	return 0;
+int BPF_KPROBE(ab_ktime_entry) {
+  ab_sink = bpf_ktime_get_ns();
+  return 0;
 }
 SEC("uretprobe")
-int BPF_KRETPROBE(ab_ktime_return)
-{
-	ab_sink = bpf_ktime_get_ns();
-	return 0;
+int BPF_KRETPROBE(ab_ktime_return) {
+  ab_sink = bpf_ktime_get_ns();
+  return 0;
 }
 
 SEC("uprobe")
-int BPF_KPROBE(ab_tls_entry)
-{
-	struct ab_thread *t = ab_state(1);
+int BPF_KPROBE(ab_tls_entry) {
+  struct ab_thread *t = ab_state(1);
 
-	if (t)
-		t->start_ns = 1;
-	return 0;
+  if (t) t->start_ns = 1;
+  return 0;
 }
 SEC("uretprobe")
-int BPF_KRETPROBE(ab_tls_return)
-{
-	struct ab_thread *t = ab_state(0);
+int BPF_KRETPROBE(ab_tls_return) {
+  struct ab_thread *t = ab_state(0);
 
-	if (t)
-		t->hits++;
-	return 0;
+  if (t) t->hits++;
+  return 0;
 }
 
 SEC("uprobe")
-int BPF_KPROBE(ab_tls_time_entry)
-{
-	struct ab_thread *t = ab_state(1);
+int BPF_KPROBE(ab_tls_time_entry) {
+  struct ab_thread *t = ab_state(1);
 
-	if (t)
-		t->start_ns = bpf_ktime_get_ns();
-	return 0;
+  if (t) t->start_ns = bpf_ktime_get_ns();
+  return 0;
 }
 SEC("uretprobe")
-int BPF_KRETPROBE(ab_tls_time_return)
-{
-	struct ab_thread *t = ab_state(0);
+int BPF_KRETPROBE(ab_tls_time_return) {
+  struct ab_thread *t = ab_state(0);
 
-	if (t)
-		t->sum_ns += bpf_ktime_get_ns() - t->start_ns;
-	return 0;
+  if (t) t->sum_ns += bpf_ktime_get_ns() - t->start_ns;
+  return 0;
 }
 
 SEC("uprobe")
-int BPF_KPROBE(ab_hist_entry)
-{
-	struct ab_thread *t = ab_state(1);
+int BPF_KPROBE(ab_hist_entry) {
+  struct ab_thread *t = ab_state(1);
 
-	if (t)
-		t->start_ns = bpf_ktime_get_ns();
-	return 0;
+  if (t) t->start_ns = bpf_ktime_get_ns();
+  return 0;
 }
 SEC("uretprobe")
-int BPF_KRETPROBE(ab_hist_return)
-{
-	struct ab_thread *t = ab_state(0);
+int BPF_KRETPROBE(ab_hist_return) {
+  struct ab_thread *t = ab_state(0);
 
-	if (t)
-		ab_hist_add(bpf_ktime_get_ns() - t->start_ns);
-	return 0;
+  if (t) ab_hist_add(bpf_ktime_get_ns() - t->start_ns);
+  return 0;
 }
 
 SEC("uprobe")
-int BPF_KPROBE(ab_hist_cnt_entry)
-{
-	struct ab_thread *t = ab_state(1);
+int BPF_KPROBE(ab_hist_cnt_entry) {
+  struct ab_thread *t = ab_state(1);
 
-	if (t)
-		t->start_ns = bpf_ktime_get_ns();
-	return 0;
+  if (t) t->start_ns = bpf_ktime_get_ns();
+  return 0;
 }
 SEC("uretprobe")
-int BPF_KRETPROBE(ab_hist_cnt_return)
-{
-	struct ab_thread *t = ab_state(0);
+int BPF_KRETPROBE(ab_hist_cnt_return) {
+  struct ab_thread *t = ab_state(0);
 
-	if (t) {
-		ab_hist_add(bpf_ktime_get_ns() - t->start_ns);
-		ab_count();
-	}
-	return 0;
+  if (t) {
+    ab_hist_add(bpf_ktime_get_ns() - t->start_ns);
+    ab_count();
+  }
+  return 0;
 }

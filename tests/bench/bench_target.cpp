@@ -65,10 +65,10 @@ __attribute__((noinline, noipa)) void lt_bench_handler(void* arg) {
 //   push %rbp; mov %rsp,%rbp; call lt_bench_handler; pop %rbp; ret
 // Identical copies (_b ... _g) let several tracers run at once, each on its
 // own copy, while --interleave alternates between them.
-#define LT_BENCH_DISPATCH(name)                                  \
+#define LT_BENCH_DISPATCH(name)                                      \
   extern "C" __attribute__((noinline, noipa)) void name(void* arg) { \
-    lt_bench_handler(arg);                                       \
-    asm volatile("" ::: "memory");                               \
+    lt_bench_handler(arg);                                           \
+    asm volatile("" ::: "memory");                                   \
   }
 LT_BENCH_DISPATCH(lt_bench_dispatch)
 LT_BENCH_DISPATCH(lt_bench_dispatch_b)
@@ -173,15 +173,20 @@ struct Args {
 
 [[noreturn]] void usage(const char* msg) {
   if (msg) std::fprintf(stderr, "lt_bench_target: %s\n", msg);
-  std::fprintf(stderr,
-               "usage: lt_bench_target [--func F] [--calls N] [--rounds R] [--warmup N]\n"
-               "         [--rate CALLS_PER_S] [--interleave F[:N],... [--slices K]]\n"
-               "         [--cpu N] [--wait-stdin | --start-delay MS] [--hold] [--out FILE]\n"
-               "  F: plain (= lt_bench_dispatch), xol (= lt_bench_dispatch_xol) or a name:\n");
+  std::fprintf(
+      stderr,
+      "usage: lt_bench_target [--func F] [--calls N] [--rounds R] [--warmup "
+      "N]\n"
+      "         [--rate CALLS_PER_S] [--interleave F[:N],... [--slices K]]\n"
+      "         [--cpu N] [--wait-stdin | --start-delay MS] [--hold] [--out "
+      "FILE]\n"
+      "  F: plain (= lt_bench_dispatch), xol (= lt_bench_dispatch_xol) or a "
+      "name:\n");
   for (const Func& f : kFuncs) std::fprintf(stderr, "       %s\n", f.name);
-  std::fprintf(stderr,
-               "  --wait-stdin: start after a line (or EOF) on stdin; --hold: after\n"
-               "  printing the results, exit only after another line (or EOF).\n");
+  std::fprintf(
+      stderr,
+      "  --wait-stdin: start after a line (or EOF) on stdin; --hold: after\n"
+      "  printing the results, exit only after another line (or EOF).\n");
   std::exit(2);
 }
 
@@ -263,7 +268,8 @@ Args parse(int argc, char** argv) {
     a.interleave.emplace_back(find_func(item), n);
     pos = comma + 1;
   }
-  if (!a.interleave.empty() && a.rate > 0) usage("--rate and --interleave exclude each other");
+  if (!a.interleave.empty() && a.rate > 0)
+    usage("--rate and --interleave exclude each other");
   return a;
 }
 
@@ -310,7 +316,8 @@ std::string run_tight(const Args& a) {
     uint64_t t0 = now_ns();
     a.func->run(a.calls);
     uint64_t t1 = now_ns();
-    per_call.push_back(static_cast<double>(t1 - t0) / static_cast<double>(a.calls));
+    per_call.push_back(static_cast<double>(t1 - t0) /
+                       static_cast<double>(a.calls));
   }
   Summary s = summarize(per_call);
   char buf[1024];
@@ -343,19 +350,21 @@ std::string run_interleave(const Args& a) {
       a.interleave[i].first->run(n);
       uint64_t t1 = now_ns();
       made[i] += n;
-      per_call[i].push_back(static_cast<double>(t1 - t0) / static_cast<double>(n));
+      per_call[i].push_back(static_cast<double>(t1 - t0) /
+                            static_cast<double>(n));
     }
   }
   std::string out;
   for (size_t i = 0; i < nf; ++i) {
     Summary s = summarize(per_call[i]);
     char buf[512];
-    std::snprintf(buf, sizeof(buf),
-                  "lt_bench func=%s mode=interleave pid=%d calls=%llu slices=%d "
-                  "total_calls=%llu ns_per_call=%.1f min=%.1f max=%.1f\n",
-                  a.interleave[i].first->name, getpid(),
-                  (unsigned long long)a.interleave[i].second, a.slices,
-                  (unsigned long long)made[i], s.median, s.min, s.max);
+    std::snprintf(
+        buf, sizeof(buf),
+        "lt_bench func=%s mode=interleave pid=%d calls=%llu slices=%d "
+        "total_calls=%llu ns_per_call=%.1f min=%.1f max=%.1f\n",
+        a.interleave[i].first->name, getpid(),
+        (unsigned long long)a.interleave[i].second, a.slices,
+        (unsigned long long)made[i], s.median, s.min, s.max);
     out += buf;
   }
   return out;
@@ -372,12 +381,14 @@ std::string run_rate(const Args& a) {
   uint64_t t0 = now_ns();
   uint64_t late = 0;
   for (uint64_t k = 0; made < a.calls; ++k) {
-    uint64_t start = t0 + static_cast<uint64_t>(period_ns * static_cast<double>(k));
+    uint64_t start =
+        t0 + static_cast<uint64_t>(period_ns * static_cast<double>(k));
     uint64_t now = now_ns();
     if (now < start) {
       timespec ts{static_cast<time_t>(start / 1'000'000'000ull),
                   static_cast<long>(start % 1'000'000'000ull)};
-      while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+      while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) ==
+             EINTR) {
       }
     } else if (k > 0 && now - start > static_cast<uint64_t>(period_ns)) {
       ++late;
@@ -422,12 +433,14 @@ int main(int argc, char** argv) {
     }
   }
   if (a.wait_stdin) {
-    std::fprintf(stderr, "lt_bench_target: pid %d waiting for a line on stdin\n",
+    std::fprintf(stderr,
+                 "lt_bench_target: pid %d waiting for a line on stdin\n",
                  getpid());
     wait_line();
   }
   if (a.start_delay_ms > 0) {
-    timespec ts{a.start_delay_ms / 1000, (a.start_delay_ms % 1000) * 1'000'000L};
+    timespec ts{a.start_delay_ms / 1000,
+                (a.start_delay_ms % 1000) * 1'000'000L};
     nanosleep(&ts, nullptr);
   }
   std::string lines = !a.interleave.empty() ? run_interleave(a)

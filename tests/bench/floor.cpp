@@ -68,7 +68,8 @@ int main(int argc, char** argv) {
   if (argc > 2 && std::strcmp(argv[1], "--obj") == 0) {
     obj_path = argv[2];
     size_t colon = obj_path.rfind(':');
-    if (colon != std::string::npos && obj_path.find('/', colon) == std::string::npos) {
+    if (colon != std::string::npos &&
+        obj_path.find('/', colon) == std::string::npos) {
       prog_name = obj_path.substr(colon + 1);
       obj_path.resize(colon);
     }
@@ -96,7 +97,8 @@ int main(int argc, char** argv) {
 
   auto sym = looptrace::elf::resolve_symbol(binary, symbol);
   if (!sym.ok()) {
-    std::fprintf(stderr, "lt-bench-floor: %s\n", sym.status().message().c_str());
+    std::fprintf(stderr, "lt-bench-floor: %s\n",
+                 sym.status().message().c_str());
     return 2;
   }
   libbpf_set_print(quiet_libbpf);
@@ -143,16 +145,19 @@ int main(int argc, char** argv) {
       if (sec == "uretprobe" && !progs[1]) progs[1] = p;
     }
     if (!progs[0] || !progs[1]) {
-      std::fprintf(stderr, "lt-bench-floor: %s has no %s pair\n", obj_path.c_str(),
-                   prog_name.empty() ? "SEC(\"uprobe\") + SEC(\"uretprobe\")"
-                                     : (prog_name + "_entry + " + prog_name + "_return").c_str());
+      std::fprintf(
+          stderr, "lt-bench-floor: %s has no %s pair\n", obj_path.c_str(),
+          prog_name.empty()
+              ? "SEC(\"uprobe\") + SEC(\"uretprobe\")"
+              : (prog_name + "_entry + " + prog_name + "_return").c_str());
       return 2;
     }
     // Load only the pair.
     bpf_object__for_each_program(p, obj) {
       if (p != progs[0] && p != progs[1]) bpf_program__set_autoload(p, false);
     }
-    if (int err = bpf_object__load(obj)) return die(("loading " + obj_path).c_str(), -err);
+    if (int err = bpf_object__load(obj))
+      return die(("loading " + obj_path).c_str(), -err);
   }
   bpf_link* links[2] = {nullptr, nullptr};
   for (int ret = 0; ret < 2; ++ret) {
@@ -166,9 +171,12 @@ int main(int argc, char** argv) {
       return die(ret ? "attaching the uretprobe" : "attaching the uprobe", err);
     }
   }
-  std::fprintf(stderr, "lt-bench-floor: %s uprobe+uretprobe on %s:%s (offset %#llx), pid %d\n",
-               obj_path.empty() ? "empty" : (obj_path + ":" + prog_name).c_str(), binary.c_str(), sym->name.c_str(),
-               static_cast<unsigned long long>(sym->file_offset), pid);
+  std::fprintf(
+      stderr,
+      "lt-bench-floor: %s uprobe+uretprobe on %s:%s (offset %#llx), pid %d\n",
+      obj_path.empty() ? "empty" : (obj_path + ":" + prog_name).c_str(),
+      binary.c_str(), sym->name.c_str(),
+      static_cast<unsigned long long>(sym->file_offset), pid);
 
   struct sigaction sa {};
   sa.sa_handler = on_signal;
