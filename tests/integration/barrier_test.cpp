@@ -145,3 +145,56 @@ TEST(SyncBarriers, NoFalseStallAtSixtyBarriersASecond) {
 
 }  // namespace
 }  // namespace lt_test
+
+namespace lt_test {
+namespace {
+
+// Without a profile: barrier probes given on the command line, with the
+// token's argument position.
+TEST(SyncBarriers, AdHocProbesWithArgumentPositions) {
+  LT_REQUIRE_BPF();
+  TempDir dir;
+  const std::string log = dir.file("truth.jsonl");
+  const std::string json = dir.file("report.json");
+  const std::string bin = refapp_bin();
+  RunResult r = run({looptrace_bin(),
+                     "record",
+                     "--barrier-post",
+                     bin + ":refapp::MessageQueue::postSyncBarrier(long)",
+                     "--barrier-remove",
+                     bin + ":refapp::MessageQueue::removeSyncBarrier(int)",
+                     "--queue-arg",
+                     "0",
+                     "--token-arg",
+                     "1",
+                     "--json",
+                     json,
+                     "-q",
+                     "--",
+                     bin,
+                     "--rate",
+                     "100",
+                     "--barrier",
+                     "40@300",
+                     "--barrier",
+                     "90@600",
+                     "--duration",
+                     "1000",
+                     "--log",
+                     log});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto removes = events(read_jsonl(log), "barrier_remove");
+  ASSERT_EQ(removes.size(), 2u);
+  nlohmann::json report = read_json(json);
+  ASSERT_EQ(report["barriers"].size(), 2u) << report["barriers"].dump();
+  for (const auto& rm : removes) {
+    const nlohmann::json* b = find_barrier(report["barriers"], rm["token"]);
+    ASSERT_NE(b, nullptr);
+    EXPECT_EQ((*b)["queue"], rm["queue"]);
+    EXPECT_LE(std::llabs(diff((*b)["lifetime_ns"], rm["lifetime_ns"])),
+              kToleranceNs);
+  }
+}
+
+}  // namespace
+}  // namespace lt_test

@@ -61,6 +61,27 @@ int main(int argc, char** argv) {
       "--key", ra.keys,
       "Key read at entry of ad-hoc probes: NAME=EXPR[:int|hex|sym|vtable], "
       "e.g. 'what=u32 *(arg1+16):int' (repeatable)");
+  rec->add_option("--barrier-post", ra.barrier_post,
+                  "Ad-hoc sync-barrier post BINARY:SYMBOL; the token is its "
+                  "return value (repeatable)");
+  rec->add_option("--barrier-remove", ra.barrier_remove,
+                  "Ad-hoc sync-barrier removal BINARY:SYMBOL; the token is "
+                  "argument --token-arg (repeatable)");
+  rec->add_option("--enqueue", ra.enqueue,
+                  "Ad-hoc enqueue BINARY:SYMBOL: message --msg-arg due at "
+                  "--when-arg (CLOCK_MONOTONIC ns), for delivery lag");
+  rec->add_option("--queue-arg", ra.queue_arg,
+                  "Argument holding the queue in barrier/enqueue probes")
+      ->capture_default_str();
+  rec->add_option("--token-arg", ra.token_arg,
+                  "Argument holding the token in --barrier-remove")
+      ->capture_default_str();
+  rec->add_option("--msg-arg", ra.msg_arg,
+                  "Argument holding the message in --enqueue")
+      ->capture_default_str();
+  rec->add_option("--when-arg", ra.when_arg,
+                  "Argument holding the due time in --enqueue")
+      ->capture_default_str();
   rec->add_option("-p,--pid", ra.pid, "Trace this process");
   rec->add_flag("-a,--system-wide", ra.system_wide,
                 "Trace every process that maps the binaries (the default "

@@ -210,6 +210,44 @@ Status build_probes(const RecordArgs& a, std::vector<ProbeDef>* probes) {
   };
   LT_RETURN_IF_ERROR(add(a.dispatch, LT_ROLE_DISPATCH));
   LT_RETURN_IF_ERROR(add(a.idle, LT_ROLE_IDLE));
+  // Point probes read their arguments by position; the names are what the
+  // kernel side and the barrier analyser look for.
+  auto arg_key = [](const char* name, int pos, KeyFormat f) -> Result<KeyDef> {
+    if (pos < 0 || pos > 5)
+      return Status::Error(
+          fmt::format("--{}-arg must be 0..5 (got {})", name, pos),
+          ErrorKind::kUsage);
+    auto spec = parse_key_expr(fmt::format("arg{}", pos));
+    if (!spec.ok()) return spec.status();
+    return KeyDef{name, fmt::format("arg{}", pos), *spec, f};
+  };
+  auto add_point =
+      [&](const std::vector<std::string>& list, uint32_t role,
+          std::vector<std::pair<const char*, int>> args) -> Status {
+    for (const std::string& s : list) {
+      auto p = parse_probe_arg(s, role);
+      if (!p.ok()) return p.status();
+      for (auto [name, pos] : args) {
+        auto k =
+            arg_key(name, pos,
+                    std::string(name) == "when" || std::string(name) == "token"
+                        ? KeyFormat::kInt
+                        : KeyFormat::kPointer);
+        if (!k.ok()) return k.status();
+        p->keys.push_back(*k);
+      }
+      probes->push_back(std::move(*p));
+    }
+    return Status::Ok();
+  };
+  LT_RETURN_IF_ERROR(add_point(a.barrier_post, LT_ROLE_BARRIER_POST,
+                               {{"queue", a.queue_arg}}));
+  LT_RETURN_IF_ERROR(
+      add_point(a.barrier_remove, LT_ROLE_BARRIER_REMOVE,
+                {{"queue", a.queue_arg}, {"token", a.token_arg}}));
+  LT_RETURN_IF_ERROR(add_point(
+      a.enqueue, LT_ROLE_ENQUEUE,
+      {{"queue", a.queue_arg}, {"msg", a.msg_arg}, {"when", a.when_arg}}));
   if (probes->empty())
     return Status::Error(
         "nothing to trace: give --profile NAME or --dispatch "

@@ -14,7 +14,16 @@ struct RecordArgs {
   std::string profile;
   std::vector<std::string> dispatch;  // BINARY:SYMBOL
   std::vector<std::string> idle;      // BINARY:SYMBOL
-  std::vector<std::string> keys;      // NAME=EXPR[:FORMAT], for ad-hoc probes
+  // Point probes, BINARY:SYMBOL, with the argument positions of what they
+  // carry (C++ members: arg0 is `this`, the queue).
+  std::vector<std::string> barrier_post;    // token = return value
+  std::vector<std::string> barrier_remove;  // token = arg `token_arg`
+  std::vector<std::string> enqueue;  // message = `msg_arg`, due = `when_arg`
+  int queue_arg = 0;
+  int token_arg = 1;
+  int msg_arg = 1;
+  int when_arg = 2;
+  std::vector<std::string> keys;  // NAME=EXPR[:FORMAT], for ad-hoc probes
   pid_t pid = -1;
   bool system_wide = false;
   std::vector<std::string> command;
