@@ -132,3 +132,37 @@ TEST_F(BarrierAnalysisTest, LongLifetimeSeenOnlyAtRemovalIsAStall) {
 
 }  // namespace
 }  // namespace looptrace
+
+namespace looptrace {
+namespace {
+
+// A barrier with nothing waiting behind it is not (yet) a stall; it becomes
+// one once synchronous messages are due behind it.
+TEST(BarrierStalls, NeedWaitingSyncMessagesWhenKnown) {
+  const uint64_t ms = 1'000'000;
+  std::vector<ProbeDef> probes(1);
+  probes[0].id = 0;
+  probes[0].role = LT_ROLE_BARRIER_POST;
+  BarrierOptions opts;
+  opts.stall_ns = 3000 * ms;
+  BarrierAnalyzer an(opts, &probes);
+  PointEvent post;
+  post.pid = post.tid = 1;
+  post.ts_ns = 0;
+  post.ret = 5;
+  an.consume(post);
+  int64_t waiting = 0;
+  auto fn = [&waiting](const Barrier&) {
+    return std::make_pair(waiting, uint64_t{123});
+  };
+  EXPECT_TRUE(an.check_stalls(3500 * ms, fn).empty());
+  waiting = 4;
+  auto s = an.check_stalls(3600 * ms, fn);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].waiting_sync, 4);
+  EXPECT_EQ(s[0].oldest_sync_due_ns, 123u);
+  EXPECT_EQ(s[0].stalled_ns, 3600 * ms);
+}
+
+}  // namespace
+}  // namespace looptrace

@@ -83,10 +83,17 @@ void BarrierAnalyzer::on_remove(const PointEvent& ev) {
     ++dropped_;
 }
 
-std::vector<Barrier> BarrierAnalyzer::check_stalls(uint64_t now_ns) {
+std::vector<Barrier> BarrierAnalyzer::check_stalls(uint64_t now_ns,
+                                                   const WaitingFn& waiting) {
   std::vector<Barrier> out;
   for (auto& [key, b] : open_) {
     if (b.stalled || now_ns < b.posted_ns + options_.stall_ns) continue;
+    if (waiting) {
+      auto [count, oldest] = waiting(b);
+      b.waiting_sync = count;
+      b.oldest_sync_due_ns = oldest;
+      if (count == 0) continue;  // harmless so far: nothing is held up
+    }
     b.stalled = true;
     b.stalled_ns = now_ns;
     ++stalled_;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <tuple>
@@ -59,9 +60,15 @@ class BarrierAnalyzer {
   BarrierAnalyzer(BarrierOptions options, const std::vector<ProbeDef>* probes);
 
   void consume(const Event& ev);
-  // Barriers that have just crossed the stall threshold at now_ns (each is
-  // returned once).
-  std::vector<Barrier> check_stalls(uint64_t now_ns);
+  // What waits behind a barrier: {sync messages due and queued, oldest due
+  // time}; count -1 when unknown (no enqueue probe).
+  using WaitingFn = std::function<std::pair<int64_t, uint64_t>(const Barrier&)>;
+  // Barriers that have just become stalls at now_ns (each is returned once):
+  // held past the threshold while synchronous messages wait behind them
+  // (or, when that is unknown, held past the threshold). A barrier with
+  // nothing waiting is checked again later.
+  std::vector<Barrier> check_stalls(uint64_t now_ns,
+                                    const WaitingFn& waiting = nullptr);
   BarrierAnalysis finish(uint64_t end_ns);
   // Barriers posted and not (yet) removed.
   std::vector<Barrier> open_barriers() const;

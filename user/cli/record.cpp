@@ -396,12 +396,12 @@ int run_record(const RecordArgs& a) {
   };
   // Stalls are announced as they happen, not only at exit.
   auto announce_stalls = [&](uint64_t now) {
-    for (Barrier b : barriers.check_stalls(now)) {
-      uint64_t held = now - b.posted_ns;
+    auto waiting = [&](const Barrier& b) {
       Tracer::Waiting w = (*tracer)->sync_waiting(b.pid, b.queue, now);
-      b.waiting_sync = w.count;
-      b.oldest_sync_due_ns = w.oldest_due_ns;
-      barriers.note_waiting(b, w.count, w.oldest_due_ns);
+      return std::make_pair(w.count, w.oldest_due_ns);
+    };
+    for (const Barrier& b : barriers.check_stalls(now, waiting)) {
+      uint64_t held = now - b.posted_ns;
       std::fprintf(stderr, "%s\n", barrier_stall_line(b, held, ctx).c_str());
       if (events_out) {
         *events_out << barrier_stall_event(b, held, ctx).dump() << std::endl;
