@@ -130,7 +130,7 @@ BarrierAnalysis BarrierAnalyzer::finish(uint64_t end_ns) {
   a.stalled = stalled_;
   a.leaked = open_.size();
   // Removals whose post never came: an unknown token (Android throws).
-  a.unknown_removes = unknown_removes_ + early_removes_.size();
+  a.unknown_removes = early_removes_.size();
   a.duplicate_posts = duplicate_posts_;
   a.dropped = dropped_;
   return a;

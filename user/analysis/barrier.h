@@ -74,7 +74,6 @@ class BarrierAnalyzer {
   std::vector<Barrier> open_barriers() const;
   // Records what waited behind an open barrier (see Barrier::waiting_sync).
   void note_waiting(const Barrier& b, int64_t waiting, uint64_t oldest_due_ns);
-  bool any() const { return posted_ != 0 || unknown_removes_ != 0; }
 
  private:
   using Key = std::tuple<uint32_t, uint64_t, uint32_t>;  // pid, queue, token
@@ -90,8 +89,8 @@ class BarrierAnalyzer {
   // Removals seen before their post (events of different CPUs can arrive
   // out of order): kept until the post shows up.
   std::map<Key, uint64_t> early_removes_;
-  uint64_t posted_ = 0, removed_ = 0, stalled_ = 0, unknown_removes_ = 0,
-           duplicate_posts_ = 0, dropped_ = 0;
+  uint64_t posted_ = 0, removed_ = 0, stalled_ = 0, duplicate_posts_ = 0,
+           dropped_ = 0;
 };
 
 }  // namespace looptrace
