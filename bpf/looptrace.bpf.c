@@ -307,6 +307,8 @@ static __always_inline void on_delivery(struct lt_thread *st,
 	rec->role = LT_ROLE_DELIVERY;
 	rec->depth = depth;
 	rec->key_fault_mask = f->key_fault_mask;
+	rec->flags = 0;
+	rec->pad = 0;
 	__builtin_memcpy(rec->keys, f->keys, sizeof(rec->keys));
 	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
 	bpf_ringbuf_submit(rec, 0);
@@ -378,6 +380,11 @@ int BPF_KPROBE(lt_span_entry)
 	f->probe_id = probe_id;
 	f->key_fault_mask = 0;
 	f->sampled = 0;
+	f->flags = 0;
+	if (st->input_next && d == 0) {
+		f->flags = LT_SPAN_INPUT;
+		st->input_next = 0;
+	}
 
 	cfg = &lt_cfg.probes[probe_id];
 	if (cfg->nkeys)
@@ -447,7 +454,7 @@ int BPF_KRETPROBE(lt_span_return)
 	h = thread_hist(st, probe_id, role);
 	hist_add(h, dur);
 
-	if (dur < lt_cfg.slow_ns[role] && !lt_cfg.record_all) {
+	if (dur < lt_cfg.slow_ns[role] && !lt_cfg.record_all && !(f->flags & LT_SPAN_INPUT)) {
 		struct lt_span_drop_rec *drop;
 
 		if (!f->sampled)
@@ -484,6 +491,8 @@ int BPF_KRETPROBE(lt_span_return)
 	rec->role = role;
 	rec->depth = d;
 	rec->key_fault_mask = f->key_fault_mask;
+	rec->flags = f->flags;
+	rec->pad = 0;
 	__builtin_memcpy(rec->keys, f->keys, sizeof(rec->keys));
 	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
 	bpf_ringbuf_submit(rec, 0);
@@ -600,3 +609,5 @@ int lt_sample(struct bpf_perf_event_data *ctx)
 	bpf_ringbuf_submit(rec, 0);
 	return 0;
 }
+
+#include "input_io.h"

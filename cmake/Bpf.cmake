@@ -28,6 +28,8 @@ else()
   set(LOOPTRACE_BPF_ARCH ${_arch})
 endif()
 
+file(GLOB _bpf_headers CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/bpf/*.h)
+
 function(looptrace_bpf_skeleton name src)
   set(obj ${LOOPTRACE_BPF_GEN_DIR}/${name}.bpf.o)
   set(skel ${LOOPTRACE_BPF_GEN_DIR}/${name}.skel.h)
@@ -40,7 +42,7 @@ function(looptrace_bpf_skeleton name src)
     # bpftool's static linker drops DWARF, keeping the skeleton small.
     COMMAND ${BPFTOOL_EXE} gen object ${obj} ${obj}.tmp
     DEPENDS ${src} ${LOOPTRACE_BPF_GEN_DIR}/vmlinux.h
-            ${CMAKE_SOURCE_DIR}/include/looptrace/abi.h
+            ${CMAKE_SOURCE_DIR}/include/looptrace/abi.h ${_bpf_headers}
     COMMENT "BPF ${name}")
   add_custom_command(
     OUTPUT ${skel}

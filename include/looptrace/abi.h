@@ -13,7 +13,7 @@
 #include <linux/types.h> /* BPF gets the same types from vmlinux.h */
 #endif
 
-#define LT_ABI_VERSION 1
+#define LT_ABI_VERSION 2
 
 /* Key values read at span entry; 4 covers Android's target/callback/what
  * plus one spare. */
@@ -53,6 +53,7 @@ enum lt_record_type {
 	LT_REC_SAMPLE = 2,    /* a user stack sampled inside a long span */
 	LT_REC_SPAN_DROP = 3, /* a sampled span ended fast: drop its samples */
 	LT_REC_POINT = 4,     /* a call of a point-role probe */
+	LT_REC_IO = 5,	      /* a message moved on an input channel */
 };
 
 /* Base of a key expression. */
@@ -117,6 +118,12 @@ struct lt_config {
 	/* Android's slow-delivery hysteresis: after a slow delivery, a thread
 	 * reports no other until one's lag is below this (0: off). */
 	__u64 delivery_drain_ns;
+	/* Input channels: 1 records input calls (the input probes are only
+	 * attached then). */
+	__u32 input_on;
+	/* 1: only processes in lt_tgids (and the peer ends of their channels,
+	 * in lt_chans); 0: every process. */
+	__u32 input_tgid_filter;
 	struct lt_probe_cfg probes[LT_MAX_PROBES];
 };
 
@@ -130,7 +137,11 @@ enum lt_counter {
 	LT_CNT_KEY_FAULT = 5,	   /* a key dereference faulted */
 	LT_CNT_STACK_FAIL = 6,	   /* bpf_get_stack failed */
 	LT_CNT_SAMPLES = 7,	   /* stack samples emitted */
-	LT_CNT_MAX = 8,
+	LT_CNT_IO = 8,		   /* input-channel messages recorded */
+	/* Calls on an AF_UNIX SOCK_SEQPACKET socket of a traced process whose
+	 * bytes are not an InputMessage: filtered out in the kernel. */
+	LT_CNT_IO_REJECT = 9,
+	LT_CNT_MAX = 10,
 };
 
 struct lt_rec_header {
@@ -153,9 +164,16 @@ struct lt_span_rec {
 	__u32 role;
 	__u32 depth;	      /* 0 = outermost */
 	__u32 key_fault_mask; /* bit i: key i could not be read */
+	__u32 flags;	      /* LT_SPAN_* */
+	__u32 pad;
 	__u64 keys[LT_MAX_KEYS];
 	char comm[LT_COMM_LEN];
 };
+
+/* lt_span_rec.flags */
+/* The span read from a raw input channel (or was the first to start after
+ * such a read): it consumed that input. Recorded even when fast. */
+#define LT_SPAN_INPUT 1u
 
 struct lt_sample_rec {
 	struct lt_rec_header hdr; /* ts_ns = sample time */
@@ -182,8 +200,137 @@ struct lt_frame {
 	__u32 probe_id;
 	__u32 key_fault_mask;
 	__u32 sampled;
+	__u32 flags; /* LT_SPAN_* */
+};
+
+/*
+ * Input channels (DESIGN.md "Input I/O"). A probe on a socket call
+ * (recvfrom/sendto/recvmsg/sendmsg/read/write, by libc uprobe or syscall
+ * tracepoint) records the call when its fd is an input channel:
+ *  - an AF_UNIX SOCK_SEQPACKET socket whose bytes are an InputMessage
+ *    (lt_input_layout() != 0), like Android's InputChannel; or
+ *  - a socket userspace put in lt_chans (a raw channel: X11, Wayland...).
+ */
+/* The call's direction and how it passes its buffer (attach cookie). */
+#define LT_IO_SEND 1u	/* bit 0: send (else receive) */
+#define LT_IO_MSGHDR 2u /* bit 1: the buffer is a struct msghdr's iov[0] */
+
+enum lt_chan_kind {
+	LT_CHAN_INPUT = 1, /* SOCK_SEQPACKET carrying InputMessages */
+	LT_CHAN_RAW = 2,   /* user-picked; any bytes are input */
+};
+
+/* lt_chans values: why an inode is watched. */
+#define LT_WATCH_RAW 1u	 /* a raw channel the user picked */
+#define LT_WATCH_PEER 2u /* the peer end of a traced process's channel */
+
+/* Bytes read from the start of each message: the header and the time
+ * fields (eventTime / consumeTime at 16), never the payload. */
+#define LT_IO_HEAD 24
+
+/* An input call between its entry and its return (in lt_thread). */
+struct lt_io_pending {
+	__u64 enter_ns;
+	__u64 buf; /* user buffer, or struct msghdr * with LT_IO_MSGHDR */
+	__u64 inode;
+	__u64 peer_inode; /* 0: not connected */
+	__u32 fd;
+	__u32 op; /* LT_IO_* */
+	__u32 chan; /* enum lt_chan_kind; 0: no call in progress */
 	__u32 pad;
 };
+
+/* One message moved on an input channel. hdr.ts_ns = when it moved: the
+ * return of a receive, the entry of a send. */
+struct lt_io_rec {
+	struct lt_rec_header hdr;
+	__u64 enter_ns;
+	__u64 exit_ns;
+	__u64 inode;	  /* this end's socket inode */
+	__u64 peer_inode; /* the other end's, 0 if unknown */
+	__s64 bytes;	  /* the call's return value (> 0) */
+	__u32 fd;
+	__u32 op;	     /* LT_IO_* */
+	__u32 chan;	     /* enum lt_chan_kind */
+	__u32 depth;	     /* spans in flight on this thread */
+	__u64 span_start_ns; /* the innermost in-flight span, if depth > 0 */
+	__u64 span_id;
+	__u32 span_probe;
+	__u32 pad;
+	__u8 head[LT_IO_HEAD]; /* the message's first bytes (fewer if short) */
+	char comm[LT_COMM_LEN];
+};
+
+/*
+ * Android's InputMessage (AOSP libs/input InputTransport.h). Current layout
+ * (Android 12+): header {u32 type @0, u32 seq @4 (never 0)}; legacy (Android
+ * 9 era): header {u32 type, u32 padding (0)}, seq @8, types from 1.
+ */
+#define LT_IM_KEY 0
+#define LT_IM_MOTION 1
+#define LT_IM_FINISHED 2
+#define LT_IM_FOCUS 3
+#define LT_IM_CAPTURE 4
+#define LT_IM_DRAG 5
+#define LT_IM_TIMELINE 6
+#define LT_IM_TOUCH_MODE 7
+#define LT_IM_LEGACY_KEY 1
+#define LT_IM_LEGACY_MOTION 2
+#define LT_IM_LEGACY_FINISHED 3
+#define LT_IM_KEY_SIZE 104
+#define LT_IM_MOTION_BASE 168
+#define LT_IM_POINTER_SIZE 144
+#define LT_IM_MAX_POINTERS 16
+#define LT_IM_FINISHED_SIZE 24
+#define LT_IM_LEGACY_FINISHED_SIZE 16
+
+enum lt_input_layout {
+	LT_LAYOUT_NONE = 0,	/* not an InputMessage */
+	LT_LAYOUT_CURRENT = 1,
+	LT_LAYOUT_LEGACY = 2,
+};
+
+/*
+ * Which InputMessage layout `bytes` bytes starting with words w0..w3 (u32
+ * at offsets 0, 4, 8, 12) follow, from the type, the seq and the exact
+ * size. A receive is valid only when its byte count is the message's size,
+ * so this is the same test Android's consumer makes. Shared by BPF (the
+ * kernel filter) and C++ (the decoder).
+ */
+static inline __u32 lt_input_layout(__u32 w0, __u32 w1, __u32 w2, __u32 w3, __s64 bytes)
+{
+	if (bytes < 16 || bytes > LT_IM_MOTION_BASE + LT_IM_POINTER_SIZE * LT_IM_MAX_POINTERS)
+		return LT_LAYOUT_NONE;
+	if (w1 != 0) { /* current: seq @4 */
+		switch (w0) {
+		case LT_IM_KEY:
+			return bytes == LT_IM_KEY_SIZE ? LT_LAYOUT_CURRENT : LT_LAYOUT_NONE;
+		case LT_IM_MOTION:
+			return w3 >= 1 && w3 <= LT_IM_MAX_POINTERS &&
+					       bytes == LT_IM_MOTION_BASE + LT_IM_POINTER_SIZE * (__s64)w3
+				       ? LT_LAYOUT_CURRENT
+				       : LT_LAYOUT_NONE;
+		case LT_IM_FINISHED:
+		case LT_IM_DRAG:
+			return bytes == 24 ? LT_LAYOUT_CURRENT : LT_LAYOUT_NONE;
+		case LT_IM_FOCUS:
+		case LT_IM_CAPTURE:
+		case LT_IM_TOUCH_MODE:
+			return bytes == 16 ? LT_LAYOUT_CURRENT : LT_LAYOUT_NONE;
+		case LT_IM_TIMELINE:
+			return bytes == 32 ? LT_LAYOUT_CURRENT : LT_LAYOUT_NONE;
+		default:
+			return LT_LAYOUT_NONE;
+		}
+	}
+	if (w2 == 0) /* legacy: seq @8 */
+		return LT_LAYOUT_NONE;
+	if (w0 == LT_IM_LEGACY_FINISHED)
+		return bytes == LT_IM_LEGACY_FINISHED_SIZE ? LT_LAYOUT_LEGACY : LT_LAYOUT_NONE;
+	if (w0 == LT_IM_LEGACY_KEY || w0 == LT_IM_LEGACY_MOTION)
+		return bytes >= 24 ? LT_LAYOUT_LEGACY : LT_LAYOUT_NONE;
+	return LT_LAYOUT_NONE;
+}
 
 /* Per-thread state, in task-local storage lt_threads: no hash lookup on the
  * hot path. */
@@ -200,8 +347,11 @@ struct lt_thread {
 	/* index + 1 into lt_hists per probe; 0: none yet; -1: map full */
 	__s32 hist_slot[LT_MAX_PROBES];
 	__u32 delivery_quiet; /* hysteresis: a slow delivery was reported */
-	__u32 pad;
+	/* A raw-channel read happened outside any span: the next outermost
+	 * span consumes it. */
+	__u32 input_next;
 	struct lt_frame stack[LT_MAX_DEPTH];
+	struct lt_io_pending io; /* the input call in progress */
 };
 
 /* A call of a point-role probe (barrier post/remove). ts_ns = its entry. */

@@ -32,6 +32,8 @@ Examples:
       every process that maps QtCore, for 10 seconds
   looptrace record --profile refapp -p 1234 --slow 50ms --json report.json
       slow dispatches over 50 ms, machine-readable report in report.json
+  looptrace record --profile refapp --input -- ./refapp --input-rate 120
+      input latency stage by stage, and what each slow event waited behind
 )";
 
 }  // namespace
@@ -120,6 +122,31 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   rec->add_option("--events", ra.events_path,
                   "Write live events (barrier stalls) to FILE as JSON lines");
+  rec->add_flag("--input", ra.input,
+                "Trace input channels: Android InputChannel messages on "
+                "AF_UNIX SOCK_SEQPACKET sockets, stage by stage");
+  rec->add_option("--input-mode", ra.input_mode,
+                  "How socket calls are probed: syscall (tracepoints) or "
+                  "uprobe (libc functions)")
+      ->check(CLI::IsMember({"syscall", "uprobe"}))
+      ->capture_default_str();
+  rec->add_option("--input-calls", ra.input_calls,
+                  "Socket calls to probe, comma-separated: recvfrom, sendto, "
+                  "recvmsg, sendmsg, read, write (default: the first four)")
+      ->delimiter(',');
+  rec->add_option("--input-binary", ra.input_binary,
+                  "--input-mode uprobe: the ELF file with the socket "
+                  "functions (default: the target's libc; a static binary)");
+  rec->add_option("--input-fd", ra.input_fd,
+                  "A raw input channel (no FINISHED replies; X11, Wayland): "
+                  "this fd of -p PID (repeatable)");
+  rec->add_option("--input-peer", ra.input_peer,
+                  "A raw input channel: the target's sockets connected to the "
+                  "unix socket at PATH, e.g. /tmp/.X11-unix/X0 (repeatable)");
+  rec->add_option("--slow-input", ra.slow_input,
+                  "Name the dispatches an input event waited behind when it "
+                  "took this long from arrival to consumption")
+      ->capture_default_str();
   rec->add_option("command", ra.command,
                   "-- COMMAND [ARGS...] to run and trace");
   rec->footer(kExamples);

@@ -1,11 +1,13 @@
 #include "cli/record.h"
 
 #include <fcntl.h>
+#include <fmt/ranges.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
@@ -16,15 +18,19 @@
 
 #include "analysis/barrier.h"
 #include "analysis/dispatch.h"
+#include "analysis/input.h"
 #include "base/duration.h"
 #include "base/log.h"
+#include "elf/resolve.h"
 #include "loader/tracer.h"
 #include "proc/maps.h"
 #include "proc/process.h"
+#include "proc/sockets.h"
 #include "profiles/key_expr.h"
 #include "profiles/profile.h"
 #include "profiles/resolve.h"
 #include "report/barrier_report.h"
+#include "report/input_report.h"
 #include "report/report.h"
 #include "symbolize/proc_symbolizer.h"
 
@@ -181,7 +187,87 @@ struct Setup {
   TraceOptions opts;
   uint64_t duration_ns = 0;
   uint64_t barrier_stall_ns = 3'000'000'000;
+  uint64_t slow_input_ns = 100'000'000;
 };
+
+bool input_wanted(const RecordArgs& a) {
+  return a.input || !a.input_fd.empty() || !a.input_peer.empty();
+}
+
+// The input probes: which calls, where, for which processes. `target` is
+// the traced process (-p or the command), -1 system-wide.
+Status build_input(const RecordArgs& a, pid_t target,
+                   const ResolveContext& rctx, InputTrace* in) {
+  if (!input_wanted(a)) return Status::Ok();
+  in->mode =
+      a.input_mode == "uprobe" ? InputMode::kUprobe : InputMode::kSyscall;
+  std::vector<std::string> calls = a.input_calls;
+  if (calls.empty()) calls = {"recvfrom", "sendto", "recvmsg", "sendmsg"};
+  for (std::string& c : calls) {
+    // There is no recv or send system call on x86-64: libc's recv is the
+    // recvfrom system call.
+    if (in->mode == InputMode::kSyscall) {
+      if (c == "recv") c = "recvfrom";
+      if (c == "send") c = "sendto";
+    }
+    if (!input_call_op(c))
+      return Status::Error(
+          fmt::format("--input-calls: unknown call '{}' (recvfrom, sendto, "
+                      "recvmsg, sendmsg, read, write)",
+                      c),
+          ErrorKind::kUsage);
+  }
+  std::sort(calls.begin(), calls.end());
+  calls.erase(std::unique(calls.begin(), calls.end()), calls.end());
+  if (in->mode == InputMode::kSyscall) {
+    in->syscalls = calls;
+  } else {
+    std::vector<std::string> bins = a.input_binary;
+    if (bins.empty()) bins = {"libc.so.6"};
+    for (const std::string& bin : bins) {
+      auto path = resolve_binary(bin, rctx);
+      if (!path.ok()) return path.status();
+      size_t found = 0;
+      for (const std::string& c : calls) {
+        // libc's recv and send are functions of their own.
+        std::vector<std::string> syms{c};
+        if (c == "recvfrom") syms.push_back("recv");
+        if (c == "sendto") syms.push_back("send");
+        for (const std::string& sym : syms) {
+          auto m = elf::resolve_symbol(*path, sym);
+          if (!m.ok()) {
+            log::debug("resolve", "{}: no {}", *path, sym);
+            continue;
+          }
+          in->uprobes.push_back(
+              {*path, sym, m->file_offset, *input_call_op(sym)});
+          ++found;
+        }
+      }
+      if (found == 0)
+        return Status::Error(
+            fmt::format("--input-mode uprobe: {} has none of the socket "
+                        "functions ({})",
+                        *path, fmt::join(calls, ", ")),
+            ErrorKind::kUsage);
+    }
+  }
+  if (target > 0) in->tgids.push_back(static_cast<uint32_t>(target));
+  if ((!a.input_fd.empty() || !a.input_peer.empty()) && a.pid <= 0)
+    return Status::Error("--input-fd and --input-peer need -p PID",
+                         ErrorKind::kUsage);
+  for (int fd : a.input_fd) {
+    auto ino = proc::fd_socket_inode(static_cast<uint32_t>(a.pid), fd);
+    if (!ino.ok()) return ino.status();
+    in->raw_inodes.push_back(*ino);
+  }
+  for (const std::string& peer : a.input_peer) {
+    auto inos = proc::sockets_connected_to(static_cast<uint32_t>(a.pid), peer);
+    if (!inos.ok()) return inos.status();
+    for (uint64_t i : *inos) in->raw_inodes.push_back(i);
+  }
+  return Status::Ok();
+}
 
 Status build_probes(const RecordArgs& a, std::vector<ProbeDef>* probes) {
   if (!a.profile.empty()) {
@@ -248,7 +334,7 @@ Status build_probes(const RecordArgs& a, std::vector<ProbeDef>* probes) {
   LT_RETURN_IF_ERROR(add_point(
       a.enqueue, LT_ROLE_ENQUEUE,
       {{"queue", a.queue_arg}, {"msg", a.msg_arg}, {"when", a.when_arg}}));
-  if (probes->empty())
+  if (probes->empty() && !input_wanted(a))
     return Status::Error(
         "nothing to trace: give --profile NAME or --dispatch "
         "BINARY:SYMBOL",
@@ -300,6 +386,9 @@ Status build_options(const RecordArgs& a, Setup* s) {
   auto bs = parse_duration(a.barrier_stall);
   if (!bs.ok()) return bs.status();
   s->barrier_stall_ns = *bs;
+  auto si = parse_duration(a.slow_input);
+  if (!si.ok()) return si.status();
+  s->slow_input_ns = *si;
   return Status::Ok();
 }
 
@@ -347,6 +436,9 @@ int run_record(const RecordArgs& a) {
     s.opts.pid = a.pid > 0 ? a.pid : -1;
   }
   s.opts.probes = s.probes;
+  if (Status st = build_input(a, s.opts.pid, rctx, &s.opts.input); !st.ok())
+    return fail(st);
+  const bool has_input = s.opts.input.mode != InputMode::kOff;
 
   install_libbpf_logger();
   install_stop_handlers();
@@ -365,6 +457,12 @@ int run_record(const RecordArgs& a) {
     return f.known() ? addr - f.offset : addr;
   };
   DispatchAnalyzer analyzer(std::move(aopts));
+  InputOptions iopts;
+  iopts.blame_ns = s.slow_input_ns;
+  // Blame can name only spans that crossed the ring buffer: slow ones.
+  iopts.min_span_ns =
+      std::min(s.opts.slow_ns[LT_ROLE_DISPATCH], s.opts.slow_ns[LT_ROLE_IDLE]);
+  InputAnalyzer inputs(iopts);
   BarrierOptions bopts;
   bopts.stall_ns = s.barrier_stall_ns;
   BarrierAnalyzer barriers(bopts, &s.probes);
@@ -393,6 +491,7 @@ int run_record(const RecordArgs& a) {
     if (seen_pids.insert(pid).second) symbolizer.snapshot(pid);
     analyzer.consume(ev);
     barriers.consume(ev);
+    if (has_input) inputs.consume(ev);
   };
   // Stalls are announced as they happen, not only at exit.
   auto announce_stalls = [&](uint64_t now) {
@@ -416,9 +515,16 @@ int run_record(const RecordArgs& a) {
         child       ? fmt::format("pid {} ({})", child->pid(), a.command[0])
         : a.pid > 0 ? fmt::format("pid {}", a.pid)
                     : std::string("all processes");
-    std::fprintf(
-        stderr, "looptrace: tracing %zu probe%s in %s; Ctrl-C to stop\n",
-        s.probes.size(), s.probes.size() == 1 ? "" : "s", what.c_str());
+    std::string input;
+    if (has_input)
+      input = fmt::format(" and input channels ({})",
+                          s.opts.input.mode == InputMode::kUprobe
+                              ? "libc uprobes"
+                              : "syscall tracepoints");
+    std::fprintf(stderr,
+                 "looptrace: tracing %zu probe%s%s in %s; Ctrl-C to stop\n",
+                 s.probes.size(), s.probes.size() == 1 ? "" : "s",
+                 input.c_str(), what.c_str());
   }
 
   Status run_status;
@@ -476,6 +582,8 @@ int run_record(const RecordArgs& a) {
 
   DispatchAnalysis analysis = analyzer.finish(hists, counters);
   BarrierAnalysis barrier_analysis = barriers.finish(t0 + elapsed);
+  InputAnalysis input_analysis;
+  if (has_input) input_analysis = inputs.finish();
   ctx.duration_ns = elapsed;
   ctx.start_ns = t0;
 
@@ -486,6 +594,10 @@ int run_record(const RecordArgs& a) {
       nlohmann::json bj = barriers_to_json(barrier_analysis, ctx);
       j["barrier_summary"] = bj["summary"];
       j["barriers"] = bj["barriers"];
+    }
+    if (has_input) {
+      nlohmann::json ij = input_to_json(input_analysis, analysis, ctx);
+      for (auto& [k, v] : ij.items()) j[k] = v;
     }
     if (json_to_stdout) {
       std::cout << j.dump(2) << std::endl;
@@ -504,6 +616,7 @@ int run_record(const RecordArgs& a) {
     std::ostream& os = json_to_stdout ? std::cerr : std::cout;
     write_text_report(os, analysis, ctx);
     if (has_barriers) write_barrier_report(os, barrier_analysis, ctx);
+    if (has_input) write_input_report(os, input_analysis, analysis, ctx);
   }
   if (!run_status.ok()) return fail(run_status);
   if (!stop_status.ok()) return fail(stop_status);

@@ -41,6 +41,14 @@ struct RecordArgs {
   std::string events_path;  // live events (barrier stalls), JSON lines
   std::string barrier_stall = "3s";
   bool quiet = false;
+  // Input channels (docs/input.md).
+  bool input = false;
+  std::string input_mode = "syscall";  // or "uprobe"
+  std::vector<std::string> input_calls;   // default recvfrom,sendto,...
+  std::vector<std::string> input_binary;  // uprobe mode; default libc
+  std::vector<int> input_fd;              // raw channels by fd (-p)
+  std::vector<std::string> input_peer;    // raw channels by server socket
+  std::string slow_input = "100ms";
   std::string self_dir;  // directory of the looptrace binary
 };
 

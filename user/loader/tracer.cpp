@@ -80,6 +80,14 @@ bool kernel_accounts_steal() {
 
 void install_libbpf_logger() { libbpf_set_print(libbpf_print); }
 
+std::optional<uint32_t> input_call_op(const std::string& name) {
+  if (name == "recv" || name == "recvfrom" || name == "read") return 0u;
+  if (name == "send" || name == "sendto" || name == "write") return LT_IO_SEND;
+  if (name == "recvmsg") return LT_IO_MSGHDR;
+  if (name == "sendmsg") return LT_IO_SEND | LT_IO_MSGHDR;
+  return std::nullopt;
+}
+
 Status check_bpf_environment() {
   if (geteuid() != 0) {
     // Without root we would need CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN (for
@@ -143,6 +151,62 @@ struct Tracer::Impl {
     return Status::Ok();
   }
 
+  Status attach_input(const InputTrace& in) {
+    if (in.mode == InputMode::kSyscall) {
+      for (const std::string& call : in.syscalls) {
+        std::optional<uint32_t> op = input_call_op(call);
+        if (!op) return Status::Error(fmt::format("unknown call {}", call));
+        LIBBPF_OPTS(bpf_tracepoint_opts, to, .bpf_cookie = *op);
+        std::string enter = "sys_enter_" + call, exit = "sys_exit_" + call;
+        bpf_link* l = bpf_program__attach_tracepoint_opts(
+            skel->progs.lt_io_tpentry, "syscalls", enter.c_str(), &to);
+        if (!l)
+          return Status::Errno(
+              fmt::format("attaching to tracepoint syscalls:{}", enter), errno);
+        links.emplace_back(l);
+        l = bpf_program__attach_tracepoint(skel->progs.lt_io_tpexit, "syscalls",
+                                           exit.c_str());
+        if (!l)
+          return Status::Errno(
+              fmt::format("attaching to tracepoint syscalls:{}", exit), errno);
+        links.emplace_back(l);
+      }
+    } else if (in.mode == InputMode::kUprobe) {
+      // Every process that maps the library: peers of a traced channel may
+      // be anywhere; the kernel filter decides (docs/input.md).
+      for (const InputUprobe& u : in.uprobes) {
+        for (bool ret : {false, true}) {
+          LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = u.op, .retprobe = ret);
+          bpf_link* l = bpf_program__attach_uprobe_opts(
+              ret ? skel->progs.lt_io_ureturn : skel->progs.lt_io_uentry, -1,
+              u.path.c_str(), u.file_offset, &uo);
+          if (!l)
+            return Status::Errno(
+                fmt::format("attaching {} to {}:{} (offset {:#x})",
+                            ret ? "uretprobe" : "uprobe", u.path, u.symbol,
+                            u.file_offset),
+                errno);
+          links.emplace_back(l);
+        }
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status fill_input_maps(const InputTrace& in) {
+    int tfd = bpf_map__fd(skel->maps.lt_tgids);
+    uint32_t one = 1;
+    for (uint32_t tgid : in.tgids)
+      if (bpf_map_update_elem(tfd, &tgid, &one, BPF_ANY) != 0)
+        return Status::Errno("filling lt_tgids", errno);
+    int cfd = bpf_map__fd(skel->maps.lt_chans);
+    uint32_t raw = LT_WATCH_RAW;
+    for (uint64_t ino : in.raw_inodes)
+      if (bpf_map_update_elem(cfd, &ino, &raw, BPF_ANY) != 0)
+        return Status::Errno("filling lt_chans", errno);
+    return Status::Ok();
+  }
+
   Status attach_sampler(uint32_t hz) {
     ncpus = libbpf_num_possible_cpus();
     if (ncpus <= 0) return Status::Errno("counting CPUs", -ncpus);
@@ -176,7 +240,8 @@ Tracer::Tracer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Tracer::~Tracer() = default;
 
 Result<std::unique_ptr<Tracer>> Tracer::Create(const TraceOptions& opts) {
-  if (opts.probes.empty())
+  const InputTrace& in = opts.input;
+  if (opts.probes.empty() && in.mode == InputMode::kOff)
     return Status::Error("nothing to trace: give --profile or --dispatch",
                          ErrorKind::kUsage);
   if (opts.probes.size() > LT_MAX_PROBES)
@@ -224,6 +289,15 @@ Result<std::unique_ptr<Tracer>> Tracer::Create(const TraceOptions& opts) {
         -err);
   if (opts.sample_hz == 0)
     bpf_program__set_autoload(skel->progs.lt_sample, false);
+  cfg.input_on = in.mode != InputMode::kOff;
+  cfg.input_tgid_filter = !in.tgids.empty();
+  bool uprobes = in.mode == InputMode::kUprobe,
+       tps = in.mode == InputMode::kSyscall;
+  bpf_program__set_autoload(skel->progs.lt_io_uentry, uprobes);
+  bpf_program__set_autoload(skel->progs.lt_io_ureturn, uprobes);
+  bpf_program__set_autoload(skel->progs.lt_io_tpentry, tps);
+  bpf_program__set_autoload(skel->progs.lt_io_tpexit, tps);
+  bpf_program__set_autoload(skel->progs.lt_fork, cfg.input_tgid_filter != 0);
 
   err = looptrace_bpf::load(skel);
   if (err)
@@ -239,6 +313,16 @@ Result<std::unique_ptr<Tracer>> Tracer::Create(const TraceOptions& opts) {
   bpf_link* wk = bpf_program__attach(skel->progs.lt_sched_wakeup);
   if (!wk) return Status::Errno("attaching to sched_wakeup", errno);
   impl->links.emplace_back(wk);
+  if (cfg.input_on) {
+    LT_RETURN_IF_ERROR(impl->fill_input_maps(in));
+    // Children first, so none forked meanwhile escapes the filter.
+    if (cfg.input_tgid_filter) {
+      bpf_link* fk = bpf_program__attach(skel->progs.lt_fork);
+      if (!fk) return Status::Errno("attaching to sched_process_fork", errno);
+      impl->links.emplace_back(fk);
+    }
+    LT_RETURN_IF_ERROR(impl->attach_input(in));
+  }
   for (const ProbeDef& p : opts.probes)
     LT_RETURN_IF_ERROR(impl->attach_probe(p, opts.pid));
   if (opts.sample_hz) LT_RETURN_IF_ERROR(impl->attach_sampler(opts.sample_hz));

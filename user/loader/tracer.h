@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -18,6 +20,32 @@
 #include "trace/events.h"
 
 namespace looptrace {
+
+// Input channels (docs/input.md): which socket calls, probed how, in which
+// processes.
+enum class InputMode { kOff, kSyscall, kUprobe };
+
+struct InputUprobe {
+  std::string path;  // the ELF file (libc, or a static binary)
+  std::string symbol;
+  uint64_t file_offset = 0;
+  uint32_t op = 0;  // LT_IO_*
+};
+
+struct InputTrace {
+  InputMode mode = InputMode::kOff;
+  // kSyscall: syscall names (recvfrom, sendto, recvmsg, sendmsg, read, write)
+  std::vector<std::string> syscalls;
+  std::vector<InputUprobe> uprobes;  // kUprobe
+  // Traced processes (their children follow); empty: every process.
+  std::vector<uint32_t> tgids;
+  // Raw channels the user picked (socket inodes).
+  std::vector<uint64_t> raw_inodes;
+};
+
+// LT_IO_* of a socket call by name (recv, recvfrom, send, sendto, recvmsg,
+// sendmsg, read, write); nullopt if it is none of them.
+std::optional<uint32_t> input_call_op(const std::string& name);
 
 struct TraceOptions {
   std::vector<ProbeDef> probes;  // resolved: path and file_offset set
@@ -29,6 +57,7 @@ struct TraceOptions {
   uint32_t hist_max = 4096;
   bool record_all = false;
   uint64_t delivery_drain_ns = 0;  // 0: every slow delivery is reported
+  InputTrace input;
 };
 
 // Checks that this process may load tracing BPF programs and that the

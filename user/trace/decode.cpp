@@ -47,6 +47,7 @@ bool decode_record(const void* data, size_t size, Event* out) {
       ev.role = r.role;
       ev.depth = r.depth;
       ev.key_fault_mask = r.key_fault_mask;
+      ev.flags = r.flags;
       for (int i = 0; i < LT_MAX_KEYS; ++i) ev.keys[i] = r.keys[i];
       *out = std::move(ev);
       return true;
@@ -86,6 +87,32 @@ bool decode_record(const void* data, size_t size, Event* out) {
       ev.key_fault_mask = r.key_fault_mask;
       ev.ret = r.ret;
       ev.frames.assign(r.frames, r.frames + r.nframes);
+      *out = std::move(ev);
+      return true;
+    }
+    case LT_REC_IO: {
+      lt_io_rec r;
+      if (!read_rec(data, size, &r) || r.bytes <= 0 ||
+          (r.chan != LT_CHAN_INPUT && r.chan != LT_CHAN_RAW))
+        return false;
+      IoEvent ev;
+      ev.pid = r.hdr.pid;
+      ev.tid = r.hdr.tid;
+      ev.comm = comm_string(r.comm);
+      ev.ts_ns = r.hdr.ts_ns;
+      ev.enter_ns = r.enter_ns;
+      ev.exit_ns = r.exit_ns;
+      ev.inode = r.inode;
+      ev.peer_inode = r.peer_inode;
+      ev.bytes = r.bytes;
+      ev.fd = r.fd;
+      ev.op = r.op;
+      ev.chan = r.chan;
+      ev.depth = r.depth;
+      ev.span_start_ns = r.span_start_ns;
+      ev.span_id = r.span_id;
+      ev.span_probe = r.span_probe;
+      std::memcpy(ev.head.data(), r.head, LT_IO_HEAD);
       *out = std::move(ev);
       return true;
     }

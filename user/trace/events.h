@@ -36,6 +36,7 @@ struct SpanEvent {
   uint32_t depth = 0;
   uint32_t key_fault_mask = 0;
   std::array<uint64_t, LT_MAX_KEYS> keys{};
+  uint32_t flags = 0;  // LT_SPAN_*: LT_SPAN_INPUT consumed a raw-channel read
   // Still running when tracing stopped: duration_ns is its age then.
   bool in_flight = false;
 };
@@ -70,7 +71,30 @@ struct PointEvent {
   uint32_t key_fault_mask = 0;
 };
 
-using Event = std::variant<SpanEvent, SampleEvent, SpanDropEvent, PointEvent>;
+// A message moved on an input channel (a socket call of a traced process).
+struct IoEvent {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  std::string comm;
+  uint64_t ts_ns = 0;  // when it moved: a receive's return, a send's entry
+  uint64_t enter_ns = 0;
+  uint64_t exit_ns = 0;
+  uint64_t inode = 0;       // this end's socket inode
+  uint64_t peer_inode = 0;  // the other end's, 0 if unknown
+  int64_t bytes = 0;
+  uint32_t fd = 0;
+  uint32_t op = 0;             // LT_IO_SEND | LT_IO_MSGHDR bits
+  uint32_t chan = 0;           // enum lt_chan_kind
+  uint32_t depth = 0;          // spans in flight on the thread
+  uint64_t span_start_ns = 0;  // the innermost in-flight span (depth > 0)
+  uint64_t span_id = 0;
+  uint32_t span_probe = 0;
+  std::array<uint8_t, LT_IO_HEAD> head{};  // first bytes of the message
+  bool is_send() const { return (op & LT_IO_SEND) != 0; }
+};
+
+using Event =
+    std::variant<SpanEvent, SampleEvent, SpanDropEvent, PointEvent, IoEvent>;
 
 // Read from the lt_hists map at the end of a run: every span of one thread
 // at one probe, fast and slow.

@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Input channels: socket calls of traced processes (libc uprobes or syscall
+ * tracepoints, one entry and one return program each, the attach cookie
+ * saying which call) filtered to input channels in the kernel:
+ *
+ *  1. the process: with input_tgid_filter, only processes in lt_tgids
+ *     (userspace puts the target there; forks follow in lt_fork) or calls on
+ *     a socket whose inode is in lt_chans (the peer end of a traced
+ *     process's channel, learnt here; or a raw channel the user picked);
+ *  2. the socket: AF_UNIX SOCK_SEQPACKET, or in lt_chans as raw;
+ *  3. on return, the bytes: a SEQPACKET message is recorded only when its
+ *     first words and exact size are an InputMessage (lt_input_layout).
+ *
+ * Only the first LT_IO_HEAD bytes of a message are read (header, seq and the
+ * time field at 16), never the payload. Included by looptrace.bpf.c.
+ */
+
+#define LT_S_IFMT 00170000
+#define LT_S_IFSOCK 0140000
+#define LT_AF_UNIX 1
+#define LT_SOCK_SEQPACKET 5
+
+/* Traced processes (tgid -> 1). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u32);
+} lt_tgids SEC(".maps");
+
+/* Watched socket inodes (inode -> LT_WATCH_*). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, __u32);
+} lt_chans SEC(".maps");
+
+/* The current task's open file `fd`, or NULL. */
+static __always_inline struct file *fd_file(__u32 fd)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct fdtable *fdt = BPF_CORE_READ(t, files, fdt);
+	struct file **fds;
+	struct file *f = 0;
+
+	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
+		return 0;
+	fds = BPF_CORE_READ(fdt, fd);
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]))
+		return 0;
+	return f;
+}
+
+/* Fills p->inode, p->peer_inode and p->chan if fd is an input channel. */
+static __always_inline int classify_fd(__u32 fd, int traced, struct lt_io_pending *p)
+{
+	struct file *f = fd_file(fd);
+	struct socket *sock;
+	struct sock *sk, *peer;
+	__u32 *watch;
+	__u64 ino;
+
+	if (!f)
+		return 0;
+	if ((BPF_CORE_READ(f, f_inode, i_mode) & LT_S_IFMT) != LT_S_IFSOCK)
+		return 0;
+	ino = BPF_CORE_READ(f, f_inode, i_ino);
+	watch = bpf_map_lookup_elem(&lt_chans, &ino);
+	if (!traced && !watch)
+		return 0;
+	sock = BPF_CORE_READ(f, private_data);
+	sk = BPF_CORE_READ(sock, sk);
+	if (!sk)
+		return 0;
+	p->inode = ino;
+	p->peer_inode = 0;
+	if (BPF_CORE_READ(sk, __sk_common.skc_family) == LT_AF_UNIX) {
+		peer = BPF_CORE_READ((struct unix_sock *)sk, peer);
+		if (peer)
+			p->peer_inode = BPF_CORE_READ(peer, sk_socket, file, f_inode, i_ino);
+	}
+	if (watch && *watch == LT_WATCH_RAW) {
+		p->chan = LT_CHAN_RAW;
+		return 1;
+	}
+	if (BPF_CORE_READ(sk, __sk_common.skc_family) == LT_AF_UNIX &&
+	    BPF_CORE_READ(sock, type) == LT_SOCK_SEQPACKET) {
+		p->chan = LT_CHAN_INPUT;
+		return 1;
+	}
+	return 0;
+}
+
+static __always_inline void io_enter(__u32 fd, __u64 buf, __u32 op)
+{
+	struct lt_io_pending p = {};
+	struct lt_thread *st;
+	__u32 tgid;
+	int traced = 1;
+
+	if (!lt_ready || !lt_cfg.input_on)
+		return;
+	if (lt_cfg.input_tgid_filter) {
+		tgid = bpf_get_current_pid_tgid() >> 32;
+		traced = bpf_map_lookup_elem(&lt_tgids, &tgid) != 0;
+	}
+	if (!classify_fd(fd, traced, &p))
+		return;
+	st = thread_state(1);
+	if (!st) {
+		count(LT_CNT_STORAGE_FAIL);
+		return;
+	}
+	p.enter_ns = bpf_ktime_get_ns();
+	p.buf = buf;
+	p.fd = fd;
+	p.op = op;
+	st->io = p;
+}
+
+/* A raw-channel read: the span in flight consumes it, or the next one. */
+static __always_inline void mark_consumer(struct lt_thread *st)
+{
+	__u32 d = st->depth;
+
+	if (d == 0) {
+		st->input_next = 1;
+		return;
+	}
+	if (d > LT_MAX_DEPTH)
+		d = LT_MAX_DEPTH;
+	st->stack[(d - 1) & (LT_MAX_DEPTH - 1)].flags |= LT_SPAN_INPUT;
+}
+
+static __always_inline void io_exit(__s64 ret)
+{
+	struct lt_thread *st = thread_state(0);
+	struct lt_io_pending p;
+	struct lt_io_rec *rec;
+	__u64 buf, now;
+	__u32 words[4] = {};
+	__u32 n, d;
+	long err = 0;
+
+	if (!st || !st->io.chan)
+		return;
+	p = st->io;
+	st->io.chan = 0;
+	if (ret <= 0 || !lt_ready)
+		return;
+	now = bpf_ktime_get_ns();
+	buf = p.buf;
+	if (p.op & LT_IO_MSGHDR) {
+		struct iovec *iov = 0;
+
+		if (bpf_probe_read_user(&iov, sizeof(iov),
+					(void *)(buf + __builtin_offsetof(struct user_msghdr, msg_iov))) ||
+		    !iov)
+			return;
+		if (bpf_probe_read_user(&buf, sizeof(buf), &iov->iov_base))
+			return;
+	}
+	n = ret < LT_IO_HEAD ? (__u32)ret : LT_IO_HEAD;
+	if (p.chan == LT_CHAN_INPUT) {
+		/* The filter: only whole InputMessages. */
+		if (ret < 16 || bpf_probe_read_user(words, sizeof(words), (void *)buf) ||
+		    !lt_input_layout(words[0], words[1], words[2], words[3], ret)) {
+			count(LT_CNT_IO_REJECT);
+			return;
+		}
+		/* The peer end is watched too: its process may be untraced. */
+		if (p.peer_inode) {
+			__u32 w = LT_WATCH_PEER;
+
+			bpf_map_update_elem(&lt_chans, &p.peer_inode, &w, BPF_NOEXIST);
+		}
+	} else if (p.op & LT_IO_SEND) {
+		return; /* raw channels: only what the app reads is input */
+	} else {
+		mark_consumer(st);
+	}
+	rec = bpf_ringbuf_reserve(&lt_events, sizeof(*rec), 0);
+	if (!rec) {
+		count(LT_CNT_RB_FULL);
+		return;
+	}
+	fill_header(&rec->hdr, LT_REC_IO, sizeof(*rec), (p.op & LT_IO_SEND) ? p.enter_ns : now);
+	rec->enter_ns = p.enter_ns;
+	rec->exit_ns = now;
+	rec->inode = p.inode;
+	rec->peer_inode = p.peer_inode;
+	rec->bytes = ret;
+	rec->fd = p.fd;
+	rec->op = p.op;
+	rec->chan = p.chan;
+	d = st->depth;
+	rec->depth = d;
+	rec->span_start_ns = 0;
+	rec->span_id = 0;
+	rec->span_probe = 0;
+	rec->pad = 0;
+	if (d > 0) {
+		struct lt_frame *f;
+
+		if (d > LT_MAX_DEPTH)
+			d = LT_MAX_DEPTH;
+		f = &st->stack[(d - 1) & (LT_MAX_DEPTH - 1)];
+		rec->span_start_ns = f->start_ns;
+		rec->span_id = f->span_id;
+		rec->span_probe = f->probe_id;
+	}
+	/* Constant sizes keep the verifier's bounds; bytes past the message
+	 * (a 16-byte FOCUS) stay zero and userspace ignores them. */
+	__builtin_memset(rec->head, 0, sizeof(rec->head));
+	if (n >= LT_IO_HEAD)
+		err = bpf_probe_read_user(rec->head, LT_IO_HEAD, (void *)buf);
+	else if (n >= 16)
+		err = bpf_probe_read_user(rec->head, 16, (void *)buf);
+	else if (n >= 8)
+		err = bpf_probe_read_user(rec->head, 8, (void *)buf);
+	if (err)
+		__builtin_memset(rec->head, 0, sizeof(rec->head));
+	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
+	count(LT_CNT_IO);
+	bpf_ringbuf_submit(rec, 0);
+}
+
+/* libc uprobes: recv/recvfrom/send/sendto/read/write (fd, buf, ...) and
+ * recvmsg/sendmsg (fd, msghdr). Cookie: LT_IO_* */
+SEC("uprobe")
+int BPF_KPROBE(lt_io_uentry)
+{
+	io_enter((__u32)PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), (__u32)bpf_get_attach_cookie(ctx));
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(lt_io_ureturn)
+{
+	io_exit((__s64)PT_REGS_RC(ctx));
+	return 0;
+}
+
+/* Syscall tracepoints: sys_enter_/sys_exit_ of the same calls. */
+SEC("tracepoint")
+int lt_io_tpentry(struct trace_event_raw_sys_enter *ctx)
+{
+	io_enter((__u32)ctx->args[0], ctx->args[1], (__u32)bpf_get_attach_cookie(ctx));
+	return 0;
+}
+
+SEC("tracepoint")
+int lt_io_tpexit(struct trace_event_raw_sys_exit *ctx)
+{
+	io_exit(ctx->ret);
+	return 0;
+}
+
+/* A traced process's children are traced (a command's helpers, forked
+ * servers), as `perf record -- COMMAND` inherits. */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(lt_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid, ctgid = child->tgid, one = 1;
+
+	if (child->pid != ctgid || !bpf_map_lookup_elem(&lt_tgids, &ptgid))
+		return 0;
+	bpf_map_update_elem(&lt_tgids, &ctgid, &one, BPF_ANY);
+	return 0;
+}

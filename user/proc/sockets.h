@@ -1,0 +1,33 @@
+// Sockets of a process: the inode behind an fd, and AF_UNIX sockets with
+// their bound names and peers (from the kernel's sock_diag interface, as
+// `ss -x` shows them). Used to pick raw input channels.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace looptrace::proc {
+
+// The socket inode of /proc/PID/fd/FD; an error if it is not a socket.
+Result<uint64_t> fd_socket_inode(uint32_t pid, int fd);
+
+// Every socket inode the process has open.
+std::vector<uint64_t> socket_inodes(uint32_t pid);
+
+struct UnixSocket {
+  std::string name;   // bound path; abstract names start with '@'; "" if none
+  uint64_t peer = 0;  // the connected peer's inode, 0 if none
+};
+
+// Every AF_UNIX socket on the machine (this network namespace) by inode.
+Result<std::map<uint64_t, UnixSocket>> unix_sockets();
+
+// The sockets of `pid` whose peer is bound to `path` (or to "@path").
+Result<std::vector<uint64_t>> sockets_connected_to(uint32_t pid,
+                                                   const std::string& path);
+
+}  // namespace looptrace::proc

@@ -1,0 +1,280 @@
+#include "report/input_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "base/duration.h"
+#include "profiles/profile.h"
+#include "report/report_common.h"
+
+namespace looptrace {
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kWorstListed = 10;  // events per channel in the text
+
+std::string channel_name(uint64_t inode) {
+  return fmt::format("socket:[{}]", inode);
+}
+
+const char* mode_name(uint32_t chan_kind) {
+  // How consumption is known: Android's FINISHED reply, or (raw channels)
+  // the end of the dispatch that read the bytes.
+  return chan_kind == LT_CHAN_RAW ? "dispatch_end" : "finished";
+}
+
+const char* layout_name(uint32_t layout) {
+  switch (layout) {
+    case LT_LAYOUT_CURRENT:
+      return "current";
+    case LT_LAYOUT_LEGACY:
+      return "legacy";
+    default:
+      return "raw";
+  }
+}
+
+// The stages a channel can show: raw channels have no sender or ACK.
+bool stage_applies(uint32_t chan_kind, InputStage s) {
+  if (chan_kind != LT_CHAN_RAW) return true;
+  return s == InputStage::kWaitBeforeHandling ||
+         s == InputStage::kHandlingLatency;
+}
+
+// Stacks of slow spans by (pid, tid, span_id).
+using SpanIndex =
+    std::map<std::tuple<uint32_t, uint32_t, uint64_t>, const SlowSpan*>;
+
+SpanIndex index_spans(const DispatchAnalysis& d) {
+  SpanIndex idx;
+  for (const SlowSpan& s : d.slow)
+    idx[{s.span.pid, s.span.tid, s.span.span_id}] = &s;
+  return idx;
+}
+
+json blame_span_json(const BlameSpan& b, const SpanIndex& idx,
+                     const ReportContext& ctx, report::FrameNames& names) {
+  const SpanEvent& e = b.span;
+  json stack = json::array();
+  auto it = idx.find({e.pid, e.tid, e.span_id});
+  if (it != idx.end() && !it->second->stacks.empty())
+    for (uint64_t addr : it->second->stacks[0].frames)
+      stack.push_back(names.name(e.pid, addr));
+  return {{"target", report::describe_target(e, ctx).text},
+          {"role", role_name(e.role)},
+          {"start_ns", e.start_ns},
+          {"duration_ns", e.duration_ns},
+          {"running_at_arrival", b.running_at_arrival},
+          {"in_flight", e.in_flight},
+          {"stack", stack}};
+}
+
+json opt(std::optional<uint64_t> v) { return v ? json(*v) : json(nullptr); }
+json opt_ts(uint64_t v) { return v ? json(v) : json(nullptr); }
+
+}  // namespace
+
+json input_to_json(const InputAnalysis& a, const DispatchAnalysis& dispatch,
+                   const ReportContext& ctx) {
+  report::FrameNames names(ctx.symbolizer);
+  SpanIndex idx = index_spans(dispatch);
+  json events = json::array();
+  for (const InputEventInfo& e : a.events) {
+    json stages = json::object();
+    for (int s = 0; s < kInputStages; ++s) {
+      auto st = static_cast<InputStage>(s);
+      if (stage_applies(e.chan_kind, st))
+        stages[std::string(input_stage_name(st))] = opt(e.stage(st));
+    }
+    json blame = nullptr;
+    if (e.blame) {
+      const InputBlame& b = *e.blame;
+      json chain = json::array();
+      for (const BlameSpan& bs : b.chain)
+        chain.push_back(blame_span_json(bs, idx, ctx, names));
+      blame = {{"kind", b.own_handler     ? "handled_slowly"
+                        : b.chain.empty() ? "unknown"
+                                          : "waited_behind"},
+               {"arrival_ns", b.arrival_ns},
+               {"waited_ns", b.waited_ns},
+               {"dispatches", chain}};
+      if (!b.chain.empty()) {
+        json primary = chain[b.primary];
+        for (const char* k : {"target", "start_ns", "duration_ns", "stack"})
+          blame[k] = primary[k];
+      }
+    }
+    json j = {
+        {"pid", e.pid},
+        {"tid", e.tid},
+        {"comm", e.comm},
+        {"channel", channel_name(e.channel)},
+        {"peer", e.peer ? json(channel_name(e.peer)) : json(nullptr)},
+        {"mode", mode_name(e.chan_kind)},
+        {"seq", e.seq},
+        {"type", std::string(input_type_name(e.type))},
+        {"sender_pid", e.sender_pid ? json(e.sender_pid) : json(nullptr)},
+        {"event_time_ns",
+         e.event_time_ns > 0 ? json(e.event_time_ns) : json(nullptr)},
+        {"sent_ns", opt_ts(e.sent_ns)},
+        {"received_ns", opt_ts(e.received_ns)},
+        {"handling_start_ns", opt_ts(e.handling_start_ns)},
+        {"finished_ns", opt_ts(e.finished_ns)},
+        {"finish_received_ns", opt_ts(e.finish_received_ns)},
+        {"handled", e.has_finish ? json(e.handled) : json(nullptr)},
+        {"consume_time_ns", e.has_finish && e.consume_time_ns
+                                ? json(e.consume_time_ns)
+                                : json(nullptr)},
+        {"stages", stages},
+        {"blame", blame},
+    };
+    for (auto& [k, v] : stages.items()) j[k] = v;  // flat, as Perfetto has
+    events.push_back(std::move(j));
+  }
+  json channels = json::array();
+  for (const InputChannelSummary& c : a.channels) {
+    json stages = json::object();
+    for (int s = 0; s < kInputStages; ++s) {
+      auto st = static_cast<InputStage>(s);
+      if (!stage_applies(c.chan_kind, st)) continue;
+      const Percentiles& p = c.stages[s];
+      stages[std::string(input_stage_name(st))] = p.count == 0
+                                                      ? json(nullptr)
+                                                      : json{{"count", p.count},
+                                                             {"p50_ns", p.p50},
+                                                             {"p90_ns", p.p90},
+                                                             {"p99_ns", p.p99},
+                                                             {"max_ns", p.max}};
+    }
+    channels.push_back(
+        {{"channel", channel_name(c.channel)},
+         {"peer", c.peer ? json(channel_name(c.peer)) : json(nullptr)},
+         {"mode", mode_name(c.chan_kind)},
+         {"layout", layout_name(c.layout)},
+         {"pid", c.pid},
+         {"comm", c.comm},
+         {"sender_pid", c.sender_pid ? json(c.sender_pid) : json(nullptr)},
+         {"events", c.events},
+         {"keys", c.keys},
+         {"motions", c.motions},
+         {"unfinished", c.unfinished},
+         {"blamed", c.blamed},
+         {"stages", stages}});
+  }
+  return {{"input_summary",
+           {{"events", a.events.size()},
+            {"channels", a.channels.size()},
+            {"unmatched_messages", a.unmatched},
+            {"duplicate_messages", a.duplicates},
+            {"other_messages", a.other_messages},
+            {"legacy_messages", a.legacy_messages},
+            {"undecodable_messages", a.undecodable}}},
+          {"input_channels", channels},
+          {"input_events", events}};
+}
+
+void write_input_report(std::ostream& os, const InputAnalysis& a,
+                        const DispatchAnalysis& dispatch,
+                        const ReportContext& ctx) {
+  report::FrameNames names(ctx.symbolizer);
+  SpanIndex idx = index_spans(dispatch);
+  os << '\n';
+  report::put(os,
+              fmt::format("INPUT: {} event{} on {} channel{}", a.events.size(),
+                          a.events.size() == 1 ? "" : "s", a.channels.size(),
+                          a.channels.size() == 1 ? "" : "s"));
+  if (a.channels.empty()) {
+    report::put(os,
+                "  no input channel seen (Android InputChannels are AF_UNIX "
+                "SOCK_SEQPACKET; pick others with --input-fd/--input-peer)");
+  }
+  if (a.legacy_messages)
+    report::put(os, fmt::format("  {} messages in the legacy (Android 9) "
+                                "layout: no consume time",
+                                a.legacy_messages));
+  if (a.unmatched || a.duplicates)
+    report::put(os, fmt::format("  unmatched messages: {}   duplicates: {}",
+                                a.unmatched, a.duplicates));
+  for (const InputChannelSummary& c : a.channels) {
+    os << '\n';
+    std::string who = fmt::format("{} {}", c.pid, c.comm);
+    report::put(
+        os, fmt::format("{} pid {}{}: {} events ({} key, {} motion)",
+                        channel_name(c.channel), who,
+                        c.sender_pid ? fmt::format(" <- pid {}", c.sender_pid)
+                                     : std::string(),
+                        c.events, c.keys, c.motions));
+    report::put(
+        os, fmt::format(
+                "  consumed = {}{}",
+                c.chan_kind == LT_CHAN_RAW ? "end of the dispatch that read it"
+                                           : "FINISHED sent by the app",
+                c.unfinished ? fmt::format("; {} never consumed", c.unfinished)
+                             : std::string()));
+    report::put(os, fmt::format("  {:<26} {:>6} {:>9} {:>9} {:>9} {:>9}",
+                                "stage", "count", "p50", "p90", "p99", "max"));
+    for (int s = 0; s < kInputStages; ++s) {
+      auto st = static_cast<InputStage>(s);
+      const Percentiles& p = c.stages[s];
+      if (!stage_applies(c.chan_kind, st) || p.count == 0) continue;
+      report::put(
+          os, fmt::format("  {:<26} {:>6} {:>9} {:>9} {:>9} {:>9}",
+                          input_stage_name(st), p.count, format_duration(p.p50),
+                          format_duration(p.p90), format_duration(p.p99),
+                          format_duration(p.max)));
+    }
+    // The worst events: longest from arrival to consumption.
+    std::vector<const InputEventInfo*> worst;
+    for (const InputEventInfo& e : a.events)
+      if (e.channel == c.channel && e.app_latency()) worst.push_back(&e);
+    std::sort(worst.begin(), worst.end(), [](auto* x, auto* y) {
+      return *x->app_latency() > *y->app_latency();
+    });
+    if (worst.size() > kWorstListed) worst.resize(kWorstListed);
+    if (worst.empty()) continue;
+    report::put(os, "  worst (arrival -> consumed):");
+    for (const InputEventInfo* e : worst) {
+      uint64_t rel = ctx.start_ns && e->arrival_ns() > ctx.start_ns
+                         ? e->arrival_ns() - ctx.start_ns
+                         : 0;
+      std::string line =
+          fmt::format("    seq {:<6} {:<6} at {:>8}  {:>9}", e->seq,
+                      input_type_name(e->type), format_duration(rel),
+                      format_duration(*e->app_latency()));
+      if (!e->blame) {
+        report::put(os, line);
+        continue;
+      }
+      const InputBlame& b = *e->blame;
+      if (b.chain.empty()) {
+        report::put(os, line + "  (no slow dispatch recorded)");
+        continue;
+      }
+      const BlameSpan& p = b.chain[b.primary];
+      std::string target = report::describe_target(p.span, ctx).text;
+      report::put(
+          os, line + fmt::format("  {} {} {}",
+                                 b.own_handler ? "handled in" : "behind",
+                                 target, format_duration(p.span.duration_ns)));
+      if (b.chain.size() > 1)
+        report::put(
+            os, fmt::format("        and {} more dispatch{} ({} "
+                            "waited in all)",
+                            b.chain.size() - 1, b.chain.size() == 2 ? "" : "es",
+                            format_duration(b.waited_ns)));
+      auto it = idx.find({p.span.pid, p.span.tid, p.span.span_id});
+      if (it != idx.end() && !it->second->stacks.empty()) {
+        const auto& fr = it->second->stacks[0].frames;
+        for (size_t i = 0; i < fr.size() && i < 3; ++i)
+          report::put(os,
+                      fmt::format("        {}", names.name(p.span.pid, fr[i])));
+      }
+    }
+  }
+}
+
+}  // namespace looptrace

@@ -1,0 +1,25 @@
+// Reports of an InputAnalysis: per channel, the stage distributions, then
+// the worst events with what they waited behind (text); every event and
+// channel (JSON, docs/json-schema.md).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "analysis/dispatch.h"
+#include "analysis/input.h"
+#include "report/report.h"
+
+namespace looptrace {
+
+// `dispatch` supplies the stacks of blamed dispatches.
+void write_input_report(std::ostream& os, const InputAnalysis& a,
+                        const DispatchAnalysis& dispatch,
+                        const ReportContext& ctx);
+
+// {"input_summary": {...}, "input_channels": [...], "input_events": [...]}
+nlohmann::json input_to_json(const InputAnalysis& a,
+                             const DispatchAnalysis& dispatch,
+                             const ReportContext& ctx);
+
+}  // namespace looptrace

@@ -1,0 +1,49 @@
+// Android's InputMessage (AOSP libs/input InputTransport.h), decoded from
+// the first LT_IO_HEAD bytes of a message and its size on the wire. Both
+// layouts: current (Android 12+) and legacy (Android 9 era); see
+// docs/input.md and abi.h (lt_input_layout).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace looptrace {
+
+enum class InputType {
+  kKey,
+  kMotion,
+  kFinished,
+  kFocus,
+  kCapture,
+  kDrag,
+  kTimeline,
+  kTouchMode,
+  kBytes,  // a raw channel's read: no message structure
+};
+
+std::string_view input_type_name(InputType t);
+
+struct InputMessageInfo {
+  uint32_t layout = 0;  // LT_LAYOUT_CURRENT or LT_LAYOUT_LEGACY
+  InputType type = InputType::kKey;
+  uint32_t seq = 0;
+  int64_t event_time_ns = 0;    // KEY, MOTION
+  uint32_t pointer_count = 0;   // MOTION (current layout)
+  bool handled = false;         // FINISHED
+  int64_t consume_time_ns = 0;  // FINISHED, current layout only
+  bool has_consume_time = false;
+  bool is_event() const {
+    return type == InputType::kKey || type == InputType::kMotion;
+  }
+};
+
+// `head` holds the message's first `head_len` bytes (at most LT_IO_HEAD are
+// needed); `bytes` is the whole message's size (the call's byte count).
+// nullopt when it is not an InputMessage of either layout.
+std::optional<InputMessageInfo> decode_input_message(const uint8_t* head,
+                                                     size_t head_len,
+                                                     int64_t bytes);
+
+}  // namespace looptrace
