@@ -1,7 +1,13 @@
 #include "looper.h"
 
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <utility>
 
 namespace refapp {
@@ -27,6 +33,7 @@ MessageQueue::~MessageQueue() {
     head_ = m->next;
     Message::recycle(m);
   }
+  if (wake_fd_ >= 0) close(wake_fd_);
 }
 
 bool MessageQueue::enqueueMessage(Message* msg, int64_t when_ns) {
@@ -55,8 +62,17 @@ bool MessageQueue::enqueueMessage(Message* msg, int64_t when_ns) {
       msg->next = prev->next;
       prev->next = msg;
     }
+    // Polling mode: only a next() blocked in ppoll needs the eventfd (as
+    // Android's mBlocked); otherwise it looks at the queue before blocking.
+    if (wake_fd_ >= 0) wake = wake && blocked_;
   }
-  if (wake) cv_.notify_one();
+  if (wake) {
+    if (wake_fd_ >= 0) {
+      wakePoll();
+    } else {
+      cv_.notify_one();
+    }
+  }
   return true;
 }
 
@@ -109,7 +125,8 @@ void MessageQueue::removeSyncBarrier(int token) {
       } else {
         head_ = p->next;
         // Android wakes unless another barrier is now at the head.
-        wake = !quitting_ && (head_ == nullptr || !head_->isBarrier());
+        wake = !quitting_ && (head_ == nullptr || !head_->isBarrier()) &&
+               (wake_fd_ < 0 || blocked_);
       }
       op.ok = true;
       op.when_ns = p->when_ns;
@@ -119,7 +136,13 @@ void MessageQueue::removeSyncBarrier(int token) {
     }
   }
   t_barrier_op = op;
-  if (wake) cv_.notify_one();
+  if (wake) {
+    if (wake_fd_ >= 0) {
+      wakePoll();
+    } else {
+      cv_.notify_one();
+    }
+  }
 }
 
 const MessageQueue::BarrierOp& MessageQueue::lastBarrierOp() {
@@ -174,11 +197,65 @@ bool MessageQueue::runIdleHandler(IdleHandler* handler) {
   return keep;
 }
 
+bool MessageQueue::addFd(int fd, FdCallback* callback, std::string* error) {
+  if (wake_fd_ < 0) {
+    const int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (efd < 0) {
+      *error = std::string("eventfd: ") + std::strerror(errno);
+      return false;
+    }
+    wake_fd_ = efd;
+  }
+  watch_fd_ = fd;
+  watch_cb_ = callback;
+  return true;
+}
+
+void MessageQueue::wakePoll() {
+  const uint64_t one = 1;
+  while (write(wake_fd_, &one, sizeof one) < 0 && errno == EINTR) {
+  }
+}
+
+void MessageQueue::pollFds(int64_t timeout_ns) {
+  struct pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {watch_fd_, POLLIN, 0}};
+  const nfds_t n = watch_fd_ >= 0 ? 2 : 1;
+  struct timespec ts;
+  struct timespec* tsp = nullptr;
+  if (timeout_ns >= 0) {
+    ts.tv_sec = timeout_ns / 1000000000;
+    ts.tv_nsec = timeout_ns % 1000000000;
+    tsp = &ts;
+  }
+  if (ppoll(fds, n, tsp, nullptr) <= 0) return;  // timeout, EINTR
+  if ((fds[0].revents & POLLIN) != 0) {
+    uint64_t count;
+    while (read(wake_fd_, &count, sizeof count) < 0 && errno == EINTR) {
+    }
+  }
+  if (n == 2 && fds[1].revents != 0) {
+    const bool keep = watch_cb_->handleEvent(watch_fd_, fds[1].revents);
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      ++counters_.fd_events;
+    }
+    if (!keep) {
+      watch_fd_ = -1;
+      watch_cb_ = nullptr;
+    }
+  }
+}
+
 Message* MessageQueue::next() {
   // Android: -1 until the queue is first seen idle in this call; the idle
   // handlers run at most once per call.
   int pending_idle = -1;
   std::vector<IdleHandler*> idlers;
+  // Polling mode: like Android's first nativePollOnce(ptr, 0) of each
+  // next(), handle a readable fd before picking a message, so input is
+  // read even while due messages are waiting.
+  const bool polling = wake_fd_ >= 0;
+  if (polling) pollFds(0);
   std::unique_lock<std::mutex> lk(mu_);
   for (;;) {
     if (quitting_) return nullptr;
@@ -227,6 +304,19 @@ Message* MessageQueue::next() {
       // before blocking.
       continue;
     }
+    if (polling) {
+      // Blocks in ppoll() until the head is due, a wake-up (enqueue from
+      // another thread, quit) or the watched fd fires; its callback runs
+      // there, unlocked.
+      const int64_t timeout =
+          msg != nullptr ? std::max<int64_t>(msg->when_ns - now, 0) : -1;
+      blocked_ = true;
+      lk.unlock();
+      pollFds(timeout);
+      lk.lock();
+      blocked_ = false;
+      continue;
+    }
     if (msg != nullptr) {
       cv_.wait_until(lk, steadyFromNs(msg->when_ns));
     } else {
@@ -240,7 +330,11 @@ void MessageQueue::quit() {
     std::lock_guard<std::mutex> lk(mu_);
     quitting_ = true;
   }
-  cv_.notify_all();
+  if (wake_fd_ >= 0) {
+    wakePoll();
+  } else {
+    cv_.notify_all();
+  }
 }
 
 bool MessageQueue::isQuitting() const {
@@ -252,6 +346,10 @@ MessageQueue::Counters MessageQueue::counters() const {
   std::lock_guard<std::mutex> lk(mu_);
   return counters_;
 }
+
+// ---- FdCallback ------------------------------------------------------------
+
+FdCallback::~FdCallback() = default;
 
 // ---- IdleHandler -----------------------------------------------------------
 

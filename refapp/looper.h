@@ -15,7 +15,9 @@
 //
 // Further probe points (see README.md): MessageQueue::enqueueMessage (every
 // message posted), MessageQueue::runIdleHandler (every idle handler run),
-// MessageQueue::postSyncBarrier / removeSyncBarrier.
+// MessageQueue::postSyncBarrier / removeSyncBarrier, and with the input
+// channel on (input.h) InputReceiver::consumeEvents and
+// InputHandler::handleMessage.
 #pragma once
 
 #include <time.h>
@@ -124,6 +126,17 @@ class IdleHandler {
   std::string name_;
 };
 
+// Android's LooperCallback: watches an fd for MessageQueue::next().
+class FdCallback {
+ public:
+  virtual ~FdCallback();
+  // Runs on the loop thread from MessageQueue::next(), outside any dispatch
+  // and without the queue lock, when the fd is readable or reports an error
+  // or hang-up (revents = poll's revents). Returns false to stop watching
+  // the fd (EOF, error).
+  virtual bool handleEvent(int fd, int revents) = 0;
+};
+
 // Messages ordered by when_ns (FIFO among equal times). One per Looper.
 //
 // Sync barriers (Android's postSyncBarrier/removeSyncBarrier): a Message
@@ -132,8 +145,11 @@ class IdleHandler {
 // only asynchronous messages (behind it); synchronous ones wait, however
 // overdue, and idle handlers do not run.
 //
-// Room for later (not built yet): an input channel: next() also polls an fd
-// (socketpair SOCK_SEQPACKET) and dispatches input as messages.
+// Fd watching (Android's Looper::addFd / pollOnce), off unless addFd() was
+// called: then next() blocks in ppoll() on a wake eventfd plus the watched
+// fd instead of the condition variable, polls without blocking at the start
+// of every call (Android's nativePollOnce(ptr, 0)), and runs the fd's
+// callback from next() when it is readable.
 class MessageQueue {
  public:
   MessageQueue() = default;
@@ -192,6 +208,14 @@ class MessageQueue {
   void addIdleHandler(IdleHandler* handler);
   void removeIdleHandler(IdleHandler* handler);
 
+  // Android's Looper::addFd, for one fd: from now on next() waits in ppoll()
+  // on a wake eventfd and fd (instead of the condition variable) and calls
+  // callback->handleEvent() when fd is readable, until it returns false.
+  // Call before the loop thread first runs next() (not thread-safe).
+  // Returns false with *error set if the eventfd cannot be created.
+  bool addFd(int fd, FdCallback* callback, std::string* error);
+  bool isPolling() const { return wake_fd_ >= 0; }
+
   // Blocks until a message can be delivered and returns it (unlinked), or
   // returns nullptr once quit() was called. Runs the idle handlers (once per
   // call, without the lock) when the queue is empty or its head is due
@@ -208,6 +232,7 @@ class MessageQueue {
     uint64_t barriers_posted = 0;   // postSyncBarrier calls
     uint64_t barriers_removed = 0;  // successful removeSyncBarrier calls
     uint64_t barrier_errors = 0;    // removeSyncBarrier with unknown token
+    uint64_t fd_events = 0;         // FdCallback::handleEvent calls
   };
   Counters counters() const;
 
@@ -216,6 +241,13 @@ class MessageQueue {
   // this, arg1 = handler; its span is the handler's run). Records
   // handler->run_start_ns / run_end_ns at its very start and end.
   REFAPP_NOINLINE bool runIdleHandler(IdleHandler* handler);
+  // Polling mode: wakes next() (unlocked) from a blocking pollFds().
+  void wakePoll();
+  // Polling mode, unlocked, loop thread: ppoll() on the wake eventfd and the
+  // watched fd for up to timeout_ns (-1 = no timeout, 0 = don't block);
+  // drains the eventfd and runs the fd's callback if it fired.
+  // noinline so stacks show it (ppoll ← pollFds ← next).
+  REFAPP_NOINLINE void pollFds(int64_t timeout_ns);
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -224,6 +256,14 @@ class MessageQueue {
   int next_barrier_token_ = 1;
   std::vector<IdleHandler*> idle_handlers_;
   Counters counters_;
+  // Polling mode (addFd): the wake eventfd (-1: condition-variable mode),
+  // the watched fd and its callback (loop thread only after addFd), and
+  // whether next() is blocked in ppoll (guarded by mu_; as Android's
+  // mBlocked, enqueues write the eventfd only then).
+  int wake_fd_ = -1;
+  int watch_fd_ = -1;
+  FdCallback* watch_cb_ = nullptr;
+  bool blocked_ = false;
 };
 
 class Looper {

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "input.h"
 #include "looper.h"
 #include "scenario.h"
 
@@ -60,7 +61,19 @@ struct Options {
   double barrier_rate = 0;
   int64_t barrier_report_ms = 3000;
   std::vector<EventSpec> events;
+  // The input channel (any --input-* flag turns it on).
+  double input_rate = 0;
+  int64_t input_start_ms = 200;
+  int64_t input_duration_ms = -1;  // -1: until 300 ms before --duration
+  std::vector<int64_t> input_taps;
+  std::string input_type = "mixed";
+  int input_pointers = 1;
+  std::vector<std::string> input_stall_flags;
 };
+
+// Stream events stop this long before --duration unless --input-duration
+// says otherwise.
+constexpr int64_t kInputTailMs = 300;
 
 // Settings a plan file may give; a flag given on the command line wins.
 struct PlanSettings {
@@ -224,6 +237,28 @@ bool parseEventFlag(const std::string& text, EventKind kind, EventSpec* spec,
   }
   std::string why;
   if (!checkAt(spec->at_ms, spec->thread, &why)) return bad(why);
+  return true;
+}
+
+// --input-stall MS@SEQ.
+bool parseInputStall(const std::string& text, refapp::InputStallSpec* spec,
+                     std::string* error) {
+  const auto bad = [&](const std::string& why) {
+    *error = "--input-stall " + text + ": " + why + " (expected MS@SEQ)";
+    return false;
+  };
+  const size_t at = text.find('@');
+  if (at == std::string::npos) return bad("malformed");
+  int64_t ms = 0;
+  int64_t seq = 0;
+  if (!parseInt(text.substr(0, at), &ms) || ms <= 0 || ms > 3600000) {
+    return bad("MS must be 1..3600000");
+  }
+  if (!parseInt(text.substr(at + 1), &seq) || seq < 1 || seq > UINT32_MAX) {
+    return bad("SEQ must be 1..4294967295");
+  }
+  spec->ms = ms;
+  spec->seq = static_cast<uint32_t>(seq);
   return true;
 }
 
@@ -494,13 +529,25 @@ Modes (per loop thread; dispatch counts are exact unless noted):
     AT_MS barrier-error [THREAD], AT_MS burst N [THREAD], and the settings
     idle-handlers N, async-rate N, barrier-rate N, barrier-report-ms MS
     (a flag on the command line wins).
+  Input channel (any --input-* flag; rate mode only): a SOCK_SEQPACKET
+    socketpair to a forked dispatcher process (refapp-dispatch) that sends
+    AOSP InputMessages (sendto) to loop thread 0; its queue then waits in
+    ppoll() on the channel and refapp::InputReceiver::consumeEvents reads
+    them (recvfrom) from MessageQueue::next(), outside any dispatch, posting
+    one sync refapp::InputHandler message per event (busy 50 us, then sends
+    FINISHED). --input-rate HZ events from --input-start for
+    --input-duration (absolute times: event k at start + k/HZ);
+    --input-type motion|key|mixed (every 10th KEY); --input-tap AT_MS: a KEY
+    event; --input-pointers N; --input-stall MS@SEQ busy-stalls event SEQ.
 
 Log (--log, JSON lines, CLOCK_MONOTONIC ns, one per line, flushed):
   start (at t0), stall (per stall dispatch), nested (per outer nested
   dispatch), slow (any other dispatch >= --log-slow, e.g. background work
   preempted on a busy machine), idle (per SlowIdleHandler run),
   barrier_post, barrier_remove, barrier_error, barrier_stalled,
-  barrier_leak (at exit), delivery (per burst message), summary (at exit:
+  barrier_leak (at exit), delivery (per burst message), input_channel,
+  input_send, input_recv, input_finish, input_finish_recv, input_stall,
+  input_dispatcher_summary (input channel), summary (at exit:
   per-thread dispatch counts and max_background_ns). start_ns/end_ns are
   read at the very start and end of refapp::Looper::dispatchMessage (idle:
   of refapp::MessageQueue::runIdleHandler).
@@ -647,6 +694,46 @@ int main(int argc, char** argv) {
                  "messages all due at once, busy 1 ms each (delivery lag)")
       ->type_name("N@AT_MS[:THREAD]");
 
+  // The input channel: any of these turns it on (rate mode only).
+  std::vector<CLI::Option*> input_opts;
+  input_opts.push_back(
+      app.add_option("--input-rate", opt.input_rate,
+                     "input events per second sent by the dispatcher "
+                     "process over the input channel to loop thread 0 "
+                     "(0 = none)")
+          ->capture_default_str()
+          ->check(CLI::Range(0.0, 10000.0)));
+  input_opts.push_back(
+      app.add_option("--input-start", opt.input_start_ms,
+                     "ms after the start of the first --input-rate event")
+          ->capture_default_str()
+          ->check(CLI::Range(int64_t{0}, int64_t{86400000})));
+  input_opts.push_back(
+      app.add_option("--input-duration", opt.input_duration_ms,
+                     "ms of --input-rate events (default: until 300 ms "
+                     "before --duration)")
+          ->check(CLI::Range(int64_t{0}, int64_t{86400000})));
+  input_opts.push_back(
+      app.add_option("--input-tap", opt.input_taps,
+                     "AT_MS (repeatable): one KEY input event at AT_MS")
+          ->type_name("AT_MS")
+          ->check(CLI::Range(int64_t{0}, int64_t{86400000})));
+  input_opts.push_back(
+      app.add_option("--input-type", opt.input_type,
+                     "--input-rate events: motion, key, or mixed (every "
+                     "10th KEY, the rest MOTION)")
+          ->capture_default_str()
+          ->check(CLI::IsMember({"motion", "key", "mixed"})));
+  input_opts.push_back(app.add_option("--input-pointers", opt.input_pointers,
+                                      "pointers per MOTION event")
+                           ->capture_default_str()
+                           ->check(CLI::Range(1, 16)));
+  input_opts.push_back(
+      app.add_option("--input-stall", opt.input_stall_flags,
+                     "MS@SEQ (repeatable): handling input event SEQ "
+                     "busy-stalls MS ms in refapp::InputHandler")
+          ->type_name("MS@SEQ"));
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -775,6 +862,71 @@ int main(int argc, char** argv) {
         "--barrier-leak, --async-rate and --barrier-rate need rate mode (not "
         "--messages, whose dispatch count is exact)");
   }
+  const bool input_enabled =
+      std::any_of(input_opts.begin(), input_opts.end(),
+                  [](const CLI::Option* o) { return o->count() > 0; });
+  refapp::InputConfig input_cfg;
+  if (input_enabled) {
+    if (messages_mode) {
+      return usageError(
+          "--input-* flags need rate mode (not --messages, whose dispatch "
+          "count is exact)");
+    }
+    input_cfg.rate = opt.input_rate;
+    input_cfg.start_ms = opt.input_start_ms;
+    input_cfg.pointers = opt.input_pointers;
+    input_cfg.type = opt.input_type == "motion" ? refapp::InputType::kMotion
+                     : opt.input_type == "key"  ? refapp::InputType::kKey
+                                                : refapp::InputType::kMixed;
+    if (opt.input_rate > 0) {
+      if (opt.input_start_ms >= opt.duration_ms) {
+        return usageError("--input-start " +
+                          std::to_string(opt.input_start_ms) +
+                          " ms is not before --duration " +
+                          std::to_string(opt.duration_ms) + " ms");
+      }
+      if (opt.input_duration_ms < 0) {
+        input_cfg.duration_ms =
+            opt.duration_ms - kInputTailMs - opt.input_start_ms;
+        if (input_cfg.duration_ms <= 0) {
+          return usageError(
+              "--input-rate: no time for events between --input-start (" +
+              std::to_string(opt.input_start_ms) +
+              " ms) and 300 ms before --duration (" +
+              std::to_string(opt.duration_ms) + " ms); give --input-duration");
+        }
+      } else {
+        input_cfg.duration_ms = opt.input_duration_ms;
+        if (opt.input_start_ms + opt.input_duration_ms > opt.duration_ms) {
+          return usageError(
+              "--input-start + --input-duration (" +
+              std::to_string(opt.input_start_ms + opt.input_duration_ms) +
+              " ms) is after --duration " + std::to_string(opt.duration_ms) +
+              " ms");
+        }
+      }
+    }
+    input_cfg.taps = opt.input_taps;
+    std::sort(input_cfg.taps.begin(), input_cfg.taps.end());
+    for (int64_t at : input_cfg.taps) {
+      if (at >= opt.duration_ms) {
+        return usageError("--input-tap at " + std::to_string(at) +
+                          " ms is not before --duration " +
+                          std::to_string(opt.duration_ms) + " ms");
+      }
+    }
+    for (const std::string& flag : opt.input_stall_flags) {
+      refapp::InputStallSpec s;
+      if (!parseInputStall(flag, &s, &error)) return usageError(error);
+      for (const refapp::InputStallSpec& other : input_cfg.stalls) {
+        if (other.seq == s.seq) {
+          return usageError("--input-stall " + flag + ": seq " +
+                            std::to_string(s.seq) + " given twice");
+        }
+      }
+      input_cfg.stalls.push_back(s);
+    }
+  }
   if (duration_applies && opt.nested > 0 &&
       opt.nested * opt.nested_interval_ms >= opt.duration_ms) {
     return usageError("the last nested message (" +
@@ -809,6 +961,15 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  // The input channel and its dispatcher process, forked before any thread
+  // exists (and before the signal mask below, which it does not inherit).
+  refapp::InputChannel input_channel;
+  if (input_enabled &&
+      !refapp::openInputChannel(input_cfg, log, &input_channel, &error)) {
+    std::fprintf(stderr, "refapp: error: %s\n", error.c_str());
+    return 1;
+  }
+
   // Signals are handled synchronously by the main thread only.
   sigset_t sigs;
   sigemptyset(&sigs);
@@ -834,6 +995,22 @@ int main(int argc, char** argv) {
   }
   for (const StallSpec& s : opt.stalls) loops[s.thread]->addStall(s);
   for (const EventSpec& e : opt.events) loops[e.thread]->addEvent(e);
+
+  // Input goes to loop thread 0, whose queue then polls the channel.
+  std::unique_ptr<refapp::InputHandler> input_handler;
+  std::unique_ptr<refapp::InputReceiver> input_receiver;
+  if (input_enabled) {
+    input_handler = std::make_unique<refapp::InputHandler>(
+        *loops[0], input_channel.app_fd, input_cfg.stalls);
+    input_receiver = std::make_unique<refapp::InputReceiver>(
+        *loops[0], *input_handler, input_channel.app_fd);
+    if (!loops[0]->looper().queue().addFd(input_channel.app_fd,
+                                          input_receiver.get(), &error)) {
+      std::fprintf(stderr, "refapp: error: %s\n", error.c_str());
+      refapp::closeInputChannel(&input_channel);
+      return 1;
+    }
+  }
 
   std::atomic<int> exited{0};
   for (auto& loop : loops) {
@@ -923,6 +1100,34 @@ int main(int argc, char** argv) {
          {"frame_period_ns", cfg.frame_period_ns},
          {"barrier_report_ms", opt.barrier_report_ms},
          {"events", events}});
+    if (input_enabled) {
+      nlohmann::json input_stalls = nlohmann::json::array();
+      for (const refapp::InputStallSpec& s : input_cfg.stalls) {
+        input_stalls.push_back({{"seq", s.seq}, {"ms", s.ms}});
+      }
+      log.write(
+          {{"event", "input_channel"},
+           {"pid", static_cast<int>(getpid())},
+           {"dispatcher_pid", static_cast<int>(input_channel.dispatcher_pid)},
+           {"app_inode", input_channel.app_inode},
+           {"dispatcher_inode", input_channel.dispatcher_inode},
+           {"app_fd", input_channel.app_fd},
+           {"dispatcher_fd", input_channel.dispatcher_fd},
+           {"sndbuf", input_channel.sndbuf},
+           {"rcvbuf", input_channel.rcvbuf},
+           {"tid", static_cast<int>(loops[0]->tid())},
+           {"thread", 0},
+           {"queue", refapp::hexAddress(&loops[0]->looper().queue())},
+           {"t0_ns", cfg.t0_ns},
+           {"rate", input_cfg.rate},
+           {"start_ms", input_cfg.start_ms},
+           {"duration_ms", input_cfg.duration_ms},
+           {"taps", input_cfg.taps},
+           {"type", refapp::inputTypeName(input_cfg.type)},
+           {"pointers", input_cfg.pointers},
+           {"stalls", input_stalls}});
+      refapp::startInputDispatcher(&input_channel, cfg.t0_ns);
+    }
     for (auto& loop : loops) loop->schedule();
 
     reason = messages_mode ? "done" : "duration";
@@ -945,6 +1150,10 @@ int main(int argc, char** argv) {
   for (auto& loop : loops) loop->join();
   const int64_t end_ns = refapp::monotonicNs();
   for (auto& loop : loops) loop->logLeaks(end_ns);
+  // The dispatcher sees EOF (or is done) and logs its summary first.
+  int dispatcher_status = -1;
+  if (input_enabled)
+    dispatcher_status = refapp::closeInputChannel(&input_channel);
 
   uint64_t total = 0;
   nlohmann::json threads = nlohmann::json::array();
@@ -953,39 +1162,54 @@ int main(int argc, char** argv) {
     const uint64_t n = loop->looper().dispatchCount();
     const refapp::MessageQueue::Counters qc = loop->looper().queue().counters();
     total += n;
-    threads.push_back(
-        {{"index", loop->index()},
-         {"tid", static_cast<int>(loop->tid())},
-         {"name", loop->name()},
-         {"dispatches", n},
-         {"max_background_ns", s.max_background_ns},
-         {"background", s.background},
-         {"triggers", s.triggers},
-         {"stalls", s.stalls},
-         {"nested_outer", s.nested_outer},
-         {"nested_inner", s.nested_inner},
-         {"idle_runs", qc.idle_runs},
-         {"idle_stalls", s.idle_stalls},
-         {"barriers_posted", qc.barriers_posted},
-         {"barriers_removed", qc.barriers_removed},
-         {"barrier_errors", qc.barrier_errors},
-         {"async_dispatches", loop->looper().asyncDispatchCount()},
-         {"async_background", s.async_background},
-         {"frames", s.frames},
-         {"idle_setup", s.idle_setup},
-         {"barrier_control", s.barrier_control},
-         {"barrier_watch", s.barrier_watch},
-         {"burst_posts", s.burst_posts},
-         {"burst_items", s.burst_items}});
+    nlohmann::json t = {
+        {"index", loop->index()},
+        {"tid", static_cast<int>(loop->tid())},
+        {"name", loop->name()},
+        {"dispatches", n},
+        {"max_background_ns", s.max_background_ns},
+        {"background", s.background},
+        {"triggers", s.triggers},
+        {"stalls", s.stalls},
+        {"nested_outer", s.nested_outer},
+        {"nested_inner", s.nested_inner},
+        {"idle_runs", qc.idle_runs},
+        {"idle_stalls", s.idle_stalls},
+        {"barriers_posted", qc.barriers_posted},
+        {"barriers_removed", qc.barriers_removed},
+        {"barrier_errors", qc.barrier_errors},
+        {"async_dispatches", loop->looper().asyncDispatchCount()},
+        {"async_background", s.async_background},
+        {"frames", s.frames},
+        {"idle_setup", s.idle_setup},
+        {"barrier_control", s.barrier_control},
+        {"barrier_watch", s.barrier_watch},
+        {"burst_posts", s.burst_posts},
+        {"burst_items", s.burst_items}};
+    if (input_handler != nullptr && loop->index() == 0) {
+      t["input_dispatches"] = input_handler->dispatches();
+    }
+    threads.push_back(t);
   }
-  log.write({{"event", "summary"},
-             {"pid", static_cast<int>(getpid())},
-             {"reason", reason},
-             {"started", started},
-             {"t0_ns", cfg.t0_ns},
-             {"end_ns", end_ns},
-             {"dispatches", total},
-             {"threads", threads}});
+  nlohmann::json summary = {
+      {"event", "summary"},  {"pid", static_cast<int>(getpid())},
+      {"reason", reason},    {"started", started},
+      {"t0_ns", cfg.t0_ns},  {"end_ns", end_ns},
+      {"dispatches", total}, {"threads", threads}};
+  if (input_enabled) {
+    summary["input"] = {
+        {"received", input_receiver->received()},
+        {"finished", input_handler->finished()},
+        {"dispatches", input_handler->dispatches()},
+        {"invalid", input_receiver->invalid()},
+        {"finish_errors", input_handler->finishErrors()},
+        {"finish_eagain", input_handler->finishEagain()},
+        {"fd_events", loops[0]->looper().queue().counters().fd_events},
+        {"closed", input_receiver->closed()},
+        {"dispatcher_pid", static_cast<int>(input_channel.dispatcher_pid)},
+        {"dispatcher_status", dispatcher_status}};
+  }
+  log.write(summary);
   std::fprintf(stderr, "refapp: exit reason=%s dispatches=%llu\n", reason,
                static_cast<unsigned long long>(total));
   loops.clear();

@@ -1,9 +1,11 @@
 #include "scenario.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cinttypes>
 #include <future>
 #include <utility>
@@ -80,12 +82,15 @@ std::string hexAddress(const void* p) {
 // ---- GroundTruthLog --------------------------------------------------------
 
 GroundTruthLog::~GroundTruthLog() {
-  if (file_ != nullptr) std::fclose(file_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 bool GroundTruthLog::open(const std::string& path, std::string* error) {
-  file_ = std::fopen(path.c_str(), "w");
-  if (file_ == nullptr) {
+  // O_APPEND: the input dispatcher (a forked child) appends to the same open
+  // file; every line is one write(2), so lines never interleave.
+  fd_ = ::open(path.c_str(),
+               O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0666);
+  if (fd_ < 0) {
     *error = "cannot open log file " + path;
     return false;
   }
@@ -93,12 +98,24 @@ bool GroundTruthLog::open(const std::string& path, std::string* error) {
 }
 
 void GroundTruthLog::write(const nlohmann::json& line) {
-  if (file_ == nullptr) return;
+  if (fd_ < 0) return;
   std::string text = line.dump();
   text += '\n';
   std::lock_guard<std::mutex> lk(mu_);
-  std::fwrite(text.data(), 1, text.size(), file_);
-  std::fflush(file_);
+  // A regular file takes the whole line at once; only a pipe or a full disk
+  // writes less (then the rest follows, possibly after another process's
+  // line).
+  const char* p = text.data();
+  size_t left = text.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd_, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
 }
 
 // ---- WorkHandler -----------------------------------------------------------

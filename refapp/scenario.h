@@ -75,7 +75,8 @@ struct Config {
   int64_t barrier_report_ns = 3000000000;  // barrier_stalled after this
 };
 
-// JSON lines, one write + flush per line, shared by all threads.
+// JSON lines, one write(2) per line to a file opened with O_APPEND, shared
+// by all threads and by the input dispatcher process (forked with the fd).
 class GroundTruthLog {
  public:
   GroundTruthLog() = default;
@@ -84,12 +85,12 @@ class GroundTruthLog {
   GroundTruthLog& operator=(const GroundTruthLog&) = delete;
 
   bool open(const std::string& path, std::string* error);
-  bool enabled() const { return file_ != nullptr; }
+  bool enabled() const { return fd_ >= 0; }
   void write(const nlohmann::json& line);
 
  private:
   std::mutex mu_;
-  std::FILE* file_ = nullptr;
+  int fd_ = -1;
 };
 
 struct LoopStats {

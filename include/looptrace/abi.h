@@ -45,6 +45,10 @@ enum lt_role {
 	LT_ROLE_BARRIER_POST = 16,   /* token = return value; stack at post */
 	LT_ROLE_BARRIER_REMOVE = 17, /* token from a key, at entry */
 	LT_ROLE_ENQUEUE = 18,	     /* message + due time, kept in lt_pending */
+	/* Input roles: socket-call probes (lt_io_uentry/lt_io_ureturn), not
+	 * entries of lt_config.probes. */
+	LT_ROLE_INPUT_RECV = 19, /* (fd, buf, ...) -> bytes received */
+	LT_ROLE_INPUT_SEND = 20, /* (fd, buf, len, ...) -> bytes sent */
 };
 
 /* Ring-buffer record types. */

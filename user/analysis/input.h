@@ -96,7 +96,6 @@ struct InputChannelSummary {
   uint32_t pid = 0;
   std::string comm;
   uint32_t sender_pid = 0;
-  std::string sender_comm;
   uint64_t events = 0;  // KEY and MOTION (or raw reads)
   uint64_t keys = 0, motions = 0;
   uint64_t unfinished = 0;  // never consumed while traced
@@ -107,8 +106,9 @@ struct InputChannelSummary {
 struct InputAnalysis {
   std::vector<InputEventInfo> events;  // by channel, then first-seen order
   std::vector<InputChannelSummary> channels;
-  // Messages that matched no event: a FINISHED for an event sent before
-  // tracing began, or one whose records were lost.
+  // Seqs whose messages matched no event (counted once per seq): a
+  // FINISHED for an event sent before tracing began, or one whose event
+  // records were lost.
   uint64_t unmatched = 0;
   uint64_t duplicates = 0;      // a seq seen twice in the same role
   uint64_t other_messages = 0;  // FOCUS, CAPTURE, DRAG, TIMELINE, TOUCH_MODE

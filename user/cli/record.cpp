@@ -184,6 +184,7 @@ Result<std::string> find_command(const std::string& name) {
 
 struct Setup {
   std::vector<ProbeDef> probes;
+  std::vector<ProbeDef> input_probes;  // a profile's input.recv/input.send
   TraceOptions opts;
   uint64_t duration_ns = 0;
   uint64_t barrier_stall_ns = 3'000'000'000;
@@ -197,10 +198,13 @@ bool input_wanted(const RecordArgs& a) {
 // The input probes: which calls, where, for which processes. `target` is
 // the traced process (-p or the command), -1 system-wide.
 Status build_input(const RecordArgs& a, pid_t target,
-                   const ResolveContext& rctx, InputTrace* in) {
-  if (!input_wanted(a)) return Status::Ok();
-  in->mode =
-      a.input_mode == "uprobe" ? InputMode::kUprobe : InputMode::kSyscall;
+                   const ResolveContext& rctx,
+                   const std::vector<ProbeDef>& profile_io, InputTrace* in) {
+  if (!input_wanted(a) && profile_io.empty()) return Status::Ok();
+  // A profile's input roles are uprobes on its own functions.
+  in->mode = a.input_mode == "uprobe" || (!a.input && !profile_io.empty())
+                 ? InputMode::kUprobe
+                 : InputMode::kSyscall;
   std::vector<std::string> calls = a.input_calls;
   if (calls.empty()) calls = {"recvfrom", "sendto", "recvmsg", "sendmsg"};
   for (std::string& c : calls) {
@@ -221,6 +225,12 @@ Status build_input(const RecordArgs& a, pid_t target,
   calls.erase(std::unique(calls.begin(), calls.end()), calls.end());
   if (in->mode == InputMode::kSyscall) {
     in->syscalls = calls;
+  } else if (!profile_io.empty() && a.input_binary.empty()) {
+    for (const ProbeDef& p : profile_io) {
+      uint32_t op = (p.role == LT_ROLE_INPUT_SEND ? LT_IO_SEND : 0u) |
+                    (p.msghdr ? LT_IO_MSGHDR : 0u);
+      in->uprobes.push_back({p.path, p.resolved_symbol, p.file_offset, op});
+    }
   } else {
     std::vector<std::string> bins = a.input_binary;
     if (bins.empty()) bins = {"libc.so.6"};
@@ -334,7 +344,11 @@ Status build_probes(const RecordArgs& a, std::vector<ProbeDef>* probes) {
   LT_RETURN_IF_ERROR(add_point(
       a.enqueue, LT_ROLE_ENQUEUE,
       {{"queue", a.queue_arg}, {"msg", a.msg_arg}, {"when", a.when_arg}}));
-  if (probes->empty() && !input_wanted(a))
+  bool profile_io = false;
+  for (const ProbeDef& p : *probes)
+    profile_io = profile_io || p.role == LT_ROLE_INPUT_RECV ||
+                 p.role == LT_ROLE_INPUT_SEND;
+  if (probes->empty() && !input_wanted(a) && !profile_io)
     return Status::Error(
         "nothing to trace: give --profile NAME or --dispatch "
         "BINARY:SYMBOL",
@@ -428,6 +442,18 @@ int run_record(const RecordArgs& a) {
     rctx.command_path = *path;
   }
   if (Status st = resolve_probes(&s.probes, rctx); !st.ok()) return fail(st);
+  // Input roles are socket-call probes, not spans: they take no slot in the
+  // kernel's probe table.
+  {
+    std::vector<ProbeDef> spans;
+    for (ProbeDef& p : s.probes) {
+      bool io = p.role == LT_ROLE_INPUT_RECV || p.role == LT_ROLE_INPUT_SEND;
+      (io ? s.input_probes : spans).push_back(std::move(p));
+    }
+    for (size_t i = 0; i < spans.size(); ++i)
+      spans[i].id = static_cast<uint32_t>(i);
+    s.probes = std::move(spans);
+  }
   if (!a.command.empty()) {
     child = std::make_unique<Child>();
     if (Status st = child->start(a.command); !st.ok()) return fail(st);
@@ -436,7 +462,9 @@ int run_record(const RecordArgs& a) {
     s.opts.pid = a.pid > 0 ? a.pid : -1;
   }
   s.opts.probes = s.probes;
-  if (Status st = build_input(a, s.opts.pid, rctx, &s.opts.input); !st.ok())
+  if (Status st =
+          build_input(a, s.opts.pid, rctx, s.input_probes, &s.opts.input);
+      !st.ok())
     return fail(st);
   const bool has_input = s.opts.input.mode != InputMode::kOff;
 

@@ -39,6 +39,9 @@ struct ProbeDef {
   std::string resolved_symbol;  // demangled name of the match
   uint64_t file_offset = 0;     // what the uprobe attaches at
   uint32_t async_mask = 0;      // enqueue: flags bits of an async message
+  // input.recv/input.send: arg1 is a struct msghdr * (recvmsg-like), not
+  // the buffer itself.
+  bool msghdr = false;
 };
 
 }  // namespace looptrace

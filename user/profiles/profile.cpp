@@ -93,6 +93,10 @@ const char* role_name(uint32_t role) {
       return "enqueue";
     case LT_ROLE_DELIVERY:
       return "delivery";
+    case LT_ROLE_INPUT_RECV:
+      return "input.recv";
+    case LT_ROLE_INPUT_SEND:
+      return "input.send";
     default:
       return "unknown";
   }
@@ -106,9 +110,11 @@ Result<uint32_t> parse_role(std::string_view name) {
   if (name == "barrier.remove")
     return static_cast<uint32_t>(LT_ROLE_BARRIER_REMOVE);
   if (name == "enqueue") return static_cast<uint32_t>(LT_ROLE_ENQUEUE);
+  if (name == "input.recv") return static_cast<uint32_t>(LT_ROLE_INPUT_RECV);
+  if (name == "input.send") return static_cast<uint32_t>(LT_ROLE_INPUT_SEND);
   return Status::Error(
       fmt::format("unknown role '{}': expected dispatch, idle, barrier.post, "
-                  "barrier.remove or enqueue",
+                  "barrier.remove, enqueue, input.recv or input.send",
                   name),
       ErrorKind::kUsage);
 }
@@ -150,6 +156,16 @@ Result<Profile> parse_profile(std::string_view text,
             origin,
             fmt::format("probe {}: \"async_mask\" must be a number", idx));
       def.async_mask = jp["async_mask"].get<uint32_t>();
+    }
+    if (jp.contains("buffer")) {
+      std::string b = jp["buffer"].is_string() ? jp["buffer"].get<std::string>()
+                                               : std::string();
+      if (b != "msghdr" && b != "plain")
+        return profile_error(
+            origin,
+            fmt::format("probe {}: \"buffer\" is \"plain\" or \"msghdr\"",
+                        idx));
+      def.msghdr = b == "msghdr";
     }
     if (jp.contains("keys")) {
       if (!jp["keys"].is_array())

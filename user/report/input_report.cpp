@@ -172,7 +172,10 @@ json input_to_json(const InputAnalysis& a, const DispatchAnalysis& dispatch,
             {"duplicate_messages", a.duplicates},
             {"other_messages", a.other_messages},
             {"legacy_messages", a.legacy_messages},
-            {"undecodable_messages", a.undecodable}}},
+            {"undecodable_messages", a.undecodable},
+            // What the kernel filter let through and turned away.
+            {"kernel_recorded", dispatch.counters.bpf[LT_CNT_IO]},
+            {"kernel_rejected", dispatch.counters.bpf[LT_CNT_IO_REJECT]}}},
           {"input_channels", channels},
           {"input_events", events}};
 }
@@ -201,13 +204,14 @@ void write_input_report(std::ostream& os, const InputAnalysis& a,
                                 a.unmatched, a.duplicates));
   for (const InputChannelSummary& c : a.channels) {
     os << '\n';
-    std::string who = fmt::format("{} {}", c.pid, c.comm);
     report::put(
-        os, fmt::format("{} pid {}{}: {} events ({} key, {} motion)",
-                        channel_name(c.channel), who,
-                        c.sender_pid ? fmt::format(" <- pid {}", c.sender_pid)
-                                     : std::string(),
-                        c.events, c.keys, c.motions));
+        os, fmt::format(
+                "{} of pid {} ({}){}", channel_name(c.channel), c.pid, c.comm,
+                c.sender_pid ? fmt::format(", sender pid {}", c.sender_pid)
+                             : std::string()));
+    report::put(os, fmt::format("  {} event{} ({} key, {} motion), {} layout",
+                                c.events, c.events == 1 ? "" : "s", c.keys,
+                                c.motions, layout_name(c.layout)));
     report::put(
         os, fmt::format(
                 "  consumed = {}{}",
@@ -241,37 +245,36 @@ void write_input_report(std::ostream& os, const InputAnalysis& a,
       uint64_t rel = ctx.start_ns && e->arrival_ns() > ctx.start_ns
                          ? e->arrival_ns() - ctx.start_ns
                          : 0;
-      std::string line =
-          fmt::format("    seq {:<6} {:<6} at {:>8}  {:>9}", e->seq,
-                      input_type_name(e->type), format_duration(rel),
-                      format_duration(*e->app_latency()));
-      if (!e->blame) {
-        report::put(os, line);
-        continue;
-      }
+      report::put(os, fmt::format("    seq {} {}: arrived +{}, consumed {} "
+                                  "later",
+                                  e->seq, input_type_name(e->type),
+                                  format_duration(rel),
+                                  format_duration(*e->app_latency())));
+      if (!e->blame) continue;
       const InputBlame& b = *e->blame;
       if (b.chain.empty()) {
-        report::put(os, line + "  (no slow dispatch recorded)");
+        report::put(os, "      (no slow dispatch recorded on its thread)");
         continue;
       }
       const BlameSpan& p = b.chain[b.primary];
       std::string target = report::describe_target(p.span, ctx).text;
       report::put(
-          os, line + fmt::format("  {} {} {}",
-                                 b.own_handler ? "handled in" : "behind",
-                                 target, format_duration(p.span.duration_ns)));
+          os, fmt::format("      {} {} ({}{})",
+                          b.own_handler ? "handled in" : "behind", target,
+                          format_duration(p.span.duration_ns),
+                          p.running_at_arrival ? ", running at arrival" : ""));
       if (b.chain.size() > 1)
         report::put(
-            os, fmt::format("        and {} more dispatch{} ({} "
-                            "waited in all)",
+            os, fmt::format("      and {} more dispatch{}; waited {} "
+                            "in all",
                             b.chain.size() - 1, b.chain.size() == 2 ? "" : "es",
                             format_duration(b.waited_ns)));
       auto it = idx.find({p.span.pid, p.span.tid, p.span.span_id});
       if (it != idx.end() && !it->second->stacks.empty()) {
         const auto& fr = it->second->stacks[0].frames;
         for (size_t i = 0; i < fr.size() && i < 3; ++i)
-          report::put(os,
-                      fmt::format("        {}", names.name(p.span.pid, fr[i])));
+          report::put(
+              os, fmt::format("        at {}", names.name(p.span.pid, fr[i])));
       }
     }
   }

@@ -41,8 +41,9 @@ void write_header(std::ostream& os, const ReportContext& ctx) {
   std::string line = "looptrace:";
   if (ctx.duration_ns != 0)
     line += fmt::format(" traced {};", format_duration(ctx.duration_ns));
-  line += " slow";
   bool first = true;
+  bool any_probe = ctx.probes == nullptr || !ctx.probes->empty();
+  if (any_probe) line += " slow";
   for (uint32_t r = 0; r < LT_ROLE_MAX; ++r) {
     // Only the roles this run has probes for (all of them when unknown).
     bool used = ctx.probes == nullptr;
@@ -203,7 +204,8 @@ void write_lost(std::ostream& os, const DispatchAnalysis& a) {
 void write_text_report(std::ostream& os, const DispatchAnalysis& analysis,
                        const ReportContext& ctx) {
   write_header(os, ctx);
-  if (analysis.threads.empty() && analysis.slow.empty()) {
+  bool any_probe = ctx.probes == nullptr || !ctx.probes->empty();
+  if (any_probe && analysis.threads.empty() && analysis.slow.empty()) {
     os << '\n';
     put(os, "no spans: no probed function returned while tracing");
   }

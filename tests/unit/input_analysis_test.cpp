@@ -1,0 +1,833 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "analysis/input.h"
+#include "input_message_fixtures.h"
+#include "looptrace/abi.h"
+
+namespace looptrace {
+namespace {
+
+using fixture::Bytes;
+
+constexpr uint64_t kMs = 1'000'000;
+constexpr uint32_t kDispatcherPid = 1000, kDispatcherTid = 1001;
+constexpr uint32_t kAppPid = 2000, kAppTid = 2000;
+
+// The two ends of an input channel's socket pair.
+struct Channel {
+  uint64_t dispatcher;  // InputDispatcher's end (sends events)
+  uint64_t app;         // the app's end (sends FINISHED): names the channel
+  uint32_t app_pid = kAppPid;
+  uint32_t app_tid = kAppTid;
+};
+constexpr Channel kChanA{100, 200};
+constexpr Channel kChanB{300, 400, 2100, 2100};
+
+IoEvent io(const Bytes& m, uint64_t ts, bool send, uint64_t inode,
+           uint64_t peer, uint32_t pid, uint32_t tid, const char* comm) {
+  IoEvent e;
+  e.pid = pid;
+  e.tid = tid;
+  e.comm = comm;
+  e.ts_ns = ts;
+  // A send moves at its entry, a receive at its return.
+  e.enter_ns = send ? ts : ts - 1000;
+  e.exit_ns = send ? ts + 1000 : ts;
+  e.inode = inode;
+  e.peer_inode = peer;
+  e.bytes = static_cast<int64_t>(m.size());
+  e.fd = send ? 41 : 42;
+  e.op = send ? LT_IO_SEND : 0;
+  e.chan = LT_CHAN_INPUT;
+  e.head = fixture::head_of(m);
+  return e;
+}
+
+// The dispatcher sends an event.
+IoEvent sent(const Channel& c, const Bytes& m, uint64_t ts) {
+  return io(m, ts, true, c.dispatcher, c.app, kDispatcherPid, kDispatcherTid,
+            "InputDispatcher");
+}
+// The app receives it.
+IoEvent received(const Channel& c, const Bytes& m, uint64_t ts) {
+  return io(m, ts, false, c.app, c.dispatcher, c.app_pid, c.app_tid, "app");
+}
+// The app sends FINISHED, from inside dispatch `span_id` if span_start != 0.
+IoEvent finish_sent(const Channel& c, uint32_t seq, uint64_t ts,
+                    uint64_t span_start = 0, uint64_t span_id = 0,
+                    int64_t consume_time = 0, bool handled = true) {
+  IoEvent e = io(fixture::finished(seq, handled, consume_time), ts, true, c.app,
+                 c.dispatcher, c.app_pid, c.app_tid, "app");
+  if (span_start) {
+    e.depth = 1;
+    e.span_start_ns = span_start;
+    e.span_id = span_id;
+    e.span_probe = 2;
+  }
+  return e;
+}
+// The dispatcher receives FINISHED.
+IoEvent finish_received(const Channel& c, uint32_t seq, uint64_t ts,
+                        bool handled = true) {
+  return io(fixture::finished(seq, handled, 0), ts, false, c.dispatcher, c.app,
+            kDispatcherPid, kDispatcherTid, "InputDispatcher");
+}
+
+// A read of a raw channel (X11, Wayland...).
+IoEvent raw_read(uint64_t inode, uint64_t ts, uint32_t tid = 3000,
+                 uint32_t depth = 0, uint64_t span_start = 0,
+                 uint64_t span_id = 0) {
+  IoEvent e;
+  e.pid = 3000;
+  e.tid = tid;
+  e.comm = "xclient";
+  e.ts_ns = ts;
+  e.enter_ns = ts - 1000;
+  e.exit_ns = ts;
+  e.inode = inode;
+  e.peer_inode = inode + 1;
+  e.bytes = 32;
+  e.fd = 5;
+  e.op = 0;
+  e.chan = LT_CHAN_RAW;
+  e.depth = depth;
+  e.span_start_ns = span_start;
+  e.span_id = span_id;
+  e.span_probe = 1;
+  e.head.fill(0x11);
+  return e;
+}
+
+SpanEvent span(uint32_t tid, uint64_t id, uint64_t start, uint64_t end,
+               uint32_t depth = 0, uint32_t flags = 0, uint32_t pid = kAppPid) {
+  SpanEvent s;
+  s.pid = pid;
+  s.tid = tid;
+  s.comm = "app";
+  s.span_id = id;
+  s.start_ns = start;
+  s.duration_ns = end - start;
+  s.cpu_ns = s.duration_ns;
+  s.probe_id = 1;
+  s.role = LT_ROLE_DISPATCH;
+  s.depth = depth;
+  s.flags = flags;
+  return s;
+}
+
+InputAnalysis run(const std::vector<Event>& evs, InputOptions opts = {}) {
+  InputAnalyzer an(opts);
+  for (const Event& e : evs) an.consume(e);
+  return an.finish();
+}
+
+const InputEventInfo* find(const InputAnalysis& a, uint64_t channel,
+                           uint32_t seq) {
+  for (const InputEventInfo& e : a.events)
+    if (e.channel == channel && e.seq == seq) return &e;
+  return nullptr;
+}
+
+// One event's full round trip: eventTime 90, sent 100, received 102,
+// handled in a dispatch from 105, FINISHED sent 110, received 111 (ms).
+std::vector<Event> round_trip(const Channel& c, uint32_t seq, uint64_t t0) {
+  Bytes m = fixture::key(seq, static_cast<int64_t>(t0 - 10 * kMs));
+  return {sent(c, m, t0), received(c, m, t0 + 2 * kMs),
+          finish_sent(c, seq, t0 + 10 * kMs, t0 + 5 * kMs, 30 + seq,
+                      static_cast<int64_t>(t0 + 2 * kMs)),
+          finish_received(c, seq, t0 + 11 * kMs)};
+}
+
+TEST(InputAnalysisTest, StageNamesArePerfettos) {
+  EXPECT_EQ(input_stage_name(InputStage::kDispatchLatency),
+            "dispatch_latency_dur");
+  EXPECT_EQ(input_stage_name(InputStage::kHandlingLatency),
+            "handling_latency_dur");
+  EXPECT_EQ(input_stage_name(InputStage::kAckLatency), "ack_latency_dur");
+  EXPECT_EQ(input_stage_name(InputStage::kTotalLatency), "total_latency_dur");
+  std::vector<std::string> names;
+  for (int s = 0; s < kInputStages; ++s) {
+    std::string n(input_stage_name(static_cast<InputStage>(s)));
+    EXPECT_NE(n, "?");
+    EXPECT_TRUE(n.ends_with("_dur")) << n;
+    names.push_back(n);
+  }
+  std::sort(names.begin(), names.end());
+  EXPECT_TRUE(std::adjacent_find(names.begin(), names.end()) == names.end());
+}
+
+TEST(InputAnalysisTest, OneCompleteEventHasEveryStage) {
+  InputAnalysis a = run(round_trip(kChanA, 1, 100 * kMs));
+  ASSERT_EQ(a.events.size(), 1u);
+  const InputEventInfo& e = a.events[0];
+  EXPECT_EQ(e.channel, 200u);
+  EXPECT_EQ(e.peer, 100u);
+  EXPECT_EQ(e.chan_kind, static_cast<uint32_t>(LT_CHAN_INPUT));
+  EXPECT_EQ(e.layout, static_cast<uint32_t>(LT_LAYOUT_CURRENT));
+  EXPECT_EQ(e.seq, 1u);
+  EXPECT_EQ(e.type, InputType::kKey);
+  EXPECT_EQ(e.pid, kAppPid);
+  EXPECT_EQ(e.tid, kAppTid);
+  EXPECT_EQ(e.comm, "app");
+  EXPECT_EQ(e.sender_pid, kDispatcherPid);
+  EXPECT_EQ(e.sender_tid, kDispatcherTid);
+  EXPECT_EQ(e.event_time_ns, static_cast<int64_t>(90 * kMs));
+  EXPECT_EQ(e.sent_ns, 100 * kMs);
+  EXPECT_EQ(e.received_ns, 102 * kMs);
+  EXPECT_EQ(e.handling_start_ns, 105 * kMs);
+  EXPECT_EQ(e.handling_span_id, 31u);
+  EXPECT_EQ(e.handling_probe, 2u);
+  EXPECT_EQ(e.finished_ns, 110 * kMs);
+  EXPECT_EQ(e.finish_received_ns, 111 * kMs);
+  EXPECT_TRUE(e.has_finish);
+  EXPECT_TRUE(e.handled);
+  EXPECT_EQ(e.consume_time_ns, static_cast<int64_t>(102 * kMs));
+
+  EXPECT_EQ(e.stage(InputStage::kAgeAtDispatch), 10 * kMs);
+  EXPECT_EQ(e.stage(InputStage::kDispatchLatency), 2 * kMs);
+  EXPECT_EQ(e.stage(InputStage::kAgeAtReceive), 12 * kMs);
+  EXPECT_EQ(e.stage(InputStage::kWaitBeforeHandling), 3 * kMs);
+  EXPECT_EQ(e.stage(InputStage::kHandlingLatency), 8 * kMs);
+  EXPECT_EQ(e.stage(InputStage::kAckLatency), 1 * kMs);
+  EXPECT_EQ(e.stage(InputStage::kTotalLatency), 11 * kMs);
+  EXPECT_EQ(e.stage(InputStage::kCount), std::nullopt);
+  EXPECT_EQ(e.arrival_ns(), 100 * kMs);
+  EXPECT_EQ(e.app_latency(), 10 * kMs);
+  EXPECT_FALSE(e.blame.has_value());  // 10 ms is under the 100 ms default
+
+  EXPECT_EQ(a.unmatched, 0u);
+  EXPECT_EQ(a.duplicates, 0u);
+  EXPECT_EQ(a.other_messages, 0u);
+  EXPECT_EQ(a.legacy_messages, 0u);
+  EXPECT_EQ(a.undecodable, 0u);
+
+  ASSERT_EQ(a.channels.size(), 1u);
+  const InputChannelSummary& c = a.channels[0];
+  EXPECT_EQ(c.channel, 200u);
+  EXPECT_EQ(c.peer, 100u);
+  EXPECT_EQ(c.layout, static_cast<uint32_t>(LT_LAYOUT_CURRENT));
+  EXPECT_EQ(c.pid, kAppPid);
+  EXPECT_EQ(c.comm, "app");
+  EXPECT_EQ(c.sender_pid, kDispatcherPid);
+  EXPECT_EQ(c.events, 1u);
+  EXPECT_EQ(c.keys, 1u);
+  EXPECT_EQ(c.motions, 0u);
+  EXPECT_EQ(c.unfinished, 0u);
+  EXPECT_EQ(c.blamed, 0u);
+  const Percentiles& total =
+      c.stages[static_cast<size_t>(InputStage::kTotalLatency)];
+  EXPECT_EQ(total.count, 1u);
+  EXPECT_EQ(total.p50, 11 * kMs);
+  EXPECT_EQ(total.max, 11 * kMs);
+}
+
+TEST(InputAnalysisTest, MotionEventAndUnhandledFinish) {
+  Bytes m = fixture::motion(5, static_cast<int64_t>(95 * kMs), 2);
+  InputAnalysis a =
+      run({sent(kChanA, m, 100 * kMs), received(kChanA, m, 101 * kMs),
+           finish_sent(kChanA, 5, 104 * kMs, 0, 0, 0, /*handled=*/false),
+           finish_received(kChanA, 5, 105 * kMs, /*handled=*/false)});
+  ASSERT_EQ(a.events.size(), 1u);
+  const InputEventInfo& e = a.events[0];
+  EXPECT_EQ(e.type, InputType::kMotion);
+  EXPECT_EQ(e.event_time_ns, static_cast<int64_t>(95 * kMs));
+  EXPECT_TRUE(e.has_finish);
+  EXPECT_FALSE(e.handled);
+  // FINISHED sent outside any dispatch: no handling start.
+  EXPECT_EQ(e.handling_start_ns, 0u);
+  EXPECT_EQ(e.stage(InputStage::kWaitBeforeHandling), std::nullopt);
+  EXPECT_EQ(e.stage(InputStage::kHandlingLatency), 3 * kMs);
+  ASSERT_EQ(a.channels.size(), 1u);
+  EXPECT_EQ(a.channels[0].motions, 1u);
+  EXPECT_EQ(a.channels[0].keys, 0u);
+}
+
+// Stage values of every event, in output order.
+std::vector<std::vector<std::optional<uint64_t>>> stages_of(
+    const InputAnalysis& a) {
+  std::vector<std::vector<std::optional<uint64_t>>> out;
+  for (const InputEventInfo& e : a.events) {
+    std::vector<std::optional<uint64_t>> v;
+    v.push_back(e.seq);
+    v.push_back(e.handling_start_ns);
+    for (int s = 0; s < kInputStages; ++s)
+      v.push_back(e.stage(static_cast<InputStage>(s)));
+    out.push_back(v);
+  }
+  return out;
+}
+
+TEST(InputAnalysisTest, ReorderedRecordsPairTheSame) {
+  std::vector<Event> one = round_trip(kChanA, 1, 100 * kMs);
+  std::vector<Event> two = round_trip(kChanA, 2, 104 * kMs);
+  // In time order: send1 100, recv1 102, send2 104, recv2 106, fin1 110,
+  // finrecv1 111, fin2 114, finrecv2 115.
+  std::vector<Event> in_order = {one[0], one[1], two[0], two[1],
+                                 one[2], one[3], two[2], two[3]};
+  // As a ring buffer fed by several CPUs may deliver them: the app's
+  // receive before the dispatcher's send, the dispatcher's FINISHED receive
+  // before the app's FINISHED send, seq 2 interleaved before seq 1 is done.
+  std::vector<Event> shuffled = {one[1], one[0], two[1], two[0],
+                                 one[3], one[2], two[3], two[2]};
+  InputAnalysis a = run(in_order);
+  InputAnalysis b = run(shuffled);
+  ASSERT_EQ(a.events.size(), 2u);
+  ASSERT_EQ(b.events.size(), 2u);
+  EXPECT_EQ(stages_of(a), stages_of(b));
+  for (const InputAnalysis* x : {&a, &b}) {
+    const InputEventInfo* e1 = find(*x, 200, 1);
+    const InputEventInfo* e2 = find(*x, 200, 2);
+    ASSERT_TRUE(e1 && e2);
+    EXPECT_EQ(e1->stage(InputStage::kDispatchLatency), 2 * kMs);
+    EXPECT_EQ(e1->stage(InputStage::kTotalLatency), 11 * kMs);
+    EXPECT_EQ(e2->sent_ns, 104 * kMs);
+    EXPECT_EQ(e2->finish_received_ns, 115 * kMs);
+    EXPECT_EQ(e2->stage(InputStage::kHandlingLatency), 8 * kMs);
+    EXPECT_EQ(e2->sender_pid, kDispatcherPid);
+    EXPECT_EQ(e2->pid, kAppPid);
+    EXPECT_EQ(x->unmatched + x->duplicates, 0u);
+  }
+}
+
+TEST(InputAnalysisTest, FinishedForASeqNeverSentIsUnmatched) {
+  std::vector<Event> evs = round_trip(kChanA, 1, 100 * kMs);
+  // The dispatcher acknowledges seq 9, and the app finishes seq 8: events
+  // sent before tracing began.
+  evs.insert(evs.begin(), finish_received(kChanA, 9, 50 * kMs));
+  evs.insert(evs.begin(), finish_sent(kChanA, 8, 40 * kMs, 35 * kMs, 3));
+  InputAnalysis a = run(evs);
+  ASSERT_EQ(a.events.size(), 1u);
+  EXPECT_EQ(a.events[0].seq, 1u);
+  EXPECT_EQ(a.unmatched, 2u);
+  ASSERT_EQ(a.channels.size(), 1u);
+  EXPECT_EQ(a.channels[0].events, 1u);
+  EXPECT_EQ(a.channels[0].unfinished, 0u);
+}
+
+TEST(InputAnalysisTest, EventNeverFinished) {
+  Bytes m = fixture::key(3, static_cast<int64_t>(90 * kMs));
+  InputAnalysis a =
+      run({sent(kChanA, m, 100 * kMs), received(kChanA, m, 101 * kMs)});
+  ASSERT_EQ(a.events.size(), 1u);
+  const InputEventInfo& e = a.events[0];
+  EXPECT_EQ(e.finished_ns, 0u);
+  EXPECT_EQ(e.finish_received_ns, 0u);
+  EXPECT_FALSE(e.has_finish);
+  EXPECT_EQ(e.stage(InputStage::kDispatchLatency), 1 * kMs);
+  EXPECT_EQ(e.stage(InputStage::kHandlingLatency), std::nullopt);
+  EXPECT_EQ(e.stage(InputStage::kTotalLatency), std::nullopt);
+  EXPECT_EQ(e.app_latency(), std::nullopt);
+  ASSERT_EQ(a.channels.size(), 1u);
+  EXPECT_EQ(a.channels[0].events, 1u);
+  EXPECT_EQ(a.channels[0].unfinished, 1u);
+  EXPECT_EQ(a.channels[0]
+                .stages[static_cast<size_t>(InputStage::kHandlingLatency)]
+                .count,
+            0u);
+  EXPECT_EQ(a.unmatched, 0u);
+}
+
+TEST(InputAnalysisTest, OnlyTheAppSideTraced) {
+  std::vector<Event> all = round_trip(kChanA, 1, 100 * kMs);
+  // No sender records: the app's receive and FINISHED send only.
+  InputAnalysis a = run({all[1], all[2]});
+  ASSERT_EQ(a.events.size(), 1u);
+  const InputEventInfo& e = a.events[0];
+  EXPECT_EQ(e.channel, 200u);
+  EXPECT_EQ(e.peer, 100u);
+  EXPECT_EQ(e.sent_ns, 0u);
+  EXPECT_EQ(e.sender_pid, 0u);
+  EXPECT_EQ(e.stage(InputStage::kDispatchLatency), std::nullopt);
+  EXPECT_EQ(e.stage(InputStage::kAgeAtDispatch), std::nullopt);
+  EXPECT_EQ(e.stage(InputStage::kTotalLatency), std::nullopt);
+  EXPECT_EQ(e.stage(InputStage::kAckLatency), std::nullopt);
+  EXPECT_EQ(e.stage(InputStage::kAgeAtReceive), 12 * kMs);
+  EXPECT_EQ(e.stage(InputStage::kWaitBeforeHandling), 3 * kMs);
+  EXPECT_EQ(e.stage(InputStage::kHandlingLatency), 8 * kMs);
+  EXPECT_EQ(e.arrival_ns(), 102 * kMs);
+  EXPECT_EQ(e.app_latency(), 8 * kMs);
+  ASSERT_EQ(a.channels.size(), 1u);
+  EXPECT_EQ(a.channels[0].unfinished, 0u);
+  EXPECT_EQ(a.channels[0].sender_pid, 0u);
+  EXPECT_EQ(a.unmatched, 0u);
+}
+
+TEST(InputAnalysisTest, OnlyTheAppSideTracedWithASeqReused) {
+  // Without the dispatcher's acknowledgement, the app's FINISHED closes the
+  // event: the same seq received again is a new event.
+  std::vector<Event> first = round_trip(kChanA, 1, 100 * kMs);
+  std::vector<Event> again = round_trip(kChanA, 1, 200 * kMs);
+  InputAnalysis a = run({first[1], first[2], again[1], again[2]});
+  ASSERT_EQ(a.events.size(), 2u);
+  EXPECT_EQ(a.events[0].received_ns, 102 * kMs);
+  EXPECT_EQ(a.events[1].received_ns, 202 * kMs);
+  EXPECT_EQ(a.events[1].finished_ns, 210 * kMs);
+  EXPECT_EQ(a.duplicates, 0u);
+}
+
+TEST(InputAnalysisTest, SameReceiveTwiceIsOneEventAndADuplicate) {
+  std::vector<Event> r = round_trip(kChanA, 1, 100 * kMs);
+  InputAnalysis a = run({r[0], r[1], r[1], r[2], r[3]});
+  ASSERT_EQ(a.events.size(), 1u);
+  EXPECT_EQ(a.duplicates, 1u);
+  EXPECT_EQ(a.events[0].received_ns, 102 * kMs);
+  EXPECT_EQ(a.events[0].stage(InputStage::kTotalLatency), 11 * kMs);
+  EXPECT_EQ(a.unmatched, 0u);
+}
+
+TEST(InputAnalysisTest, SeqReusedAfterFullAcknowledgementIsANewEvent) {
+  std::vector<Event> evs = round_trip(kChanA, 1, 100 * kMs);
+  std::vector<Event> again = round_trip(kChanA, 1, 300 * kMs);
+  evs.insert(evs.end(), again.begin(), again.end());
+  InputAnalysis a = run(evs);
+  ASSERT_EQ(a.events.size(), 2u);
+  EXPECT_EQ(a.duplicates, 0u);
+  EXPECT_EQ(a.unmatched, 0u);
+  EXPECT_EQ(a.events[0].sent_ns, 100 * kMs);
+  EXPECT_EQ(a.events[0].finish_received_ns, 111 * kMs);
+  EXPECT_EQ(a.events[1].sent_ns, 300 * kMs);
+  EXPECT_EQ(a.events[1].finish_received_ns, 311 * kMs);
+  for (const InputEventInfo& e : a.events)
+    EXPECT_EQ(e.stage(InputStage::kTotalLatency), 11 * kMs);
+  ASSERT_EQ(a.channels.size(), 1u);
+  EXPECT_EQ(a.channels[0].events, 2u);
+}
+
+TEST(InputAnalysisTest, TwoChannelsKeepSeparateSeqSpaces) {
+  // Both channels use seqs 1 and 2, interleaved.
+  std::vector<Event> a1 = round_trip(kChanA, 1, 100 * kMs);
+  std::vector<Event> a2 = round_trip(kChanA, 2, 200 * kMs);
+  Bytes b1 = fixture::key(1, static_cast<int64_t>(95 * kMs));
+  Bytes b2 = fixture::motion(2, static_cast<int64_t>(195 * kMs), 1);
+  std::vector<Event> evs;
+  evs.push_back(sent(kChanB, b1, 101 * kMs));
+  evs.insert(evs.end(), a1.begin(), a1.end());
+  evs.push_back(received(kChanB, b1, 103 * kMs));
+  evs.push_back(sent(kChanB, b2, 201 * kMs));
+  evs.push_back(received(kChanB, b2, 202 * kMs));
+  evs.insert(evs.end(), a2.begin(), a2.end());
+  evs.push_back(finish_sent(kChanB, 1, 110 * kMs));
+  evs.push_back(finish_received(kChanB, 1, 112 * kMs));
+  evs.push_back(finish_sent(kChanB, 2, 209 * kMs));
+  evs.push_back(finish_received(kChanB, 2, 211 * kMs));
+  InputAnalysis a = run(evs);
+  ASSERT_EQ(a.events.size(), 4u);
+  EXPECT_EQ(a.unmatched + a.duplicates, 0u);
+  // Ordered by channel.
+  EXPECT_EQ(a.events[0].channel, 200u);
+  EXPECT_EQ(a.events[1].channel, 200u);
+  EXPECT_EQ(a.events[2].channel, 400u);
+  EXPECT_EQ(a.events[3].channel, 400u);
+  for (uint32_t seq : {1u, 2u}) {
+    const InputEventInfo* ea = find(a, 200, seq);
+    ASSERT_NE(ea, nullptr);
+    EXPECT_EQ(ea->peer, 100u);
+    EXPECT_EQ(ea->pid, kAppPid);
+    EXPECT_EQ(ea->stage(InputStage::kHandlingLatency), 8 * kMs);
+    EXPECT_EQ(ea->stage(InputStage::kTotalLatency), 11 * kMs);
+  }
+  const InputEventInfo* b1e = find(a, 400, 1);
+  const InputEventInfo* b2e = find(a, 400, 2);
+  ASSERT_TRUE(b1e && b2e);
+  EXPECT_EQ(b1e->peer, 300u);
+  EXPECT_EQ(b1e->pid, 2100u);
+  EXPECT_EQ(b1e->type, InputType::kKey);
+  EXPECT_EQ(b1e->stage(InputStage::kDispatchLatency), 2 * kMs);
+  EXPECT_EQ(b1e->stage(InputStage::kHandlingLatency), 7 * kMs);
+  EXPECT_EQ(b1e->stage(InputStage::kTotalLatency), 11 * kMs);
+  EXPECT_EQ(b2e->type, InputType::kMotion);
+  EXPECT_EQ(b2e->stage(InputStage::kHandlingLatency), 7 * kMs);
+  EXPECT_EQ(b2e->stage(InputStage::kAckLatency), 2 * kMs);
+
+  ASSERT_EQ(a.channels.size(), 2u);
+  EXPECT_EQ(a.channels[0].channel, 200u);
+  EXPECT_EQ(a.channels[0].peer, 100u);
+  EXPECT_EQ(a.channels[0].events, 2u);
+  EXPECT_EQ(a.channels[0].keys, 2u);
+  EXPECT_EQ(a.channels[1].channel, 400u);
+  EXPECT_EQ(a.channels[1].peer, 300u);
+  EXPECT_EQ(a.channels[1].pid, 2100u);
+  EXPECT_EQ(a.channels[1].events, 2u);
+  EXPECT_EQ(a.channels[1].keys, 1u);
+  EXPECT_EQ(a.channels[1].motions, 1u);
+  const size_t h = static_cast<size_t>(InputStage::kHandlingLatency);
+  EXPECT_EQ(a.channels[0].stages[h].p50, 8 * kMs);
+  EXPECT_EQ(a.channels[1].stages[h].p50, 7 * kMs);
+}
+
+TEST(InputAnalysisTest, ChannelPercentilesAreNearestRank) {
+  // 100 events with handling latencies 1..100 ms, fed in shuffled order.
+  std::vector<uint32_t> seqs;
+  for (uint32_t i = 1; i <= 100; ++i) seqs.push_back(i);
+  std::shuffle(seqs.begin(), seqs.end(), std::mt19937(7));
+  std::vector<Event> evs;
+  for (uint32_t i : seqs) {
+    uint64_t t = i * 1000 * kMs;
+    Bytes m = (i % 2) ? fixture::key(i, static_cast<int64_t>(t - kMs))
+                      : fixture::motion(i, static_cast<int64_t>(t - kMs), 1);
+    evs.push_back(sent(kChanA, m, t));
+    evs.push_back(received(kChanA, m, t + kMs));
+    evs.push_back(finish_sent(kChanA, i, t + kMs + i * kMs));
+    evs.push_back(finish_received(kChanA, i, t + 2 * kMs + i * kMs));
+  }
+  InputAnalysis a = run(evs);
+  ASSERT_EQ(a.events.size(), 100u);
+  ASSERT_EQ(a.channels.size(), 1u);
+  const InputChannelSummary& c = a.channels[0];
+  EXPECT_EQ(c.events, 100u);
+  EXPECT_EQ(c.keys, 50u);
+  EXPECT_EQ(c.motions, 50u);
+  const Percentiles& h =
+      c.stages[static_cast<size_t>(InputStage::kHandlingLatency)];
+  EXPECT_EQ(h.count, 100u);
+  EXPECT_EQ(h.p50, 50 * kMs);
+  EXPECT_EQ(h.p90, 90 * kMs);
+  EXPECT_EQ(h.p99, 99 * kMs);
+  EXPECT_EQ(h.max, 100 * kMs);
+  const Percentiles& d =
+      c.stages[static_cast<size_t>(InputStage::kDispatchLatency)];
+  EXPECT_EQ(d.count, 100u);
+  EXPECT_EQ(d.p50, kMs);
+  EXPECT_EQ(d.max, kMs);
+  const Percentiles& t =
+      c.stages[static_cast<size_t>(InputStage::kTotalLatency)];
+  EXPECT_EQ(t.p50, 52 * kMs);
+  EXPECT_EQ(t.max, 102 * kMs);
+  // No FINISHED sent from inside a dispatch: no wait stage at all.
+  EXPECT_EQ(
+      c.stages[static_cast<size_t>(InputStage::kWaitBeforeHandling)].count, 0u);
+}
+
+TEST(InputAnalysisTest, OtherLegacyAndUndecodableMessagesAreCounted) {
+  std::vector<Event> evs = round_trip(kChanA, 1, 100 * kMs);
+  evs.push_back(sent(kChanA, fixture::focus(2), 120 * kMs));
+  evs.push_back(received(kChanA, fixture::focus(2), 121 * kMs));
+  evs.push_back(sent(kChanA, fixture::timeline(3), 130 * kMs));
+  evs.push_back(received(kChanA, Bytes(104, 'A'), 140 * kMs));
+  InputAnalysis a = run(evs);
+  EXPECT_EQ(a.events.size(), 1u);
+  EXPECT_EQ(a.other_messages, 3u);
+  EXPECT_EQ(a.undecodable, 1u);
+  EXPECT_EQ(a.legacy_messages, 0u);
+  EXPECT_EQ(a.unmatched, 0u);
+}
+
+TEST(InputAnalysisTest, LegacyRoundTrip) {
+  Bytes m = fixture::legacy_key(4, static_cast<int64_t>(90 * kMs));
+  Bytes f = fixture::legacy_finished(4, 1);
+  IoEvent fin = io(f, 110 * kMs, true, 200, 100, kAppPid, kAppTid, "app");
+  fin.depth = 1;
+  fin.span_start_ns = 105 * kMs;
+  fin.span_id = 12;
+  InputAnalysis a =
+      run({sent(kChanA, m, 100 * kMs), received(kChanA, m, 102 * kMs), fin,
+           io(f, 111 * kMs, false, 100, 200, kDispatcherPid, kDispatcherTid,
+              "InputDispatcher")});
+  EXPECT_EQ(a.legacy_messages, 4u);
+  ASSERT_EQ(a.events.size(), 1u);
+  const InputEventInfo& e = a.events[0];
+  EXPECT_EQ(e.layout, static_cast<uint32_t>(LT_LAYOUT_LEGACY));
+  EXPECT_EQ(e.seq, 4u);
+  EXPECT_EQ(e.type, InputType::kKey);
+  EXPECT_TRUE(e.handled);
+  EXPECT_EQ(e.consume_time_ns, 0);
+  EXPECT_EQ(e.stage(InputStage::kAgeAtDispatch), 10 * kMs);
+  EXPECT_EQ(e.stage(InputStage::kWaitBeforeHandling), 3 * kMs);
+  EXPECT_EQ(e.stage(InputStage::kTotalLatency), 11 * kMs);
+  ASSERT_EQ(a.channels.size(), 1u);
+  EXPECT_EQ(a.channels[0].layout, static_cast<uint32_t>(LT_LAYOUT_LEGACY));
+}
+
+// ---- Raw channels: bytes read, consumed by a dispatch flagged
+// LT_SPAN_INPUT.
+
+TEST(InputAnalysisTest, RawReadInsideADispatchEndsWithIt) {
+  InputAnalyzer an({});
+  an.consume(raw_read(500, 10 * kMs, 3000, /*depth=*/1, 9 * kMs, 7));
+  an.consume(span(3000, 7, 9 * kMs, 14 * kMs, 0, LT_SPAN_INPUT, 3000));
+  InputAnalysis a = an.finish();
+  ASSERT_EQ(a.events.size(), 1u);
+  const InputEventInfo& e = a.events[0];
+  EXPECT_EQ(e.channel, 500u);
+  EXPECT_EQ(e.peer, 501u);
+  EXPECT_EQ(e.chan_kind, static_cast<uint32_t>(LT_CHAN_RAW));
+  EXPECT_EQ(e.layout, 0u);
+  EXPECT_EQ(e.type, InputType::kBytes);
+  EXPECT_EQ(e.seq, 1u);
+  EXPECT_EQ(e.pid, 3000u);
+  EXPECT_EQ(e.tid, 3000u);
+  EXPECT_EQ(e.sent_ns, 0u);
+  EXPECT_EQ(e.received_ns, 10 * kMs);
+  EXPECT_EQ(e.finished_ns, 14 * kMs);
+  EXPECT_EQ(e.handling_start_ns, 9 * kMs);
+  EXPECT_EQ(e.handling_span_id, 7u);
+  EXPECT_EQ(e.stage(InputStage::kHandlingLatency), 4 * kMs);
+  EXPECT_EQ(e.app_latency(), 4 * kMs);
+  ASSERT_EQ(a.channels.size(), 1u);
+  EXPECT_EQ(a.channels[0].chan_kind, static_cast<uint32_t>(LT_CHAN_RAW));
+  EXPECT_EQ(a.channels[0].unfinished, 0u);
+}
+
+TEST(InputAnalysisTest, RawReadOutsideDispatchesGoesToTheNextFlaggedOne) {
+  InputAnalyzer an({});
+  // seq 1: read inside span 7.
+  an.consume(raw_read(500, 10 * kMs, 3000, 1, 9 * kMs, 7));
+  an.consume(span(3000, 7, 9 * kMs, 14 * kMs, 0, LT_SPAN_INPUT, 3000));
+  // seq 2: read between dispatches.
+  an.consume(raw_read(500, 20 * kMs));
+  // Not flagged, or flagged but nested, or another thread's: not it.
+  an.consume(span(3000, 8, 21 * kMs, 22 * kMs, 0, 0, 3000));
+  an.consume(span(3000, 10, 23 * kMs, 24 * kMs, 1, LT_SPAN_INPUT, 3000));
+  an.consume(span(3001, 11, 23 * kMs, 24 * kMs, 0, LT_SPAN_INPUT, 3000));
+  an.consume(span(3000, 9, 25 * kMs, 30 * kMs, 0, LT_SPAN_INPUT, 3000));
+  // seq 3: read and never consumed.
+  an.consume(raw_read(500, 40 * kMs));
+  // Another raw channel numbers its own reads; a send is not input.
+  IoEvent wr = raw_read(600, 41 * kMs);
+  wr.op = LT_IO_SEND;
+  an.consume(wr);
+  an.consume(raw_read(600, 42 * kMs));
+  InputAnalysis a = an.finish();
+  ASSERT_EQ(a.events.size(), 4u);
+  const InputEventInfo* r1 = find(a, 500, 1);
+  const InputEventInfo* r2 = find(a, 500, 2);
+  const InputEventInfo* r3 = find(a, 500, 3);
+  const InputEventInfo* o1 = find(a, 600, 1);
+  ASSERT_TRUE(r1 && r2 && r3 && o1);
+  EXPECT_EQ(r1->finished_ns, 14 * kMs);
+  EXPECT_EQ(r2->received_ns, 20 * kMs);
+  EXPECT_EQ(r2->handling_start_ns, 25 * kMs);
+  EXPECT_EQ(r2->handling_span_id, 9u);
+  EXPECT_EQ(r2->finished_ns, 30 * kMs);
+  EXPECT_EQ(r2->stage(InputStage::kWaitBeforeHandling), 5 * kMs);
+  EXPECT_EQ(r2->stage(InputStage::kHandlingLatency), 10 * kMs);
+  EXPECT_EQ(r3->finished_ns, 0u);
+  EXPECT_EQ(o1->type, InputType::kBytes);
+  EXPECT_EQ(o1->received_ns, 42 * kMs);
+  ASSERT_EQ(a.channels.size(), 2u);
+  EXPECT_EQ(a.channels[0].channel, 500u);
+  EXPECT_EQ(a.channels[0].events, 3u);
+  EXPECT_EQ(a.channels[0].unfinished, 1u);
+  EXPECT_EQ(a.channels[1].channel, 600u);
+  EXPECT_EQ(a.channels[1].events, 1u);
+}
+
+// ---- Blame.
+
+constexpr uint64_t kBlame = 100 * kMs;
+
+// An event sent at 100 ms, received at 250, handled in dispatch 9
+// [251, 252).
+InputEventInfo slow_event() {
+  InputEventInfo e;
+  e.channel = 200;
+  e.peer = 100;
+  e.seq = 1;
+  e.pid = kAppPid;
+  e.tid = kAppTid;
+  e.sent_ns = 100 * kMs;
+  e.received_ns = 250 * kMs;
+  e.handling_start_ns = 251 * kMs;
+  e.handling_span_id = 9;
+  e.finished_ns = 252 * kMs;
+  e.finish_received_ns = 253 * kMs;
+  e.has_finish = true;
+  return e;
+}
+
+TEST(InputBlameTest, TheDispatchRunningAtArrival) {
+  std::vector<SpanEvent> spans = {span(kAppTid, 5, 50 * kMs, 250 * kMs),
+                                  span(kAppTid, 9, 251 * kMs, 252 * kMs)};
+  auto b = select_blame(slow_event(), spans, kBlame);
+  ASSERT_TRUE(b.has_value());
+  EXPECT_FALSE(b->own_handler);
+  EXPECT_EQ(b->arrival_ns, 100 * kMs);
+  ASSERT_EQ(b->chain.size(), 1u);
+  EXPECT_EQ(b->chain[0].span.span_id, 5u);
+  EXPECT_TRUE(b->chain[0].running_at_arrival);
+  EXPECT_EQ(b->primary, 0u);
+  EXPECT_EQ(b->waited_ns, 150 * kMs);
+}
+
+TEST(InputBlameTest, AChainOfTwoNamesTheOneRunningAtArrival) {
+  InputEventInfo e = slow_event();
+  e.sent_ns = 120 * kMs;
+  e.received_ns = 300 * kMs;
+  e.handling_start_ns = 301 * kMs;
+  e.finished_ns = 302 * kMs;
+  // The second is longer, but the first was running when the event came.
+  std::vector<SpanEvent> spans = {span(kAppTid, 6, 180 * kMs, 300 * kMs),
+                                  span(kAppTid, 5, 100 * kMs, 180 * kMs)};
+  auto b = select_blame(e, spans, kBlame);
+  ASSERT_TRUE(b.has_value());
+  ASSERT_EQ(b->chain.size(), 2u);
+  EXPECT_EQ(b->chain[0].span.span_id, 5u);  // time order
+  EXPECT_EQ(b->chain[1].span.span_id, 6u);
+  EXPECT_TRUE(b->chain[0].running_at_arrival);
+  EXPECT_FALSE(b->chain[1].running_at_arrival);
+  EXPECT_EQ(b->primary, 0u);
+  EXPECT_EQ(b->waited_ns, 60 * kMs + 120 * kMs);
+}
+
+TEST(InputBlameTest, TheBriefsChainOfTwo) {
+  // [100, 180) and [180, 260), arrival at 120, handled from 261.
+  InputEventInfo e = slow_event();
+  e.sent_ns = 120 * kMs;
+  e.received_ns = 260 * kMs;
+  e.handling_start_ns = 261 * kMs;
+  e.finished_ns = 262 * kMs;
+  std::vector<SpanEvent> spans = {span(kAppTid, 5, 100 * kMs, 180 * kMs),
+                                  span(kAppTid, 6, 180 * kMs, 260 * kMs)};
+  auto b = select_blame(e, spans, kBlame);
+  ASSERT_TRUE(b.has_value());
+  ASSERT_EQ(b->chain.size(), 2u);
+  EXPECT_EQ(b->primary, 0u);
+  EXPECT_TRUE(b->chain[0].running_at_arrival);
+  EXPECT_EQ(b->waited_ns, 140 * kMs);
+}
+
+TEST(InputBlameTest, NoneRunningAtArrivalNamesTheLongest) {
+  InputEventInfo e = slow_event();
+  e.sent_ns = 90 * kMs;
+  e.received_ns = 300 * kMs;
+  e.handling_start_ns = 301 * kMs;
+  e.finished_ns = 302 * kMs;
+  std::vector<SpanEvent> spans = {span(kAppTid, 5, 100 * kMs, 150 * kMs),
+                                  span(kAppTid, 6, 150 * kMs, 300 * kMs)};
+  auto b = select_blame(e, spans, kBlame);
+  ASSERT_TRUE(b.has_value());
+  ASSERT_EQ(b->chain.size(), 2u);
+  EXPECT_FALSE(b->chain[0].running_at_arrival);
+  EXPECT_EQ(b->primary, 1u);
+  EXPECT_EQ(b->waited_ns, 200 * kMs);
+}
+
+TEST(InputBlameTest, ANestedDispatchIsPartOfTheOneAroundIt) {
+  // The nested one listed first, and one starting with its parent.
+  std::vector<SpanEvent> spans = {
+      span(kAppTid, 11, 60 * kMs, 200 * kMs, 1),
+      span(kAppTid, 12, 50 * kMs, 70 * kMs, 1),
+      span(kAppTid, 5, 50 * kMs, 250 * kMs, 0),
+      span(kAppTid, 9, 251 * kMs, 252 * kMs),
+  };
+  auto b = select_blame(slow_event(), spans, kBlame);
+  ASSERT_TRUE(b.has_value());
+  ASSERT_EQ(b->chain.size(), 1u);
+  EXPECT_EQ(b->chain[0].span.span_id, 5u);
+  EXPECT_EQ(b->waited_ns, 150 * kMs);
+}
+
+TEST(InputBlameTest, TheHandlingDispatchItselfSlow) {
+  InputEventInfo e = slow_event();
+  e.sent_ns = 100 * kMs;
+  e.received_ns = 100 * kMs + 500'000;
+  e.handling_start_ns = 101 * kMs;
+  e.finished_ns = 300 * kMs;
+  std::vector<SpanEvent> spans = {span(kAppTid, 9, 101 * kMs, 301 * kMs)};
+  auto b = select_blame(e, spans, kBlame);
+  ASSERT_TRUE(b.has_value());
+  EXPECT_TRUE(b->own_handler);
+  ASSERT_EQ(b->chain.size(), 1u);
+  EXPECT_EQ(b->chain[0].span.span_id, 9u);
+  EXPECT_FALSE(b->chain[0].running_at_arrival);
+  EXPECT_EQ(b->primary, 0u);
+  EXPECT_EQ(b->waited_ns, 0u);
+}
+
+TEST(InputBlameTest, UnderTheThresholdIsNotBlamed) {
+  std::vector<SpanEvent> spans = {span(kAppTid, 5, 50 * kMs, 250 * kMs)};
+  // App latency 152 ms.
+  EXPECT_FALSE(select_blame(slow_event(), spans, 153 * kMs).has_value());
+  EXPECT_TRUE(select_blame(slow_event(), spans, 152 * kMs).has_value());
+  // Never consumed: no latency, no blame.
+  InputEventInfo e = slow_event();
+  e.finished_ns = 0;
+  EXPECT_FALSE(select_blame(e, spans, 1).has_value());
+}
+
+TEST(InputBlameTest, AnEnclosingNestedLoopDispatchIsNotBlamed) {
+  // Dispatch 1 runs a nested loop [50, 400): inside it, dispatch 2 kept the
+  // event waiting and dispatch 9 handled it. Dispatch 1 ends after the
+  // handling started: it did not keep the event waiting.
+  InputEventInfo e = slow_event();
+  e.sent_ns = 120 * kMs;
+  e.received_ns = 121 * kMs;
+  std::vector<SpanEvent> spans = {
+      span(kAppTid, 1, 50 * kMs, 400 * kMs, 0),
+      span(kAppTid, 2, 100 * kMs, 250 * kMs, 1),
+      span(kAppTid, 9, 251 * kMs, 252 * kMs, 1),
+  };
+  auto b = select_blame(e, spans, kBlame);
+  ASSERT_TRUE(b.has_value());
+  ASSERT_EQ(b->chain.size(), 1u);
+  EXPECT_EQ(b->chain[0].span.span_id, 2u);
+  EXPECT_TRUE(b->chain[0].running_at_arrival);
+  EXPECT_EQ(b->waited_ns, 130 * kMs);
+}
+
+TEST(InputBlameTest, ThroughTheAnalyzerOnlyTheReceivingThread) {
+  InputOptions opts;
+  opts.blame_ns = 100 * kMs;  // --slow-input 100ms
+  opts.min_span_ns = 1 * kMs;
+  InputAnalyzer an(opts);
+  Bytes m = fixture::key(1, static_cast<int64_t>(99 * kMs));
+  // Another thread of the app and the dispatcher itself were busy too.
+  an.consume(span(kAppTid + 1, 5, 40 * kMs, 249 * kMs));
+  an.consume(
+      span(kDispatcherTid, 5, 60 * kMs, 240 * kMs, 0, 0, kDispatcherPid));
+  an.consume(sent(kChanA, m, 100 * kMs));
+  an.consume(span(kAppTid, 5, 50 * kMs, 250 * kMs));
+  an.consume(received(kChanA, m, 250 * kMs));
+  an.consume(finish_sent(kChanA, 1, 252 * kMs - 1000, 251 * kMs, 9));
+  an.consume(span(kAppTid, 9, 251 * kMs, 252 * kMs));
+  an.consume(finish_received(kChanA, 1, 253 * kMs));
+  // A fast event on the same channel: no blame.
+  Bytes m2 = fixture::key(2, static_cast<int64_t>(299 * kMs));
+  an.consume(sent(kChanA, m2, 300 * kMs));
+  an.consume(received(kChanA, m2, 301 * kMs));
+  an.consume(finish_sent(kChanA, 2, 305 * kMs, 302 * kMs, 10));
+  an.consume(finish_received(kChanA, 2, 306 * kMs));
+  InputAnalysis a = an.finish();
+  ASSERT_EQ(a.events.size(), 2u);
+  const InputEventInfo& e = a.events[0];
+  ASSERT_TRUE(e.blame.has_value());
+  EXPECT_FALSE(e.blame->own_handler);
+  ASSERT_EQ(e.blame->chain.size(), 1u);
+  EXPECT_EQ(e.blame->chain[0].span.tid, kAppTid);
+  EXPECT_EQ(e.blame->chain[0].span.pid, kAppPid);
+  EXPECT_EQ(e.blame->chain[0].span.span_id, 5u);
+  EXPECT_EQ(e.blame->chain[0].span.start_ns, 50 * kMs);
+  EXPECT_TRUE(e.blame->chain[0].running_at_arrival);
+  EXPECT_EQ(e.blame->waited_ns, 150 * kMs);
+  EXPECT_FALSE(a.events[1].blame.has_value());
+  ASSERT_EQ(a.channels.size(), 1u);
+  EXPECT_EQ(a.channels[0].blamed, 1u);
+}
+
+TEST(InputBlameTest, ThroughTheAnalyzerShortSpansAreNotKept) {
+  InputOptions opts;
+  opts.blame_ns = 100 * kMs;
+  opts.min_span_ns = 300 * kMs;  // the blocking dispatch is shorter
+  InputAnalyzer an(opts);
+  Bytes m = fixture::key(1, static_cast<int64_t>(99 * kMs));
+  an.consume(sent(kChanA, m, 100 * kMs));
+  an.consume(span(kAppTid, 5, 50 * kMs, 250 * kMs));
+  an.consume(received(kChanA, m, 250 * kMs));
+  an.consume(finish_sent(kChanA, 1, 252 * kMs, 251 * kMs, 9));
+  an.consume(finish_received(kChanA, 1, 253 * kMs));
+  InputAnalysis a = an.finish();
+  ASSERT_EQ(a.events.size(), 1u);
+  // Over the threshold, but nothing recorded to name.
+  ASSERT_TRUE(a.events[0].blame.has_value());
+  EXPECT_TRUE(a.events[0].blame->chain.empty());
+  EXPECT_FALSE(a.events[0].blame->own_handler);
+}
+
+}  // namespace
+}  // namespace looptrace
