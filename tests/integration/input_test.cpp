@@ -1,0 +1,244 @@
+// Input-to-consumption latency against the reference app's own log: its
+// dispatcher process logs when it sent each event and received each
+// FINISHED, the app when it received each event and sent FINISHED.
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <string>
+
+#include "harness.h"
+
+namespace lt_test {
+namespace {
+
+constexpr int64_t kToleranceNs = 200'000;  // the 0.2 ms
+
+// One event as the two processes logged it.
+struct Truth {
+  nlohmann::json send, recv, finish, finish_recv;
+};
+
+std::map<uint32_t, Truth> truth_by_seq(const std::vector<nlohmann::json>& log) {
+  std::map<uint32_t, Truth> out;
+  for (const auto& l : log) {
+    const std::string ev = l.value("event", "");
+    if (!l.contains("seq")) continue;
+    Truth& t = out[l["seq"].get<uint32_t>()];
+    if (ev == "input_send") t.send = l;
+    if (ev == "input_recv") t.recv = l;
+    if (ev == "input_finish") t.finish = l;
+    if (ev == "input_finish_recv") t.finish_recv = l;
+  }
+  return out;
+}
+
+struct Traced {
+  nlohmann::json report;
+  std::vector<nlohmann::json> log;
+  int64_t tol = kToleranceNs;
+  std::string channel;  // "socket:[app inode]"
+};
+
+Traced run_refapp(const TempDir& dir, const std::string& mode,
+                  const std::vector<std::string>& app_args) {
+  Traced out;
+  const std::string log = dir.file("truth-" + mode + ".jsonl");
+  const std::string json = dir.file("report-" + mode + ".json");
+  std::vector<std::string> argv = {
+      looptrace_bin(), "record", "--profile", "refapp", "--input",
+      "--input-mode",  mode,     "--slow",    "20ms",   "--slow-input",
+      "50ms",          "--json", json,        "-q",     "--",
+      refapp_bin(),    "--log",  log};
+  argv.insert(argv.end(), app_args.begin(), app_args.end());
+  int64_t steal_before = steal_ns();
+  RunResult r = run(argv);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // A clock read in the app trails (or precedes) the probe by at most the
+  // time the host stole from that vCPU meanwhile.
+  out.tol = kToleranceNs + (steal_ns() - steal_before);
+  out.log = read_jsonl(log);
+  out.report = read_json(json);
+  auto chan = events(out.log, "input_channel");
+  EXPECT_EQ(chan.size(), 1u);
+  if (!chan.empty())
+    out.channel =
+        "socket:[" + std::to_string(chan[0]["app_inode"].get<uint64_t>()) + "]";
+  return out;
+}
+
+// Every logged event is reported once, none invented, each timestamp and
+// stage within tolerance of the logs. Returns the reported events by seq.
+std::map<uint32_t, nlohmann::json> check_against_truth(const Traced& run) {
+  std::map<uint32_t, Truth> truth = truth_by_seq(run.log);
+  std::map<uint32_t, nlohmann::json> got;
+  for (const auto& e : run.report["input_events"]) {
+    EXPECT_EQ(e["channel"], run.channel) << e.dump();
+    uint32_t seq = e["seq"];
+    EXPECT_TRUE(got.emplace(seq, e).second) << "seq twice: " << seq;
+    EXPECT_TRUE(truth.count(seq)) << "invented: " << e.dump();
+  }
+  EXPECT_EQ(got.size(), truth.size());
+  auto ts = [](const nlohmann::json& j, const char* k) {
+    return j.is_object() && j.contains(k) ? j[k].get<uint64_t>() : 0;
+  };
+  size_t checked = 0;
+  for (const auto& [seq, t] : truth) {
+    auto it = got.find(seq);
+    if (it == got.end()) {
+      ADD_FAILURE() << "missing seq " << seq << ": " << t.send.dump();
+      continue;
+    }
+    const nlohmann::json& e = it->second;
+    if (!t.send.is_object() || !t.recv.is_object() || !t.finish.is_object() ||
+        !t.finish_recv.is_object()) {
+      ADD_FAILURE() << "the app's log lacks seq " << seq;
+      continue;
+    }
+    // Read from the message bytes: exact.
+    EXPECT_EQ(e["event_time_ns"], t.send["event_time_ns"]);
+    EXPECT_EQ(e["type"], t.send["type"]);
+    EXPECT_EQ(e["consume_time_ns"], t.finish["consume_time_ns"]);
+    EXPECT_EQ(e["pid"], t.recv["pid"]);
+    EXPECT_EQ(e["tid"], t.recv["tid"]);
+    const uint64_t sent = ts(t.send, "sent_ns"),
+                   recv = ts(t.recv, "received_ns"),
+                   fin = ts(t.finish, "finished_ns"),
+                   fin_recv = ts(t.finish_recv, "finish_received_ns"),
+                   start = ts(t.finish, "dispatch_start_ns");
+    struct {
+      const char* key;
+      int64_t want;
+    } checks[] = {
+        {"sent_ns", static_cast<int64_t>(sent)},
+        {"received_ns", static_cast<int64_t>(recv)},
+        {"finished_ns", static_cast<int64_t>(fin)},
+        {"finish_received_ns", static_cast<int64_t>(fin_recv)},
+        {"handling_start_ns", static_cast<int64_t>(start)},
+        {"dispatch_latency_dur", diff(recv, sent)},
+        {"handling_latency_dur", diff(fin, recv)},
+        {"ack_latency_dur", diff(fin_recv, fin)},
+        {"total_latency_dur", diff(fin_recv, sent)},
+        {"wait_before_handling_dur", diff(start, recv)},
+        {"age_at_dispatch_dur",
+         diff(sent, t.send["event_time_ns"].get<uint64_t>())},
+    };
+    for (const auto& c : checks) {
+      if (e[c.key].is_null()) {
+        ADD_FAILURE() << c.key << " missing: " << e.dump();
+        continue;
+      }
+      EXPECT_LE(std::llabs(e[c.key].get<int64_t>() - c.want), run.tol)
+          << "seq " << seq << " " << c.key << ": looptrace "
+          << e[c.key].get<int64_t>() << " app " << c.want;
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, truth.size());
+  const auto& lost = run.report["lost"];
+  EXPECT_EQ(lost.value("ringbuf_full", 0), 0) << lost.dump();
+  return got;
+}
+
+class RefappInput : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { LT_REQUIRE_BPF(); }
+  TempDir dir_;
+};
+
+TEST_P(RefappInput, TenEventsPerSecondEveryStage) {
+  Traced r = run_refapp(dir_, GetParam(),
+                        {"--rate", "100", "--duration", "2500", "--input-rate",
+                         "10", "--input-type", "mixed"});
+  auto got = check_against_truth(r);
+  EXPECT_GE(got.size(), 15u);
+  ASSERT_EQ(r.report["input_channels"].size(), 1u);
+  const auto& c = r.report["input_channels"][0];
+  EXPECT_EQ(c["events"].get<size_t>(), got.size());
+  EXPECT_EQ(c["layout"], "current");
+  EXPECT_EQ(c["mode"], "finished");
+}
+
+TEST_P(RefappInput, AThousandEventsPerSecondAllMatched) {
+  Traced r = run_refapp(dir_, GetParam(),
+                        {"--rate", "100", "--duration", "2500", "--input-rate",
+                         "1000", "--input-type", "motion"});
+  auto got = check_against_truth(r);
+  EXPECT_GE(got.size(), 1800u);
+}
+
+TEST_P(RefappInput, EventDuringASlowDispatchIsBlamedOnIt) {
+  Traced r = run_refapp(dir_, GetParam(),
+                        {"--rate", "50", "--duration", "1600", "--stall",
+                         "sleep:200@700", "--input-tap", "750"});
+  auto got = check_against_truth(r);
+  ASSERT_EQ(got.size(), 1u);
+  auto stalls = events(r.log, "stall");
+  ASSERT_EQ(stalls.size(), 1u);
+  const nlohmann::json& e = got.begin()->second;
+  ASSERT_TRUE(e["blame"].is_object()) << e.dump();
+  const auto& b = e["blame"];
+  EXPECT_EQ(b["kind"], "waited_behind");
+  const std::string target = b["target"];
+  EXPECT_NE(target.find("refapp::StallHandler"), std::string::npos) << target;
+  EXPECT_LE(std::llabs(diff(b["start_ns"], stalls[0]["start_ns"])), r.tol);
+  EXPECT_LE(std::llabs(diff(b["duration_ns"], stalls[0]["duration_ns"])),
+            r.tol + 500'000);
+  EXPECT_TRUE(b["dispatches"][0]["running_at_arrival"].get<bool>());
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, RefappInput,
+                         ::testing::Values("syscall", "uprobe"),
+                         [](const auto& info) { return info.param; });
+
+// Heavy socket traffic of an unrelated process, traced system-wide: the
+// kernel filter lets none of it through (UDP is not a channel; the
+// SEQPACKET payloads are not InputMessages), so the ring buffer carries the
+// app's messages only.
+TEST(InputFilter, UnrelatedFloodNeitherFloodsNorShowsUp) {
+  LT_REQUIRE_BPF();
+  TempDir dir;
+  const std::string json = dir.file("report.json");
+  Process flood({"python3", tests_dir() + "/programs/socket_flood.py", "4"},
+                dir.file("flood.out"), dir.file("flood.err"));
+  Process tracer({looptrace_bin(), "record", "--profile", "refapp", "--input",
+                  "-d", "3s", "--json", json},
+                 dir.file("lt.out"), dir.file("lt.err"));
+  ASSERT_TRUE(wait_for_text(dir.file("lt.err"), "tracing", 10000))
+      << read_file(dir.file("lt.err"));
+  usleep(300'000);
+  Process app({refapp_bin(), "--rate", "100", "--duration", "1500",
+               "--input-rate", "200", "--log", dir.file("truth.jsonl")},
+              dir.file("app.out"), dir.file("app.err"));
+  EXPECT_EQ(app.wait(10000), 0) << read_file(dir.file("app.err"));
+  EXPECT_EQ(tracer.wait(15000), 0) << read_file(dir.file("lt.err"));
+  EXPECT_EQ(flood.wait(10000), 0) << read_file(dir.file("flood.err"));
+  nlohmann::json flood_counts =
+      nlohmann::json::parse(read_file(dir.file("flood.out")));
+  EXPECT_GT(flood_counts["udp"].get<int>(), 10000) << "the flood was too weak";
+  Traced r;
+  r.report = read_json(json);
+  r.log = read_jsonl(dir.file("truth.jsonl"));
+  r.channel =
+      "socket:[" +
+      std::to_string(
+          events(r.log, "input_channel")[0]["app_inode"].get<uint64_t>()) +
+      "]";
+  r.tol = kToleranceNs + 1'000'000;  // only matching is checked here
+  auto got = check_against_truth(r);
+  EXPECT_GE(got.size(), 200u);
+  ASSERT_EQ(r.report["input_channels"].size(), 1u)
+      << r.report["input_channels"].dump();
+  const auto& sum = r.report["input_summary"];
+  // Four messages per event (send, receive, FINISHED both ways), nothing
+  // else crossed the ring buffer.
+  EXPECT_EQ(sum["kernel_recorded"].get<size_t>(), 4 * got.size()) << sum.dump();
+  EXPECT_GT(sum["kernel_rejected"].get<size_t>(), 1000u)
+      << "the SEQPACKET junk reached the payload check";
+  EXPECT_EQ(sum["undecodable_messages"], 0);
+}
+
+}  // namespace
+}  // namespace lt_test
