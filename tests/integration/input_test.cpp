@@ -242,3 +242,63 @@ TEST(InputFilter, UnrelatedFloodNeitherFloodsNorShowsUp) {
 
 }  // namespace
 }  // namespace lt_test
+
+namespace lt_test {
+namespace {
+
+// A channel without FINISHED replies (as X11 and Wayland clients have): a
+// GLib loop reading a unix stream socket, picked by its peer's path.
+// Consumption is the end of the g_main_context_dispatch that read the bytes.
+TEST(RawInput, GlibLoopReadingASocketPickedByPeer) {
+  LT_REQUIRE_BPF();
+  if (access("/usr/bin/python3", X_OK) != 0)
+    GTEST_SKIP() << "no /usr/bin/python3 (scripts/setup.sh installs it)";
+  TempDir dir;
+  const std::string sock = dir.file("server.sock");
+  const std::string log = dir.file("truth.jsonl");
+  const std::string json = dir.file("report.json");
+  Process app({"/usr/bin/python3", tests_dir() + "/programs/glib_input.py",
+               "--socket", sock, "--log", log, "--events", "10", "--stall-at",
+               "3", "--stall-ms", "100", "--start-delay", "1500"},
+              dir.file("app.out"), dir.file("app.err"));
+  ASSERT_TRUE(wait_for_text(dir.file("app.err"), "ready pid=", 10000))
+      << read_file(dir.file("app.err"));
+  int64_t steal_before = steal_ns();
+  RunResult r = run({looptrace_bin(), "record", "-p", std::to_string(app.pid()),
+                     "--input", "--input-peer", sock, "--dispatch",
+                     "libglib-2.0.so.0:g_main_context_dispatch", "--slow",
+                     "20ms", "--slow-input", "50ms", "--json", json, "-q"},
+                    30000);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(app.wait(5000), 0);
+  const int64_t tol = kToleranceNs + (steal_ns() - steal_before);
+  auto reads = events(read_jsonl(log), "read");
+  nlohmann::json report = read_json(json);
+  const auto& got = report["input_events"];
+  ASSERT_EQ(got.size(), reads.size()) << got.dump();
+  ASSERT_GE(reads.size(), 8u);
+  for (size_t i = 0; i < reads.size(); ++i) {
+    const auto& t = reads[i];
+    const auto& e = got[i];
+    EXPECT_EQ(e["mode"], "dispatch_end");
+    EXPECT_EQ(e["type"], "bytes");
+    EXPECT_EQ(e["seq"].get<size_t>(), i + 1);
+    EXPECT_LE(std::llabs(diff(e["received_ns"], t["received_ns"])), tol)
+        << e.dump() << "\n"
+        << t.dump();
+    // The dispatch ends after the callback's last clock read, within GLib's
+    // and PyGObject's return path.
+    int64_t after_end = diff(e["finished_ns"], t["end_ns"]);
+    EXPECT_GE(after_end, -tol) << e.dump() << "\n" << t.dump();
+    EXPECT_LE(after_end, 1'000'000 + tol) << e.dump() << "\n" << t.dump();
+    const bool stalled = t["index"] == 3;
+    EXPECT_EQ(e["blame"].is_object(), stalled) << e.dump();
+    if (stalled) {
+      EXPECT_EQ(e["blame"]["kind"], "handled_slowly");
+      EXPECT_GE(e["handling_latency_dur"].get<int64_t>(), 100'000'000);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lt_test

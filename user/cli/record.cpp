@@ -570,7 +570,7 @@ int run_record(const RecordArgs& a) {
       stop_reason = "command exited";
       break;
     }
-    if (a.pid > 0 && !proc::pid_exists(static_cast<uint32_t>(a.pid))) {
+    if (a.pid > 0 && !proc::pid_running(static_cast<uint32_t>(a.pid))) {
       stop_reason = fmt::format("pid {} exited", a.pid);
       break;
     }

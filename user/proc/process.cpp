@@ -38,6 +38,18 @@ bool pid_exists(uint32_t pid) {
   return kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
 }
 
+bool pid_running(uint32_t pid) {
+  if (!pid_exists(pid)) return false;
+  // An exited process whose parent has not reaped it yet is a zombie: it
+  // still has a /proc entry and answers kill(0), but it has exited.
+  auto stat = read_text_file(fmt::format("/proc/{}/stat", pid));
+  if (!stat.ok()) return true;
+  size_t paren = stat->rfind(')');
+  if (paren == std::string::npos || paren + 2 >= stat->size()) return true;
+  char state = (*stat)[paren + 2];
+  return state != 'Z' && state != 'X';
+}
+
 Result<std::string> exe_path(uint32_t pid) {
   std::string link = fmt::format("/proc/{}/exe", pid);
   char buf[PATH_MAX];

@@ -11,6 +11,8 @@ namespace looptrace::proc {
 
 // True while the pid exists (zombies included); pid 0 never does.
 bool pid_exists(uint32_t pid);
+// Exists and has not exited (a zombie has).
+bool pid_running(uint32_t pid);
 // Thread ids of a process (/proc/PID/task); empty if it is gone.
 std::vector<uint32_t> thread_ids(uint32_t pid);
 
