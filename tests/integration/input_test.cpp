@@ -302,3 +302,44 @@ TEST(RawInput, GlibLoopReadingASocketPickedByPeer) {
 
 }  // namespace
 }  // namespace lt_test
+
+namespace lt_test {
+namespace {
+
+// -p on a running app whose dispatcher is another process looptrace does
+// not trace (like system_server): the dispatcher's ends are watched from
+// the start, so every stage is there from the first event.
+TEST(InputAttach, RunningAppWithAnUntracedDispatcher) {
+  LT_REQUIRE_BPF();
+  TempDir dir;
+  const std::string log = dir.file("truth.jsonl");
+  const std::string json = dir.file("report.json");
+  Process app(
+      {refapp_bin(), "--rate", "100", "--start-delay", "1500", "--duration",
+       "1500", "--input-rate", "50", "--input-start", "0", "--log", log},
+      dir.file("app.out"), dir.file("app.err"));
+  ASSERT_TRUE(wait_for_text(dir.file("app.err"), "ready pid=", 10000))
+      << read_file(dir.file("app.err"));
+  int64_t steal_before = steal_ns();
+  RunResult r =
+      run({looptrace_bin(), "record", "--profile", "refapp", "-p",
+           std::to_string(app.pid()), "--input", "--json", json, "-q"},
+          30000);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(app.wait(5000), 0);
+  Traced t;
+  t.report = read_json(json);
+  t.log = read_jsonl(log);
+  t.tol = kToleranceNs + (steal_ns() - steal_before);
+  auto chan = events(t.log, "input_channel");
+  ASSERT_EQ(chan.size(), 1u);
+  t.channel =
+      "socket:[" + std::to_string(chan[0]["app_inode"].get<uint64_t>()) + "]";
+  auto got = check_against_truth(t);
+  EXPECT_GE(got.size(), 60u);
+  for (const auto& [seq, e] : got)
+    EXPECT_EQ(e["sender_pid"], chan[0]["dispatcher_pid"]) << e.dump();
+}
+
+}  // namespace
+}  // namespace lt_test

@@ -204,6 +204,11 @@ struct Tracer::Impl {
     for (uint64_t ino : in.raw_inodes)
       if (bpf_map_update_elem(cfd, &ino, &raw, BPF_ANY) != 0)
         return Status::Errno("filling lt_chans", errno);
+    uint32_t peer = LT_WATCH_PEER;
+    for (uint64_t ino : in.peer_inodes)
+      if (bpf_map_update_elem(cfd, &ino, &peer, BPF_NOEXIST) != 0 &&
+          errno != EEXIST)
+        return Status::Errno("filling lt_chans", errno);
     return Status::Ok();
   }
 

@@ -41,6 +41,9 @@ struct InputTrace {
   std::vector<uint32_t> tgids;
   // Raw channels the user picked (socket inodes).
   std::vector<uint64_t> raw_inodes;
+  // Peer ends of the target's sockets: their processes' calls on them are
+  // traced although those processes are not (a dispatcher elsewhere).
+  std::vector<uint64_t> peer_inodes;
 };
 
 // LT_IO_* of a socket call by name (recv, recvfrom, send, sendto, recvmsg,
