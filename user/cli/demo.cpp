@@ -2,10 +2,12 @@
 // ground-truth log beside what looptrace found.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -78,13 +80,19 @@ int run_demo(const std::string& self_dir, const std::string& json_path) {
   ra.slow = "16ms";
   ra.json_path = report_path;
   // 500 ordinary 0.1-2 ms dispatches a second, and one stall of each kind.
-  ra.command = {*refapp,          "--rate",  "500",          "--duration",
-                "3000",           "--stall", "busy:50@400",  "--stall",
-                "sleep:120@1000", "--stall", "lock:80@1600", "--stall",
-                "busy:300@2200",  "--log",   log_path};
+  // Its dispatcher process sends a 60 Hz stream of input events, and a tap
+  // while the sleep stall holds the loop.
+  ra.input = true;
+  ra.slow_input = "50ms";
+  ra.command = {*refapp,          "--rate",       "500",          "--duration",
+                "3000",           "--stall",      "busy:50@400",  "--stall",
+                "sleep:120@1000", "--stall",      "lock:80@1600", "--stall",
+                "busy:300@2200",  "--input-rate", "60",           "--input-tap",
+                "1050",           "--log",        log_path};
   std::fprintf(stderr,
                "looptrace demo: %s --rate 500 --duration 3000 with "
-               "stalls busy 50ms, sleep 120ms, lock 80ms, busy 300ms\n\n",
+               "stalls busy 50ms, sleep 120ms, lock 80ms, busy 300ms; "
+               "input at 60 Hz and a tap at 1050ms\n\n",
                refapp->c_str());
   int rc = run_record(ra);
   if (rc != 0) return rc;
@@ -140,7 +148,48 @@ int run_demo(const std::string& self_dir, const std::string& json_path) {
   if (unexplained)
     std::printf("  %zu reported slow dispatches are not in the app's log\n",
                 unexplained);
-  return found == static_cast<int>(truth.size()) && unexplained == 0 ? 0 : 1;
+
+  // Input: every event the dispatcher logged sending, matched by seq, with
+  // the worst total latency on both sides.
+  std::map<uint64_t, nlohmann::json> sent, acked;
+  {
+    std::ifstream lin(log_path);
+    std::string line;
+    while (std::getline(lin, line)) {
+      nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_discarded() || !j.contains("seq")) continue;
+      if (j.value("event", "") == "input_send") sent[j["seq"]] = j;
+      if (j.value("event", "") == "input_finish_recv") acked[j["seq"]] = j;
+    }
+  }
+  size_t matched = 0;
+  int64_t worst_err = 0;
+  uint64_t worst_total = 0;
+  for (const auto& e : report.value("input_events", nlohmann::json::array())) {
+    auto s_it = sent.find(e.value("seq", uint64_t{0}));
+    auto a_it = acked.find(e.value("seq", uint64_t{0}));
+    if (s_it == sent.end() || a_it == acked.end() ||
+        !e["total_latency_dur"].is_number())
+      continue;
+    ++matched;
+    int64_t app_total = a_it->second["finish_received_ns"].get<int64_t>() -
+                        s_it->second["sent_ns"].get<int64_t>();
+    int64_t err = e["total_latency_dur"].get<int64_t>() - app_total;
+    if (std::llabs(err) > std::llabs(worst_err)) worst_err = err;
+    worst_total = std::max<uint64_t>(worst_total, app_total);
+  }
+  // An event the app had not acknowledged when it exited (a loaded machine
+  // leaves a backlog) has no total latency on either side.
+  std::printf(
+      "\nInput: %zu events sent by the dispatcher, %zu acknowledged; "
+      "looptrace matched %zu stage by stage; worst total latency %s, "
+      "largest error %.1fus\n",
+      sent.size(), acked.size(), matched, format_duration(worst_total).c_str(),
+      static_cast<double>(worst_err) / 1e3);
+  bool input_ok = matched == acked.size() && !acked.empty();
+  return found == static_cast<int>(truth.size()) && unexplained == 0 && input_ok
+             ? 0
+             : 1;
 }
 
 }  // namespace looptrace

@@ -241,6 +241,8 @@ void write_input_report(std::ostream& os, const InputAnalysis& a,
     if (worst.size() > kWorstListed) worst.resize(kWorstListed);
     if (worst.empty()) continue;
     report::put(os, "  worst (arrival -> consumed):");
+    // Events that waited behind one dispatch show its stack once.
+    std::tuple<uint32_t, uint32_t, uint64_t> last_stack{0, 0, 0};
     for (const InputEventInfo* e : worst) {
       uint64_t rel = ctx.start_ns && e->arrival_ns() > ctx.start_ns
                          ? e->arrival_ns() - ctx.start_ns
@@ -269,7 +271,11 @@ void write_input_report(std::ostream& os, const InputAnalysis& a,
                             "in all",
                             b.chain.size() - 1, b.chain.size() == 2 ? "" : "es",
                             format_duration(b.waited_ns)));
-      auto it = idx.find({p.span.pid, p.span.tid, p.span.span_id});
+      std::tuple<uint32_t, uint32_t, uint64_t> key{p.span.pid, p.span.tid,
+                                                   p.span.span_id};
+      if (key == last_stack) continue;
+      last_stack = key;
+      auto it = idx.find(key);
       if (it != idx.end() && !it->second->stacks.empty()) {
         const auto& fr = it->second->stacks[0].frames;
         for (size_t i = 0; i < fr.size() && i < 3; ++i)
