@@ -83,3 +83,39 @@ TEST(Errors, NotRoot) {
 
 }  // namespace
 }  // namespace lt_test
+
+namespace lt_test {
+namespace {
+
+// Input channel picks name a socket of the traced process, or fail clearly.
+TEST(Errors, InputFdThatIsNotASocket) {
+  LT_REQUIRE_BPF();
+  TempDir dir;
+  Process sleeper({"sleep", "30"}, dir.file("out"), dir.file("err"));
+  RunResult r =
+      run({looptrace_bin(), "record", "-p", std::to_string(sleeper.pid()),
+           "--input-fd", "1", "-d", "1s"});
+  expect_clean_error(r, 2, "is not a socket");
+  r = run({looptrace_bin(), "record", "-p", std::to_string(sleeper.pid()),
+           "--input-fd", "987", "-d", "1s"});
+  expect_clean_error(r, 2, "has no fd 987");
+  r = run({looptrace_bin(), "record", "-p", std::to_string(sleeper.pid()),
+           "--input-peer", "/tmp/.no-such-server", "-d", "1s"});
+  expect_clean_error(r, 2, "no socket connected to /tmp/.no-such-server");
+}
+
+TEST(Errors, InputFdNeedsAPid) {
+  LT_REQUIRE_BPF();
+  RunResult r = run({looptrace_bin(), "record", "--input-fd", "3", "-d", "1s"});
+  expect_clean_error(r, 2, "need -p PID");
+}
+
+TEST(Errors, InputBinaryWithoutSocketFunctions) {
+  LT_REQUIRE_BPF();
+  RunResult r = run({looptrace_bin(), "record", "--input", "--input-mode",
+                     "uprobe", "--input-binary", refapp_bin(), "-d", "1s"});
+  expect_clean_error(r, 2, "has none of the socket functions");
+}
+
+}  // namespace
+}  // namespace lt_test
