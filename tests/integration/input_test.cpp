@@ -366,3 +366,39 @@ TEST(InputAttach, RunningAppWithAnUntracedDispatcher) {
 
 }  // namespace
 }  // namespace lt_test
+
+namespace lt_test {
+namespace {
+
+// A static binary's own recvfrom/sendto, probed by uprobes on the binary
+// itself (--input-binary), not libc.so.
+TEST(InputStatic, UprobesOnAStaticBinarysOwnSocketFunctions) {
+  LT_REQUIRE_BPF();
+  TempDir dir;
+  const std::string bin = std::string(LT_TEST_PROGRAMS_DIR) + "/static_channel";
+  const std::string log = dir.file("truth.jsonl");
+  const std::string json = dir.file("report.json");
+  int64_t steal_before = steal_ns();
+  RunResult r =
+      run({looptrace_bin(), "record", "--input", "--input-mode", "uprobe",
+           "--input-binary", bin, "--json", json, "-q", "--", bin, "30", log});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const int64_t tol = kToleranceNs + (steal_ns() - steal_before);
+  auto truth = read_jsonl(log);
+  ASSERT_EQ(truth.size(), 30u);
+  nlohmann::json report = read_json(json);
+  const auto& got = report["input_events"];
+  ASSERT_EQ(got.size(), truth.size()) << report["input_summary"].dump();
+  for (size_t i = 0; i < truth.size(); ++i) {
+    const auto& t = truth[i];
+    const auto& e = got[i];
+    EXPECT_EQ(e["seq"], t["seq"]);
+    EXPECT_EQ(e["event_time_ns"], t["event_time_ns"]);
+    for (const char* k :
+         {"sent_ns", "received_ns", "finished_ns", "finish_received_ns"})
+      EXPECT_LE(std::llabs(diff(e[k], t[k])), tol) << k << ": " << e.dump();
+  }
+}
+
+}  // namespace
+}  // namespace lt_test
