@@ -127,6 +127,7 @@ std::optional<InputBlame> select_blame(const InputEventInfo& ev,
       upto = std::max(upto, to);
     }
     b.waited_ns = waited;
+    b.unattributed_ns = h > a && h - a > waited ? h - a - waited : 0;
     size_t best = 0;
     for (size_t i = 0; i < b.chain.size(); ++i) {
       if (b.chain[i].running_at_arrival) {

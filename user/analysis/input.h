@@ -45,6 +45,9 @@ struct InputBlame {
   bool own_handler = false;
   uint64_t arrival_ns = 0;  // sent, or received if the sender is untraced
   uint64_t waited_ns = 0;   // of [arrival, handling start) covered by chain
+  // The rest of [arrival, handling start): dispatches too short to record,
+  // and the loop's own work between them.
+  uint64_t unattributed_ns = 0;
   // Outermost dispatches that ran on the loop thread between the event's
   // arrival and the start of its handling, in time order; or the handling
   // dispatch itself (own_handler).

@@ -101,6 +101,7 @@ json input_to_json(const InputAnalysis& a, const DispatchAnalysis& dispatch,
                                           : "waited_behind"},
                {"arrival_ns", b.arrival_ns},
                {"waited_ns", b.waited_ns},
+               {"unattributed_ns", b.unattributed_ns},
                {"dispatches", chain}};
       if (!b.chain.empty()) {
         json primary = chain[b.primary];
@@ -271,6 +272,10 @@ void write_input_report(std::ostream& os, const InputAnalysis& a,
                             "in all",
                             b.chain.size() - 1, b.chain.size() == 2 ? "" : "es",
                             format_duration(b.waited_ns)));
+      // Waits behind dispatches under --slow are not itemized, only summed.
+      if (!b.own_handler && b.unattributed_ns >= 1'000'000)
+        report::put(os, fmt::format("      and {} behind shorter dispatches",
+                                    format_duration(b.unattributed_ns)));
       std::tuple<uint32_t, uint32_t, uint64_t> key{p.span.pid, p.span.tid,
                                                    p.span.span_id};
       if (key == last_stack) continue;
