@@ -15,7 +15,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr size_t kWorstListed = 10;  // events per channel in the text
+constexpr size_t kWorstListed = 10;          // events per channel in the text
+constexpr size_t kMaxListedEvents = 100000;  // in the JSON
 
 std::string channel_name(uint64_t inode) {
   return fmt::format("socket:[{}]", inode);
@@ -83,7 +84,21 @@ json input_to_json(const InputAnalysis& a, const DispatchAnalysis& dispatch,
   report::FrameNames names(ctx.symbolizer);
   SpanIndex idx = index_spans(dispatch);
   json events = json::array();
+  // A long high-rate trace has millions of events: every blamed one is
+  // listed, then the others in order up to the cap; channel percentiles
+  // always cover all of them.
+  size_t blamed = 0;
+  for (const InputEventInfo& e : a.events) blamed += e.blame ? 1 : 0;
+  size_t room = kMaxListedEvents > blamed ? kMaxListedEvents - blamed : 0;
+  size_t not_listed = 0;
   for (const InputEventInfo& e : a.events) {
+    if (!e.blame) {
+      if (room == 0) {
+        ++not_listed;
+        continue;
+      }
+      --room;
+    }
     json stages = json::object();
     for (int s = 0; s < kInputStages; ++s) {
       auto st = static_cast<InputStage>(s);
@@ -174,6 +189,7 @@ json input_to_json(const InputAnalysis& a, const DispatchAnalysis& dispatch,
             {"other_messages", a.other_messages},
             {"legacy_messages", a.legacy_messages},
             {"undecodable_messages", a.undecodable},
+            {"not_listed", not_listed},
             // What the kernel filter let through and turned away.
             {"kernel_recorded", dispatch.counters.bpf[LT_CNT_IO]},
             {"kernel_rejected", dispatch.counters.bpf[LT_CNT_IO_REJECT]}}},
