@@ -37,6 +37,10 @@ struct {
 	__type(value, __u32);
 } lt_chans SEC(".maps");
 
+/* Entries in lt_chans (userspace's plus learnt ones): while there are none,
+ * an untraced process's call is dropped after one hash lookup. */
+__u32 lt_nwatch = 0;
+
 /* The current task's open file `fd`, or NULL. */
 static __always_inline struct file *fd_file(__u32 fd)
 {
@@ -105,6 +109,8 @@ static __always_inline void io_enter(__u32 fd, __u64 buf, __u32 op)
 	if (lt_cfg.input_tgid_filter) {
 		tgid = bpf_get_current_pid_tgid() >> 32;
 		traced = bpf_map_lookup_elem(&lt_tgids, &tgid) != 0;
+		if (!traced && !lt_nwatch)
+			return;
 	}
 	if (!classify_fd(fd, traced, &p))
 		return;
@@ -174,7 +180,8 @@ static __always_inline void io_exit(__s64 ret)
 		if (p.peer_inode && lt_cfg.input_tgid_filter) {
 			__u32 w = LT_WATCH_PEER;
 
-			bpf_map_update_elem(&lt_chans, &p.peer_inode, &w, BPF_NOEXIST);
+			if (!bpf_map_update_elem(&lt_chans, &p.peer_inode, &w, BPF_NOEXIST))
+				__sync_fetch_and_add(&lt_nwatch, 1);
 		}
 	} else if (p.op & LT_IO_SEND) {
 		return; /* raw channels: only what the app reads is input */

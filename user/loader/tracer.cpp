@@ -209,6 +209,8 @@ struct Tracer::Impl {
       if (bpf_map_update_elem(cfd, &ino, &peer, BPF_NOEXIST) != 0 &&
           errno != EEXIST)
         return Status::Errno("filling lt_chans", errno);
+    skel->bss->lt_nwatch =
+        static_cast<uint32_t>(in.raw_inodes.size() + in.peer_inodes.size());
     return Status::Ok();
   }
 
