@@ -231,7 +231,10 @@ static __always_inline void io_exit(__s64 ret)
 		__builtin_memset(rec->head, 0, sizeof(rec->head));
 	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
 	count(LT_CNT_IO);
-	bpf_ringbuf_submit(rec, 0);
+	bpf_ringbuf_submit(rec, bpf_ringbuf_query(&lt_events, BPF_RB_AVAIL_DATA) >=
+					lt_cfg.io_wakeup_bytes
+				    ? BPF_RB_FORCE_WAKEUP
+				    : BPF_RB_NO_WAKEUP);
 }
 
 /* libc uprobes: recv/recvfrom/send/sendto/read/write (fd, buf, ...) and

@@ -128,6 +128,11 @@ struct lt_config {
 	/* 1: only processes in lt_tgids (and the peer ends of their channels,
 	 * in lt_chans); 0: every process. */
 	__u32 input_tgid_filter;
+	/* Input records wake the reader only once this many bytes wait in the
+	 * ring buffer (its poll timeout collects the rest): at high event
+	 * rates a wakeup per record costs more than the record. */
+	__u32 io_wakeup_bytes;
+	__u32 pad1;
 	struct lt_probe_cfg probes[LT_MAX_PROBES];
 };
 

@@ -249,8 +249,11 @@ Status build_input(const RecordArgs& a, pid_t target,
             log::debug("resolve", "{}: no {}", *path, sym);
             continue;
           }
-          in->uprobes.push_back(
-              {*path, sym, m->file_offset, *input_call_op(sym)});
+          // Past glibc's single-threaded check: a probe on it would be
+          // single-stepped in every process calling these functions.
+          in->uprobes.push_back({*path, sym,
+                                 uprobe_offset(*path, m->file_offset),
+                                 *input_call_op(sym)});
           ++found;
         }
       }
@@ -571,6 +574,7 @@ int run_record(const RecordArgs& a) {
 
   Status run_status;
   std::string stop_reason;
+  uint64_t last_alive_check = 0, last_stall_check = 0;
   while (true) {
     if (g_stop_signal) {
       stop_reason = g_stop_signal == SIGINT ? "interrupted" : "terminated";
@@ -580,22 +584,36 @@ int run_record(const RecordArgs& a) {
       stop_reason = "duration elapsed";
       break;
     }
-    if (child && child->exited()) {
-      stop_reason = "command exited";
-      break;
+    // Whether the target lives: at most every 50 ms, not after every
+    // wakeup (at a high event rate that would steal the reader's time).
+    uint64_t now = monotonic_ns();
+    if (now - last_alive_check >= 50'000'000) {
+      last_alive_check = now;
+      if (child && child->exited()) {
+        stop_reason = "command exited";
+        break;
+      }
+      if (a.pid > 0 && !proc::pid_running(static_cast<uint32_t>(a.pid))) {
+        stop_reason = fmt::format("pid {} exited", a.pid);
+        break;
+      }
     }
-    if (a.pid > 0 && !proc::pid_running(static_cast<uint32_t>(a.pid))) {
-      stop_reason = fmt::format("pid {} exited", a.pid);
-      break;
-    }
-    int timeout = 100;
+    // Input records do not wake us (abi.h io_wakeup_bytes): poll more
+    // often, so that a short-lived process's mappings are read while it
+    // is alive.
+    const int max_wait_ms = has_input ? 25 : 100;
+    int timeout = max_wait_ms;
     if (s.duration_ns) {
       uint64_t left =
           s.duration_ns - std::min(s.duration_ns, monotonic_ns() - t0);
-      timeout = static_cast<int>(std::min<uint64_t>(100, left / 1'000'000 + 1));
+      timeout = static_cast<int>(
+          std::min<uint64_t>(max_wait_ms, left / 1'000'000 + 1));
     }
     run_status = (*tracer)->poll(timeout, sink);
-    if (has_barriers) announce_stalls(monotonic_ns());
+    if (has_barriers && monotonic_ns() - last_stall_check >= 20'000'000) {
+      last_stall_check = monotonic_ns();
+      announce_stalls(last_stall_check);
+    }
     if (!run_status.ok()) break;
   }
   uint64_t elapsed = monotonic_ns() - t0;

@@ -298,6 +298,7 @@ Result<std::unique_ptr<Tracer>> Tracer::Create(const TraceOptions& opts) {
     bpf_program__set_autoload(skel->progs.lt_sample, false);
   cfg.input_on = in.mode != InputMode::kOff;
   cfg.input_tgid_filter = !in.tgids.empty();
+  cfg.io_wakeup_bytes = opts.ringbuf_bytes / 16;
   bool uprobes = in.mode == InputMode::kUprobe,
        tps = in.mode == InputMode::kSyscall;
   bpf_program__set_autoload(skel->progs.lt_io_uentry, uprobes);
@@ -345,6 +346,10 @@ Result<std::unique_ptr<Tracer>> Tracer::Create(const TraceOptions& opts) {
 Status Tracer::poll(int timeout_ms, const Sink& sink) {
   impl_->sink = &sink;
   int n = ring_buffer__poll(impl_->rb.get(), timeout_ms);
+  // Input records are submitted without a wakeup (lt_config.io_wakeup_bytes)
+  // and records behind them do not wake us either: after a timeout, read
+  // whatever is there.
+  if (n == 0) n = ring_buffer__consume(impl_->rb.get());
   impl_->sink = nullptr;
   if (n < 0 && n != -EINTR) return Status::Errno("polling the ring buffer", -n);
   return Status::Ok();

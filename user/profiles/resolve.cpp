@@ -43,6 +43,31 @@ bool is_offset(const std::string& symbol) {
 
 }  // namespace
 
+size_t single_threaded_check_skip(const uint8_t* code, size_t n) {
+  size_t at = 0;
+  // cmpb $imm8, disp32(%rip): 80 3d d32 imm8
+  if (n < 7 || code[0] != 0x80 || code[1] != 0x3d) return 0;
+  at = 7;
+  // mov %ecx,%r10d (the syscall's 4th argument register): 41 89 ca
+  if (n >= at + 3 && code[at] == 0x41 && code[at + 1] == 0x89 &&
+      code[at + 2] == 0xca)
+    at += 3;
+  // A short conditional jump, which the kernel emulates.
+  if (n >= at + 2 && code[at] >= 0x70 && code[at] <= 0x7f) return at;
+  return 0;
+}
+
+uint64_t uprobe_offset(const std::string& path, uint64_t offset) {
+  offset = skip_endbr64(path, offset);
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return offset;
+  uint8_t buf[16] = {};
+  ssize_t n = pread(fd, buf, sizeof(buf), static_cast<off_t>(offset));
+  close(fd);
+  if (n <= 0) return offset;
+  return offset + single_threaded_check_skip(buf, static_cast<size_t>(n));
+}
+
 Result<std::string> resolve_binary(const std::string& binary,
                                    const ResolveContext& ctx) {
   if (ctx.pid > 0) {
@@ -90,7 +115,7 @@ Status resolve_probes(std::vector<ProbeDef>* probes,
       r.path = *path;
       // An explicit 0x offset is taken as given.
       r.file_offset = is_offset(p.symbol) ? m.file_offset
-                                          : skip_endbr64(*path, m.file_offset);
+                                          : uprobe_offset(*path, m.file_offset);
       r.resolved_symbol = m.demangled.empty() ? m.name : m.demangled;
       log::debug("resolve", "{}:{} -> {} offset {:#x} ({})", r.binary, r.symbol,
                  r.path, r.file_offset, r.resolved_symbol);
