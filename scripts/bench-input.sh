@@ -374,9 +374,11 @@ table_row() {  # table_row PART CONFIG BASE LABEL
     "$(ns_runs "$1" "$2" | paste -sd' ')"
 }
 
-# The first instruction of libc's sendto and recvfrom, where uprobe mode
-# puts its breakpoints: x86 kernels emulate a push or a nop; anything else
-# is single-stepped out of line, one more trap per call (docs/benchmarks.md).
+# The first instruction of libc's sendto and recvfrom: x86 kernels emulate a
+# push, a nop or a jump; anything else is single-stepped out of line, one
+# more trap per call (docs/benchmarks.md). glibc's wrappers open with a
+# `cmpb $0,__libc_single_threaded(%rip)` check, which looptrace skips: it
+# probes the conditional jump after it (user/profiles/resolve.cpp).
 LIBC=$(ldd "$SOCK" | awk '$1 ~ /^libc\.so/ { print $3 }')
 first_insn() {  # first_insn SYMBOL: in $LIBC, by its dynamic symbol
   local a
@@ -386,7 +388,11 @@ first_insn() {  # first_insn SYMBOL: in $LIBC, by its dynamic symbol
     awk '/^ +[0-9a-f]+:/ { sub(/^[ \t]*[0-9a-f]+:[ \t]*/, ""); sub(/[ \t]*#.*/, ""); gsub(/[ \t]+/, " "); print; exit }'
 }
 insn_kind() {
-  case $1 in push*|nop|jmp*|call*|j*) echo emulated ;; *) echo single-stepped ;; esac
+  case $1 in
+    push*|nop|jmp*|call*|j*) echo emulated ;;
+    "cmpb \$0x0,"*"(%rip)") echo "skipped: looptrace probes the jump after it" ;;
+    *) echo single-stepped ;;
+  esac
 }
 GIT=$(git -C "$REPO" describe --always --dirty 2>/dev/null || echo unknown)
 echo
