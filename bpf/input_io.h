@@ -161,8 +161,9 @@ static __always_inline void io_exit(__s64 ret)
 	if (p.op & LT_IO_MSGHDR) {
 		struct iovec *iov = 0;
 
-		if (bpf_probe_read_user(&iov, sizeof(iov),
-					(void *)(buf + __builtin_offsetof(struct user_msghdr, msg_iov))) ||
+		if (bpf_probe_read_user(
+			&iov, sizeof(iov),
+			(void *)(buf + __builtin_offsetof(struct user_msghdr, msg_iov))) ||
 		    !iov)
 			return;
 		if (bpf_probe_read_user(&buf, sizeof(buf), &iov->iov_base))

@@ -244,7 +244,7 @@ struct lt_io_pending {
 	__u64 inode;
 	__u64 peer_inode; /* 0: not connected */
 	__u32 fd;
-	__u32 op; /* LT_IO_* */
+	__u32 op;   /* LT_IO_* */
 	__u32 chan; /* enum lt_chan_kind; 0: no call in progress */
 	__u32 pad;
 };
@@ -294,7 +294,7 @@ struct lt_io_rec {
 #define LT_IM_LEGACY_FINISHED_SIZE 16
 
 enum lt_input_layout {
-	LT_LAYOUT_NONE = 0,	/* not an InputMessage */
+	LT_LAYOUT_NONE = 0, /* not an InputMessage */
 	LT_LAYOUT_CURRENT = 1,
 	LT_LAYOUT_LEGACY = 2,
 };
@@ -316,9 +316,9 @@ static inline __u32 lt_input_layout(__u32 w0, __u32 w1, __u32 w2, __u32 w3, __s6
 			return bytes == LT_IM_KEY_SIZE ? LT_LAYOUT_CURRENT : LT_LAYOUT_NONE;
 		case LT_IM_MOTION:
 			return w3 >= 1 && w3 <= LT_IM_MAX_POINTERS &&
-					       bytes == LT_IM_MOTION_BASE + LT_IM_POINTER_SIZE * (__s64)w3
-				       ? LT_LAYOUT_CURRENT
-				       : LT_LAYOUT_NONE;
+				       bytes == LT_IM_MOTION_BASE + LT_IM_POINTER_SIZE * (__s64)w3
+				   ? LT_LAYOUT_CURRENT
+				   : LT_LAYOUT_NONE;
 		case LT_IM_FINISHED:
 		case LT_IM_DRAG:
 			return bytes == 24 ? LT_LAYOUT_CURRENT : LT_LAYOUT_NONE;

@@ -43,7 +43,7 @@ struct RecordArgs {
   bool quiet = false;
   // Input channels (docs/input.md).
   bool input = false;
-  std::string input_mode = "syscall";  // or "uprobe"
+  std::string input_mode = "syscall";     // or "uprobe"
   std::vector<std::string> input_calls;   // default recvfrom,sendto,...
   std::vector<std::string> input_binary;  // uprobe mode; default libc
   std::vector<int> input_fd;              // raw channels by fd (-p)
