@@ -564,7 +564,7 @@ int run_record(const RecordArgs& a) {
     if (has_input)
       input = fmt::format(" and input channels ({})",
                           s.opts.input.mode == InputMode::kUprobe
-                              ? "libc uprobes"
+                              ? "uprobes"
                               : "syscall tracepoints");
     std::fprintf(stderr,
                  "looptrace: tracing %zu probe%s%s in %s; Ctrl-C to stop\n",
