@@ -201,3 +201,21 @@ TEST(Histogram, PercentileRanksAreNearestRank) {
 
 }  // namespace
 }  // namespace looptrace
+
+namespace looptrace {
+namespace {
+
+TEST(ExactPercentiles, NearestRankOfKnownValues) {
+  // 10 values in any order: rank ceil(p/100 * 10).
+  Percentiles p = exact_percentiles({7, 3, 10, 1, 9, 2, 8, 5, 4, 6});
+  EXPECT_EQ(p.count, 10u);
+  EXPECT_EQ(p.p50, 5u);
+  EXPECT_EQ(p.p90, 9u);
+  EXPECT_EQ(p.p99, 10u);
+  EXPECT_EQ(p.max, 10u);
+  EXPECT_EQ(exact_percentiles({}).count, 0u);
+  EXPECT_EQ(exact_percentiles({42}).p50, 42u);
+}
+
+}  // namespace
+}  // namespace looptrace

@@ -145,4 +145,21 @@ Percentiles compute_percentiles(const ThreadHistogram& h,
   return PercentileEstimator(h, tail).percentiles();
 }
 
+Percentiles exact_percentiles(std::vector<uint64_t> v) {
+  Percentiles p;
+  if (v.empty()) return p;
+  std::sort(v.begin(), v.end());
+  auto at = [&](double pct) {
+    size_t rank = static_cast<size_t>(
+        std::ceil(pct / 100.0 * static_cast<double>(v.size())));
+    return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
+  };
+  p.count = v.size();
+  p.p50 = at(50);
+  p.p90 = at(90);
+  p.p99 = at(99);
+  p.max = v.back();
+  return p;
+}
+
 }  // namespace looptrace

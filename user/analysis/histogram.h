@@ -62,6 +62,9 @@ class PercentileEstimator {
   bool tail_ok_ = false;
 };
 
+// Nearest-rank percentiles of values all known exactly (any order).
+Percentiles exact_percentiles(std::vector<uint64_t> values);
+
 // Shorthand for PercentileEstimator(h, tail).percentiles().
 Percentiles compute_percentiles(const ThreadHistogram& h,
                                 const ExactTail* tail = nullptr);

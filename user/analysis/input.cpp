@@ -1,7 +1,6 @@
 #include "analysis/input.h"
 
 #include <algorithm>
-#include <cmath>
 #include <type_traits>
 #include <variant>
 
@@ -9,23 +8,6 @@ namespace looptrace {
 namespace {
 
 uint64_t span_end(const SpanEvent& s) { return s.start_ns + s.duration_ns; }
-
-Percentiles exact_percentiles(std::vector<uint64_t> v) {
-  Percentiles p;
-  if (v.empty()) return p;
-  std::sort(v.begin(), v.end());
-  auto at = [&](double pct) {
-    size_t rank = static_cast<size_t>(
-        std::ceil(pct / 100.0 * static_cast<double>(v.size())));
-    return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
-  };
-  p.count = v.size();
-  p.p50 = at(50);
-  p.p90 = at(90);
-  p.p99 = at(99);
-  p.max = v.back();
-  return p;
-}
 
 }  // namespace
 

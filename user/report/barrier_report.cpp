@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "analysis/histogram.h"
 #include "base/duration.h"
 #include "report/report_common.h"
 
@@ -38,17 +39,13 @@ void write_barrier_report(std::ostream& os, const BarrierAnalysis& a,
   std::vector<uint64_t> lifetimes;
   for (const Barrier& b : a.barriers)
     if (b.removed()) lifetimes.push_back(b.lifetime_ns());
-  std::sort(lifetimes.begin(), lifetimes.end());
   std::string line =
       fmt::format("SYNC BARRIERS: {} posted, {} removed", a.posted, a.removed);
   if (!lifetimes.empty()) {
-    auto at = [&](double q) {
-      size_t i =
-          static_cast<size_t>(q * static_cast<double>(lifetimes.size() - 1));
-      return format_duration(lifetimes[i]);
-    };
-    line += fmt::format("; lifetime p50 {} p99 {} max {}", at(0.5), at(0.99),
-                        format_duration(lifetimes.back()));
+    Percentiles p = exact_percentiles(std::move(lifetimes));
+    line +=
+        fmt::format("; lifetime p50 {} p99 {} max {}", format_duration(p.p50),
+                    format_duration(p.p99), format_duration(p.max));
   }
   report::put(os, line);
   report::put(os, fmt::format("  stalled (held >= {}): {}   leaked: {}",
