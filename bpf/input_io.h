@@ -65,6 +65,7 @@ static __always_inline int classify_fd(__u32 fd, int traced, struct lt_io_pendin
 	struct sock *sk, *peer;
 	__u32 *watch;
 	__u64 ino;
+	int is_unix;
 
 	if (!f)
 		return 0;
@@ -78,9 +79,10 @@ static __always_inline int classify_fd(__u32 fd, int traced, struct lt_io_pendin
 	sk = BPF_CORE_READ(sock, sk);
 	if (!sk)
 		return 0;
+	is_unix = BPF_CORE_READ(sk, __sk_common.skc_family) == LT_AF_UNIX;
 	p->inode = ino;
 	p->peer_inode = 0;
-	if (BPF_CORE_READ(sk, __sk_common.skc_family) == LT_AF_UNIX) {
+	if (is_unix) {
 		peer = BPF_CORE_READ((struct unix_sock *)sk, peer);
 		if (peer)
 			p->peer_inode = BPF_CORE_READ(peer, sk_socket, file, f_inode, i_ino);
@@ -89,8 +91,7 @@ static __always_inline int classify_fd(__u32 fd, int traced, struct lt_io_pendin
 		p->chan = LT_CHAN_RAW;
 		return 1;
 	}
-	if (BPF_CORE_READ(sk, __sk_common.skc_family) == LT_AF_UNIX &&
-	    BPF_CORE_READ(sock, type) == LT_SOCK_SEQPACKET) {
+	if (is_unix && BPF_CORE_READ(sock, type) == LT_SOCK_SEQPACKET) {
 		p->chan = LT_CHAN_INPUT;
 		return 1;
 	}
@@ -145,9 +146,10 @@ static __always_inline void io_exit(__s64 ret)
 	struct lt_thread *st = thread_state(0);
 	struct lt_io_pending p;
 	struct lt_io_rec *rec;
+	__u8 head[LT_IO_HEAD] = {};
 	__u64 buf, now;
-	__u32 words[4] = {};
-	__u32 n, d;
+	__u32 w[4];
+	__u32 d;
 	long err = 0;
 
 	if (!st || !st->io.chan)
@@ -169,11 +171,21 @@ static __always_inline void io_exit(__s64 ret)
 		if (bpf_probe_read_user(&buf, sizeof(buf), &iov->iov_base))
 			return;
 	}
-	n = ret < LT_IO_HEAD ? (__u32)ret : LT_IO_HEAD;
+	/* The message's first bytes, read once: constant sizes keep the
+	 * verifier's bounds; bytes past a short message (a 16-byte FOCUS) stay
+	 * zero and userspace ignores them. */
+	if (ret >= LT_IO_HEAD)
+		err = bpf_probe_read_user(head, LT_IO_HEAD, (void *)buf);
+	else if (ret >= 16)
+		err = bpf_probe_read_user(head, 16, (void *)buf);
+	else if (ret >= 8)
+		err = bpf_probe_read_user(head, 8, (void *)buf);
+	if (err)
+		__builtin_memset(head, 0, sizeof(head));
 	if (p.chan == LT_CHAN_INPUT) {
 		/* The filter: only whole InputMessages. */
-		if (ret < 16 || bpf_probe_read_user(words, sizeof(words), (void *)buf) ||
-		    !lt_input_layout(words[0], words[1], words[2], words[3], ret)) {
+		__builtin_memcpy(w, head, sizeof(w));
+		if (err || !lt_input_layout(w[0], w[1], w[2], w[3], ret)) {
 			count(LT_CNT_IO_REJECT);
 			return;
 		}
@@ -219,17 +231,7 @@ static __always_inline void io_exit(__s64 ret)
 		rec->span_id = f->span_id;
 		rec->span_probe = f->probe_id;
 	}
-	/* Constant sizes keep the verifier's bounds; bytes past the message
-	 * (a 16-byte FOCUS) stay zero and userspace ignores them. */
-	__builtin_memset(rec->head, 0, sizeof(rec->head));
-	if (n >= LT_IO_HEAD)
-		err = bpf_probe_read_user(rec->head, LT_IO_HEAD, (void *)buf);
-	else if (n >= 16)
-		err = bpf_probe_read_user(rec->head, 16, (void *)buf);
-	else if (n >= 8)
-		err = bpf_probe_read_user(rec->head, 8, (void *)buf);
-	if (err)
-		__builtin_memset(rec->head, 0, sizeof(rec->head));
+	__builtin_memcpy(rec->head, head, sizeof(rec->head));
 	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
 	count(LT_CNT_IO);
 	bpf_ringbuf_submit(rec, bpf_ringbuf_query(&lt_events, BPF_RB_AVAIL_DATA) >=
