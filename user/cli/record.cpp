@@ -274,22 +274,23 @@ Status build_input(const RecordArgs& a, pid_t target,
     if (!ino.ok()) return ino.status();
     in->raw_inodes.push_back(*ino);
   }
+  if (a.pid <= 0) return Status::Ok();
+  auto all = proc::unix_sockets();
+  if (!all.ok()) {
+    if (!a.input_peer.empty()) return all.status();
+    log::debug("loader", "no unix socket peers: {}", all.status().message());
+    return Status::Ok();
+  }
   // A running target's channels may lead to processes we do not trace (an
   // InputDispatcher in system_server): watch their ends from the start.
-  if (a.pid > 0) {
-    auto all = proc::unix_sockets();
-    if (all.ok()) {
-      for (uint64_t ino : proc::socket_inodes(static_cast<uint32_t>(a.pid))) {
-        auto it = all->find(ino);
-        if (it != all->end() && it->second.peer != 0)
-          in->peer_inodes.push_back(it->second.peer);
-      }
-    } else {
-      log::debug("loader", "no unix socket peers: {}", all.status().message());
-    }
+  for (uint64_t ino : proc::socket_inodes(static_cast<uint32_t>(a.pid))) {
+    auto it = all->find(ino);
+    if (it != all->end() && it->second.peer != 0)
+      in->peer_inodes.push_back(it->second.peer);
   }
   for (const std::string& peer : a.input_peer) {
-    auto inos = proc::sockets_connected_to(static_cast<uint32_t>(a.pid), peer);
+    auto inos =
+        proc::sockets_connected_to(static_cast<uint32_t>(a.pid), peer, *all);
     if (!inos.ok()) return inos.status();
     for (uint64_t i : *inos) in->raw_inodes.push_back(i);
   }

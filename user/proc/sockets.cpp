@@ -122,16 +122,15 @@ Result<std::map<uint64_t, UnixSocket>> unix_sockets() {
   return out;
 }
 
-Result<std::vector<uint64_t>> sockets_connected_to(uint32_t pid,
-                                                   const std::string& path) {
-  auto all = unix_sockets();
-  if (!all.ok()) return all.status();
+Result<std::vector<uint64_t>> sockets_connected_to(
+    uint32_t pid, const std::string& path,
+    const std::map<uint64_t, UnixSocket>& all) {
   std::vector<uint64_t> out;
   for (uint64_t ino : socket_inodes(pid)) {
-    auto it = all->find(ino);
-    if (it == all->end() || it->second.peer == 0) continue;
-    auto peer = all->find(it->second.peer);
-    if (peer == all->end()) continue;
+    auto it = all.find(ino);
+    if (it == all.end() || it->second.peer == 0) continue;
+    auto peer = all.find(it->second.peer);
+    if (peer == all.end()) continue;
     const std::string& name = peer->second.name;
     if (name == path || name == "@" + path) out.push_back(ino);
   }

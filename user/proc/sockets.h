@@ -26,8 +26,10 @@ struct UnixSocket {
 // Every AF_UNIX socket on the machine (this network namespace) by inode.
 Result<std::map<uint64_t, UnixSocket>> unix_sockets();
 
-// The sockets of `pid` whose peer is bound to `path` (or to "@path").
-Result<std::vector<uint64_t>> sockets_connected_to(uint32_t pid,
-                                                   const std::string& path);
+// The sockets of `pid` whose peer is bound to `path` (or to "@path"),
+// among `all` (from unix_sockets()).
+Result<std::vector<uint64_t>> sockets_connected_to(
+    uint32_t pid, const std::string& path,
+    const std::map<uint64_t, UnixSocket>& all);
 
 }  // namespace looptrace::proc
