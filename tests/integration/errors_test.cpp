@@ -102,6 +102,9 @@ TEST(Errors, InputFdThatIsNotASocket) {
   r = run({looptrace_bin(), "record", "-p", std::to_string(sleeper.pid()),
            "--input-peer", "/tmp/.no-such-server", "-d", "1s"});
   expect_clean_error(r, 2, "no socket connected to /tmp/.no-such-server");
+  r = run({looptrace_bin(), "record", "-p", std::to_string(sleeper.pid()),
+           "--input-peer", "auto", "-d", "1s"});
+  expect_clean_error(r, 2, "has no X11 or Wayland connection");
 }
 
 TEST(Errors, InputFdNeedsAPid) {

@@ -272,12 +272,12 @@ namespace {
 // A channel without FINISHED replies (as X11 and Wayland clients have): a
 // GLib loop reading a unix stream socket, picked by its peer's path.
 // Consumption is the end of the g_main_context_dispatch that read the bytes.
-TEST(RawInput, GlibLoopReadingASocketPickedByPeer) {
-  LT_REQUIRE_BPF();
-  if (access("/usr/bin/python3", X_OK) != 0)
-    GTEST_SKIP() << "no /usr/bin/python3 (scripts/setup.sh installs it)";
+// The GLib app's server socket is named `sock_name`; looptrace picks the
+// channel with --input-peer `peer_arg` ("" = the socket's path).
+void glib_raw_channel(const std::string& sock_name,
+                      const std::string& peer_arg) {
   TempDir dir;
-  const std::string sock = dir.file("server.sock");
+  const std::string sock = dir.file(sock_name);
   const std::string log = dir.file("truth.jsonl");
   const std::string json = dir.file("report.json");
   Process app({"/usr/bin/python3", tests_dir() + "/programs/glib_input.py",
@@ -287,11 +287,12 @@ TEST(RawInput, GlibLoopReadingASocketPickedByPeer) {
   ASSERT_TRUE(wait_for_text(dir.file("app.err"), "ready pid=", 10000))
       << read_file(dir.file("app.err"));
   int64_t steal_before = steal_ns();
-  RunResult r = run({looptrace_bin(), "record", "-p", std::to_string(app.pid()),
-                     "--input", "--input-peer", sock, "--dispatch",
-                     "libglib-2.0.so.0:g_main_context_dispatch", "--slow",
-                     "20ms", "--slow-input", "50ms", "--json", json, "-q"},
-                    30000);
+  RunResult r =
+      run({looptrace_bin(), "record", "-p", std::to_string(app.pid()),
+           "--input", "--input-peer", peer_arg.empty() ? sock : peer_arg,
+           "--dispatch", "libglib-2.0.so.0:g_main_context_dispatch", "--slow",
+           "20ms", "--slow-input", "50ms", "--json", json, "-q"},
+          30000);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(app.wait(5000), 0);
   const int64_t tol = kToleranceNs + (steal_ns() - steal_before);
@@ -321,6 +322,22 @@ TEST(RawInput, GlibLoopReadingASocketPickedByPeer) {
       EXPECT_GE(e["handling_latency_dur"].get<int64_t>(), 100'000'000);
     }
   }
+}
+
+TEST(RawInput, GlibLoopReadingASocketPickedByPeer) {
+  LT_REQUIRE_BPF();
+  if (access("/usr/bin/python3", X_OK) != 0)
+    GTEST_SKIP() << "no /usr/bin/python3 (scripts/setup.sh installs it)";
+  glib_raw_channel("server.sock", "");
+}
+
+// --input-peer auto finds a connection to a socket named like a Wayland
+// compositor's, and nothing else (the app's other sockets are not input).
+TEST(RawInput, GlibLoopWaylandConnectionPickedAutomatically) {
+  LT_REQUIRE_BPF();
+  if (access("/usr/bin/python3", X_OK) != 0)
+    GTEST_SKIP() << "no /usr/bin/python3 (scripts/setup.sh installs it)";
+  glib_raw_channel("wayland-5", "auto");
 }
 
 }  // namespace

@@ -142,7 +142,8 @@ int main(int argc, char** argv) {
                   "this fd of -p PID (repeatable)");
   rec->add_option("--input-peer", ra.input_peer,
                   "A raw input channel: the target's sockets connected to the "
-                  "unix socket at PATH, e.g. /tmp/.X11-unix/X0 (repeatable)");
+                  "unix socket at PATH, e.g. /tmp/.X11-unix/X0; 'auto': its "
+                  "X11 and Wayland connections (repeatable)");
   rec->add_option("--slow-input", ra.slow_input,
                   "Name the dispatches an input event waited behind when it "
                   "took this long from arrival to consumption")

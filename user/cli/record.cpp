@@ -289,6 +289,16 @@ Status build_input(const RecordArgs& a, pid_t target,
       in->peer_inodes.push_back(it->second.peer);
   }
   for (const std::string& peer : a.input_peer) {
+    if (peer == "auto") {
+      auto conns =
+          proc::display_connections(static_cast<uint32_t>(a.pid), *all);
+      if (!conns.ok()) return conns.status();
+      for (const proc::PeerSocket& c : *conns) {
+        log::info("input channel: socket {} connected to {}", c.inode, c.peer);
+        in->raw_inodes.push_back(c.inode);
+      }
+      continue;
+    }
     auto inos =
         proc::sockets_connected_to(static_cast<uint32_t>(a.pid), peer, *all);
     if (!inos.ok()) return inos.status();

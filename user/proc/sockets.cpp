@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <string_view>
 
 namespace looptrace::proc {
 namespace {
@@ -122,21 +123,69 @@ Result<std::map<uint64_t, UnixSocket>> unix_sockets() {
   return out;
 }
 
-Result<std::vector<uint64_t>> sockets_connected_to(
-    uint32_t pid, const std::string& path,
-    const std::map<uint64_t, UnixSocket>& all) {
-  std::vector<uint64_t> out;
+namespace {
+
+// The sockets of `pid` whose peer's bound name satisfies `want`.
+template <typename Pred>
+std::vector<PeerSocket> connected_sockets(
+    uint32_t pid, const std::map<uint64_t, UnixSocket>& all, Pred want) {
+  std::vector<PeerSocket> out;
   for (uint64_t ino : socket_inodes(pid)) {
     auto it = all.find(ino);
     if (it == all.end() || it->second.peer == 0) continue;
     auto peer = all.find(it->second.peer);
     if (peer == all.end()) continue;
-    const std::string& name = peer->second.name;
-    if (name == path || name == "@" + path) out.push_back(ino);
+    if (want(peer->second.name)) out.push_back({ino, peer->second.name});
   }
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<uint64_t>> sockets_connected_to(
+    uint32_t pid, const std::string& path,
+    const std::map<uint64_t, UnixSocket>& all) {
+  std::vector<uint64_t> out;
+  for (const PeerSocket& s :
+       connected_sockets(pid, all, [&](const std::string& name) {
+         return name == path || name == "@" + path;
+       }))
+    out.push_back(s.inode);
   if (out.empty())
     return Status::Error(
         fmt::format("pid {} has no socket connected to {}", pid, path),
+        ErrorKind::kUsage);
+  return out;
+}
+
+bool is_display_server_name(const std::string& name) {
+  std::string_view n = name;
+  if (!n.empty() && n.front() == '@') n.remove_prefix(1);
+  static constexpr std::string_view kX11 = "/tmp/.X11-unix/X";
+  if (n.substr(0, kX11.size()) == kX11) {
+    std::string_view display = n.substr(kX11.size());
+    return !display.empty() &&
+           display.find_first_not_of("0123456789") == std::string_view::npos;
+  }
+  size_t slash = n.rfind('/');
+  std::string_view base =
+      slash == std::string_view::npos ? n : n.substr(slash + 1);
+  static constexpr std::string_view kWayland = "wayland-";
+  return base.size() > kWayland.size() &&
+         base.substr(0, kWayland.size()) == kWayland &&
+         !base.ends_with(".lock");
+}
+
+Result<std::vector<PeerSocket>> display_connections(
+    uint32_t pid, const std::map<uint64_t, UnixSocket>& all) {
+  std::vector<PeerSocket> out =
+      connected_sockets(pid, all, is_display_server_name);
+  if (out.empty())
+    return Status::Error(
+        fmt::format("pid {} has no X11 or Wayland connection (no socket "
+                    "connected to /tmp/.X11-unix/X* or wayland-*); pick the "
+                    "channel with --input-peer PATH or --input-fd FD",
+                    pid),
         ErrorKind::kUsage);
   return out;
 }

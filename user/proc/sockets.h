@@ -32,4 +32,19 @@ Result<std::vector<uint64_t>> sockets_connected_to(
     uint32_t pid, const std::string& path,
     const std::map<uint64_t, UnixSocket>& all);
 
+// Whether a unix socket name is a display server's: X11's
+// /tmp/.X11-unix/XN (or its abstract twin @/tmp/.X11-unix/XN) or a Wayland
+// compositor's socket (a file named wayland-*, usually in XDG_RUNTIME_DIR).
+bool is_display_server_name(const std::string& name);
+
+struct PeerSocket {
+  uint64_t inode = 0;  // the process's socket
+  std::string peer;    // the name its peer is bound to
+};
+
+// The sockets of `pid` connected to a display server (is_display_server_name),
+// among `all`; an error naming what was looked for if there are none.
+Result<std::vector<PeerSocket>> display_connections(
+    uint32_t pid, const std::map<uint64_t, UnixSocket>& all);
+
 }  // namespace looptrace::proc
