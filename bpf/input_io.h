@@ -20,6 +20,7 @@
 #define LT_S_IFSOCK 0140000
 #define LT_AF_UNIX 1
 #define LT_SOCK_SEQPACKET 5
+#define LT_E2BIG 7 /* a full hash map refuses an update with -E2BIG */
 
 /* Traced processes (tgid -> 1). */
 struct {
@@ -193,8 +194,12 @@ static __always_inline void io_exit(__s64 ret)
 		if (p.peer_inode && lt_cfg.input_tgid_filter) {
 			__u32 w = LT_WATCH_PEER;
 
-			if (!bpf_map_update_elem(&lt_chans, &p.peer_inode, &w, BPF_NOEXIST))
+			long e = bpf_map_update_elem(&lt_chans, &p.peer_inode, &w, BPF_NOEXIST);
+
+			if (!e)
 				__sync_fetch_and_add(&lt_nwatch, 1);
+			else if (e == -LT_E2BIG)
+				count(LT_CNT_WATCH_FULL);
 		}
 	} else if (p.op & LT_IO_SEND) {
 		return; /* raw channels: only what the app reads is input */
@@ -280,6 +285,7 @@ int BPF_PROG(lt_fork, struct task_struct *parent, struct task_struct *child)
 
 	if (child->pid != ctgid || !bpf_map_lookup_elem(&lt_tgids, &ptgid))
 		return 0;
-	bpf_map_update_elem(&lt_tgids, &ctgid, &one, BPF_ANY);
+	if (bpf_map_update_elem(&lt_tgids, &ctgid, &one, BPF_ANY) == -LT_E2BIG)
+		count(LT_CNT_WATCH_FULL);
 	return 0;
 }

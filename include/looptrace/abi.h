@@ -150,7 +150,10 @@ enum lt_counter {
 	/* Calls on an AF_UNIX SOCK_SEQPACKET socket of a traced process whose
 	 * bytes are not an InputMessage: filtered out in the kernel. */
 	LT_CNT_IO_REJECT = 9,
-	LT_CNT_MAX = 10,
+	/* lt_tgids or lt_chans was full: a forked child or a channel's peer
+	 * end is not followed. */
+	LT_CNT_WATCH_FULL = 10,
+	LT_CNT_MAX = 11,
 };
 
 struct lt_rec_header {

@@ -72,6 +72,10 @@ std::vector<LostItem> lost_items(const DispatchAnalysis& a) {
                    c[LT_CNT_KEY_FAULT])},
       {"stack_failures", c[LT_CNT_STACK_FAIL],
        fmt::format("stack samples failed: {}", c[LT_CNT_STACK_FAIL])},
+      {"watch_full", c[LT_CNT_WATCH_FULL],
+       fmt::format("process/channel table full: {} children or channel "
+                   "peers not followed",
+                   c[LT_CNT_WATCH_FULL])},
       {"decode_errors", a.counters.decode_errors,
        fmt::format("malformed records: {} (damaged file or ABI mismatch)",
                    a.counters.decode_errors)},
