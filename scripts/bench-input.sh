@@ -60,7 +60,9 @@ CPU=""
 USE_BPFTRACE=1
 KEEP=0
 
-die() { echo "bench-input.sh: error: $1" >&2; exit "${2:-1}"; }
+BENCH=bench-input.sh
+# shellcheck source=lib/bench-common.sh
+source "$REPO/scripts/lib/bench-common.sh"
 usage() { sed -n '/^# Usage:/,/^# not failed/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 while [[ $# -gt 0 ]]; do
@@ -88,56 +90,16 @@ for v in ROUNDS:--rounds ITERS:--iterations SLICES:--slices SECONDS_C:--seconds;
 done
 ((ITERS >= SLICES)) || die "--iterations must be at least --slices" 2
 
-if [[ $(id -u) -ne 0 ]]; then
-  die "needs root: looptrace loads BPF programs (run: sudo $0)" 3
-fi
-for tool in jq awk bpftool objdump ldd sysctl /usr/bin/time cmake sleep; do
-  command -v "$tool" >/dev/null || die "$tool is required"
-done
-if [[ $USE_BPFTRACE -eq 1 ]] && ! command -v bpftrace >/dev/null; then
-  echo "bench-input.sh: bpftrace not found: skipping that configuration" >&2
-  USE_BPFTRACE=0
-fi
-NCPU=$(nproc)
-[[ -n $CPU ]] || CPU=$((NCPU - 1))
-[[ $CPU =~ ^[0-9]+$ ]] && ((CPU < NCPU)) || die "--cpu must be 0..$((NCPU - 1))" 2
-
-# --- build ------------------------------------------------------------------
-if [[ $DO_BUILD -eq 1 ]]; then
-  echo "== building in $BUILD_DIR" >&2
-  if [[ ! -f $BUILD_DIR/CMakeCache.txt ]]; then
-    cmake -S "$REPO" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-  fi
-  cmake --build "$BUILD_DIR" -j"$NCPU" --target looptrace_bench >/dev/null ||
-    die "build failed (cmake --build $BUILD_DIR --target looptrace_bench)"
-fi
+bench_prepare "looptrace loads BPF programs" \
+  jq awk bpftool objdump ldd sysctl /usr/bin/time cmake sleep
+bench_build
 LT=$BUILD_DIR/looptrace
 SOCK=$BUILD_DIR/tests/bench/lt_bench_socket
 for b in "$LT" "$SOCK"; do
   [[ -x $b ]] || die "$b is missing: build the looptrace_bench target"
 done
 
-WORK=$(mktemp -d /tmp/looptrace-bench-input.XXXXXX)
-STATS_WAS=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
-PIDS=()  # tools and targets still running, killed on the way out
-cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  sysctl -q -w kernel.bpf_stats_enabled="$STATS_WAS" >/dev/null 2>&1 || true
-  if [[ $KEEP -eq 1 ]]; then echo "raw outputs kept in $WORK" >&2; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-FAILED=0
-fail() { echo "FAIL: $*" | tee -a "$WORK/failures" >&2; FAILED=1; }
-calc() { awk "BEGIN { printf \"%.${2:-1}f\", $1 }"; }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-wait_for() {  # wait_for FILE PATTERN SECONDS
-  local i
-  for ((i = 0; i < $3 * 20; i++)); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done
-  return 1
-}
+bench_workdir looptrace-bench-input
 res() { jq -r ".$2" "$WORK/$1.res"; }  # res NAME KEY: from the target's line
 
 # Another looptrace --input (a test suite, a user) puts its own syscall

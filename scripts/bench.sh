@@ -69,7 +69,9 @@ KEEP=0
 STRICT=0
 TARGET_RATIO=1.15
 
-die() { echo "bench.sh: error: $1" >&2; exit "${2:-1}"; }
+BENCH=bench.sh
+# shellcheck source=lib/bench-common.sh
+source "$REPO/scripts/lib/bench-common.sh"
 usage() { sed -n '/^# Usage:/,/^# miscounted/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 while [[ $# -gt 0 ]]; do
@@ -99,29 +101,9 @@ for v in ROUNDS SLICES CALLS XOL_CALLS RATE RATE_SECONDS; do
   [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "--${v,,} must be a positive integer" 2
 done
 
-if [[ $(id -u) -ne 0 ]]; then
-  die "needs root: it loads BPF programs and attaches uprobes (run: sudo $0)" 3
-fi
-for tool in jq awk objdump bpftool sysctl mkfifo pgrep /usr/bin/time cmake; do
-  command -v "$tool" >/dev/null || die "$tool is required"
-done
-if [[ $USE_BPFTRACE -eq 1 ]] && ! command -v bpftrace >/dev/null; then
-  echo "bench.sh: bpftrace not found: skipping that configuration" >&2
-  USE_BPFTRACE=0
-fi
-NCPU=$(nproc)
-[[ -n $CPU ]] || CPU=$((NCPU - 1))
-[[ $CPU =~ ^[0-9]+$ ]] && ((CPU < NCPU)) || die "--cpu must be 0..$((NCPU - 1))" 2
-
-# --- build ------------------------------------------------------------------
-if [[ $DO_BUILD -eq 1 ]]; then
-  echo "== building in $BUILD_DIR" >&2
-  if [[ ! -f $BUILD_DIR/CMakeCache.txt ]]; then
-    cmake -S "$REPO" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-  fi
-  cmake --build "$BUILD_DIR" -j"$NCPU" --target looptrace_bench >/dev/null ||
-    die "build failed (cmake --build $BUILD_DIR --target looptrace_bench)"
-fi
+bench_prepare "it loads BPF programs and attaches uprobes" \
+  jq awk objdump bpftool sysctl mkfifo pgrep /usr/bin/time cmake
+bench_build
 LT=$BUILD_DIR/looptrace
 TGT=$BUILD_DIR/tests/bench/lt_bench_target
 FLOOR=$BUILD_DIR/tests/bench/lt-bench-floor
@@ -131,29 +113,9 @@ for b in "$LT" "$TGT" "$FLOOR"; do
 done
 [[ $BREAKDOWN -eq 0 || -f $ABL_OBJ ]] || die "$ABL_OBJ is missing: build the looptrace_bench target"
 
-WORK=$(mktemp -d /tmp/looptrace-bench.XXXXXX)
-STATS_WAS=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
-PIDS=()  # tools and targets still running, killed on the way out
-cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  sysctl -q -w kernel.bpf_stats_enabled="$STATS_WAS" >/dev/null 2>&1 || true
-  if [[ $KEEP -eq 1 ]]; then echo "raw outputs kept in $WORK" >&2; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-FAILED=0
-fail() { echo "FAIL: $*"; FAILED=1; }
-calc() { awk "BEGIN { printf \"%.${2:-1}f\", $1 }"; }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+bench_workdir looptrace-bench
 # kv FILE KEY [FUNC]: a value from the target's result line (of FUNC).
 kv() { grep -E "func=${3:-[^ ]*} " "$1" | sed -n "s/.* $2=\([^ ]*\).*/\1/p" | head -1; }
-wait_for() {  # wait_for FILE PATTERN SECONDS
-  local i
-  for ((i = 0; i < $3 * 20; i++)); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done
-  return 1
-}
 
 # --- the probed instructions ------------------------------------------------
 objdump -d --no-show-raw-insn "$TGT" >"$WORK/target.dis"
