@@ -290,16 +290,23 @@ void InputAnalyzer::on_span(const SpanEvent& sp) {
 InputAnalysis InputAnalyzer::finish() {
   InputAnalysis out = stats_;
   static const std::vector<SpanEvent> kNone;
+  // In place: a long trace holds millions of events, never two copies.
+  auto never_seen = [](const InputEventInfo& e) {
+    return e.sent_ns == 0 && e.received_ns == 0;
+  };
+  auto kept = std::remove_if(events_.begin(), events_.end(), never_seen);
+  // Acknowledgements of events we never saw.
+  out.unmatched += static_cast<uint64_t>(events_.end() - kept);
+  events_.erase(kept, events_.end());
   for (InputEventInfo& e : events_) {
-    if (e.sent_ns == 0 && e.received_ns == 0) {
-      ++out.unmatched;  // an acknowledgement of an event we never saw
-      continue;
-    }
     auto it = spans_.find({e.pid, e.tid});
     e.blame = select_blame(e, it == spans_.end() ? kNone : it->second,
                            options_.blame_ns);
-    out.events.push_back(std::move(e));
   }
+  out.events = std::move(events_);
+  events_.clear();
+  open_.clear();
+  spans_.clear();
   std::stable_sort(out.events.begin(), out.events.end(),
                    [](const InputEventInfo& a, const InputEventInfo& b) {
                      return a.channel < b.channel;

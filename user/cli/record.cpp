@@ -31,6 +31,7 @@
 #include "profiles/resolve.h"
 #include "report/barrier_report.h"
 #include "report/input_report.h"
+#include "report/json_stream.h"
 #include "report/report.h"
 #include "symbolize/proc_symbolizer.h"
 
@@ -663,21 +664,29 @@ int run_record(const RecordArgs& a) {
     nlohmann::json j = to_json(analysis, ctx);
     if (has_barriers) {
       nlohmann::json bj = barriers_to_json(barrier_analysis, ctx);
-      j["barrier_summary"] = bj["summary"];
-      j["barriers"] = bj["barriers"];
+      j["barrier_summary"] = std::move(bj["summary"]);
+      j["barriers"] = std::move(bj["barriers"]);
     }
+    // Input events are written one at a time: a long trace can list a
+    // hundred thousand of them.
+    std::map<std::string, JsonElements> streamed;
     if (has_input) {
-      nlohmann::json ij = input_to_json(input_analysis, analysis, ctx);
-      for (auto& [k, v] : ij.items()) j[k] = v;
+      nlohmann::json ij = input_summary_to_json(input_analysis, analysis);
+      for (auto& [k, v] : ij.items()) j[k] = std::move(v);
+      streamed["input_events"] = [&](const auto& emit) {
+        for_each_input_event_json(input_analysis, analysis, ctx, emit);
+      };
     }
     if (json_to_stdout) {
-      std::cout << j.dump(2) << std::endl;
+      write_json_object(std::cout, j, streamed);
+      std::cout << std::endl;
     } else {
       std::ofstream out(a.json_path);
       if (!out)
         return fail(
             Status::Errno(fmt::format("writing {}", a.json_path), errno));
-      out << j.dump(2) << '\n';
+      write_json_object(out, j, streamed);
+      out << '\n';
       if (!out)
         return fail(
             Status::Errno(fmt::format("writing {}", a.json_path), errno));

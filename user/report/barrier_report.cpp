@@ -111,7 +111,7 @@ nlohmann::json barriers_to_json(const BarrierAnalysis& a,
             {"duplicate_posts", a.duplicate_posts},
             {"not_listed", a.dropped},
             {"stall_threshold_ns", ctx.barrier_stall_ns}}},
-          {"barriers", list}};
+          {"barriers", std::move(list)}};
 }
 
 std::string barrier_stall_line(const Barrier& b, uint64_t stall_ns,

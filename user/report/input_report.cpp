@@ -77,80 +77,83 @@ json blame_span_json(const BlameSpan& b, const SpanIndex& idx,
 json opt(std::optional<uint64_t> v) { return v ? json(*v) : json(nullptr); }
 json opt_ts(uint64_t v) { return v ? json(v) : json(nullptr); }
 
-}  // namespace
+// A long high-rate trace has millions of events: every blamed one is
+// listed, then the others in order up to the cap; channel percentiles
+// always cover all of them.
+struct Listing {
+  size_t unblamed_room = 0;  // unblamed events listed
+  size_t not_listed = 0;
+};
 
-json input_to_json(const InputAnalysis& a, const DispatchAnalysis& dispatch,
-                   const ReportContext& ctx) {
-  report::FrameNames names(ctx.symbolizer);
-  SpanIndex idx = index_spans(dispatch);
-  json events = json::array();
-  // A long high-rate trace has millions of events: every blamed one is
-  // listed, then the others in order up to the cap; channel percentiles
-  // always cover all of them.
+Listing listing(const InputAnalysis& a) {
   size_t blamed = 0;
   for (const InputEventInfo& e : a.events) blamed += e.blame ? 1 : 0;
-  size_t room = kMaxListedEvents > blamed ? kMaxListedEvents - blamed : 0;
-  size_t not_listed = 0;
-  for (const InputEventInfo& e : a.events) {
-    if (!e.blame) {
-      if (room == 0) {
-        ++not_listed;
-        continue;
-      }
-      --room;
-    }
-    json stages = json::object();
-    for (int s = 0; s < kInputStages; ++s) {
-      auto st = static_cast<InputStage>(s);
-      if (stage_applies(e.chan_kind, st))
-        stages[std::string(input_stage_name(st))] = opt(e.stage(st));
-    }
-    json blame = nullptr;
-    if (e.blame) {
-      const InputBlame& b = *e.blame;
-      json chain = json::array();
-      for (const BlameSpan& bs : b.chain)
-        chain.push_back(blame_span_json(bs, idx, ctx, names));
-      blame = {{"kind", b.own_handler     ? "handled_slowly"
-                        : b.chain.empty() ? "unknown"
-                                          : "waited_behind"},
-               {"arrival_ns", b.arrival_ns},
-               {"waited_ns", b.waited_ns},
-               {"unattributed_ns", b.unattributed_ns},
-               {"dispatches", chain}};
-      if (!b.chain.empty()) {
-        json primary = chain[b.primary];
-        for (const char* k : {"target", "start_ns", "duration_ns", "stack"})
-          blame[k] = primary[k];
-      }
-    }
-    json j = {
-        {"pid", e.pid},
-        {"tid", e.tid},
-        {"comm", e.comm},
-        {"channel", channel_name(e.channel)},
-        {"peer", e.peer ? json(channel_name(e.peer)) : json(nullptr)},
-        {"mode", mode_name(e.chan_kind)},
-        {"seq", e.seq},
-        {"type", std::string(input_type_name(e.type))},
-        {"sender_pid", e.sender_pid ? json(e.sender_pid) : json(nullptr)},
-        {"event_time_ns",
-         e.event_time_ns > 0 ? json(e.event_time_ns) : json(nullptr)},
-        {"sent_ns", opt_ts(e.sent_ns)},
-        {"received_ns", opt_ts(e.received_ns)},
-        {"handling_start_ns", opt_ts(e.handling_start_ns)},
-        {"finished_ns", opt_ts(e.finished_ns)},
-        {"finish_received_ns", opt_ts(e.finish_received_ns)},
-        {"handled", e.has_finish ? json(e.handled) : json(nullptr)},
-        {"consume_time_ns", e.has_finish && e.consume_time_ns
-                                ? json(e.consume_time_ns)
-                                : json(nullptr)},
-        {"stages", stages},
-        {"blame", blame},
-    };
-    for (auto& [k, v] : stages.items()) j[k] = v;  // flat, as Perfetto has
-    events.push_back(std::move(j));
+  Listing l;
+  l.unblamed_room = kMaxListedEvents > blamed ? kMaxListedEvents - blamed : 0;
+  size_t unblamed = a.events.size() - blamed;
+  l.not_listed = unblamed > l.unblamed_room ? unblamed - l.unblamed_room : 0;
+  return l;
+}
+
+json event_json(const InputEventInfo& e, const SpanIndex& idx,
+                const ReportContext& ctx, report::FrameNames& names) {
+  json stages = json::object();
+  for (int s = 0; s < kInputStages; ++s) {
+    auto st = static_cast<InputStage>(s);
+    if (stage_applies(e.chan_kind, st))
+      stages[std::string(input_stage_name(st))] = opt(e.stage(st));
   }
+  json blame = nullptr;
+  if (e.blame) {
+    const InputBlame& b = *e.blame;
+    json chain = json::array();
+    for (const BlameSpan& bs : b.chain)
+      chain.push_back(blame_span_json(bs, idx, ctx, names));
+    blame = {{"kind", b.own_handler     ? "handled_slowly"
+                      : b.chain.empty() ? "unknown"
+                                        : "waited_behind"},
+             {"arrival_ns", b.arrival_ns},
+             {"waited_ns", b.waited_ns},
+             {"unattributed_ns", b.unattributed_ns},
+             {"dispatches", chain}};
+    if (!b.chain.empty()) {
+      json primary = chain[b.primary];
+      for (const char* k : {"target", "start_ns", "duration_ns", "stack"})
+        blame[k] = primary[k];
+    }
+  }
+  json j = {
+      {"pid", e.pid},
+      {"tid", e.tid},
+      {"comm", e.comm},
+      {"channel", channel_name(e.channel)},
+      {"peer", e.peer ? json(channel_name(e.peer)) : json(nullptr)},
+      {"mode", mode_name(e.chan_kind)},
+      {"seq", e.seq},
+      {"type", std::string(input_type_name(e.type))},
+      {"sender_pid", e.sender_pid ? json(e.sender_pid) : json(nullptr)},
+      {"event_time_ns",
+       e.event_time_ns > 0 ? json(e.event_time_ns) : json(nullptr)},
+      {"sent_ns", opt_ts(e.sent_ns)},
+      {"received_ns", opt_ts(e.received_ns)},
+      {"handling_start_ns", opt_ts(e.handling_start_ns)},
+      {"finished_ns", opt_ts(e.finished_ns)},
+      {"finish_received_ns", opt_ts(e.finish_received_ns)},
+      {"handled", e.has_finish ? json(e.handled) : json(nullptr)},
+      {"consume_time_ns", e.has_finish && e.consume_time_ns
+                              ? json(e.consume_time_ns)
+                              : json(nullptr)},
+      {"stages", stages},
+      {"blame", std::move(blame)},
+  };
+  for (auto& [k, v] : stages.items()) j[k] = v;  // flat, as Perfetto has
+  return j;
+}
+
+}  // namespace
+
+json input_summary_to_json(const InputAnalysis& a,
+                           const DispatchAnalysis& dispatch) {
   json channels = json::array();
   for (const InputChannelSummary& c : a.channels) {
     json stages = json::object();
@@ -181,20 +184,47 @@ json input_to_json(const InputAnalysis& a, const DispatchAnalysis& dispatch,
          {"blamed", c.blamed},
          {"stages", stages}});
   }
-  return {{"input_summary",
-           {{"events", a.events.size()},
-            {"channels", a.channels.size()},
-            {"unmatched_messages", a.unmatched},
-            {"duplicate_messages", a.duplicates},
-            {"other_messages", a.other_messages},
-            {"legacy_messages", a.legacy_messages},
-            {"undecodable_messages", a.undecodable},
-            {"not_listed", not_listed},
-            // What the kernel filter let through and turned away.
-            {"kernel_recorded", dispatch.counters.bpf[LT_CNT_IO]},
-            {"kernel_rejected", dispatch.counters.bpf[LT_CNT_IO_REJECT]}}},
-          {"input_channels", channels},
-          {"input_events", events}};
+  json out = json::object();
+  out["input_summary"] = {
+      {"events", a.events.size()},
+      {"channels", a.channels.size()},
+      {"unmatched_messages", a.unmatched},
+      {"duplicate_messages", a.duplicates},
+      {"other_messages", a.other_messages},
+      {"legacy_messages", a.legacy_messages},
+      {"undecodable_messages", a.undecodable},
+      {"not_listed", listing(a).not_listed},
+      // What the kernel filter let through and turned away.
+      {"kernel_recorded", dispatch.counters.bpf[LT_CNT_IO]},
+      {"kernel_rejected", dispatch.counters.bpf[LT_CNT_IO_REJECT]}};
+  out["input_channels"] = std::move(channels);
+  return out;
+}
+
+void for_each_input_event_json(
+    const InputAnalysis& a, const DispatchAnalysis& dispatch,
+    const ReportContext& ctx,
+    const std::function<void(const nlohmann::json&)>& emit) {
+  report::FrameNames names(ctx.symbolizer);
+  SpanIndex idx = index_spans(dispatch);
+  size_t room = listing(a).unblamed_room;
+  for (const InputEventInfo& e : a.events) {
+    if (!e.blame) {
+      if (room == 0) continue;
+      --room;
+    }
+    emit(event_json(e, idx, ctx, names));
+  }
+}
+
+json input_to_json(const InputAnalysis& a, const DispatchAnalysis& dispatch,
+                   const ReportContext& ctx) {
+  json out = input_summary_to_json(a, dispatch);
+  json events = json::array();
+  for_each_input_event_json(a, dispatch, ctx,
+                            [&](const json& e) { events.push_back(e); });
+  out["input_events"] = std::move(events);
+  return out;
 }
 
 void write_input_report(std::ostream& os, const InputAnalysis& a,

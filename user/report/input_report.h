@@ -3,6 +3,7 @@
 // channel (JSON, docs/json-schema.md).
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <ostream>
 
@@ -21,5 +22,15 @@ void write_input_report(std::ostream& os, const InputAnalysis& a,
 nlohmann::json input_to_json(const InputAnalysis& a,
                              const DispatchAnalysis& dispatch,
                              const ReportContext& ctx);
+
+// The same in two parts, for writing a large report without holding every
+// event's JSON at once (report/json_stream.h): input_to_json without
+// "input_events", and those events one at a time.
+nlohmann::json input_summary_to_json(const InputAnalysis& a,
+                                     const DispatchAnalysis& dispatch);
+void for_each_input_event_json(
+    const InputAnalysis& a, const DispatchAnalysis& dispatch,
+    const ReportContext& ctx,
+    const std::function<void(const nlohmann::json&)>& emit);
 
 }  // namespace looptrace
