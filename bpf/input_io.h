@@ -42,26 +42,31 @@ struct {
  * an untraced process's call is dropped after one hash lookup. */
 __u32 lt_nwatch = 0;
 
+/* A kernel pointer read as a number (an fd table slot, a void *) made
+ * typed again: fields are then loaded directly (faults read as 0), not
+ * through bpf_probe_read_kernel, one helper call per field. */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+#define lt_cast(ptr, type) ((type *)bpf_rdonly_cast((ptr), bpf_core_type_id_kernel(type)))
+
 /* The current task's open file `fd`, or NULL. */
 static __always_inline struct file *fd_file(__u32 fd)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
-	struct fdtable *fdt = BPF_CORE_READ(t, files, fdt);
-	struct file **fds;
+	struct fdtable *fdt = t->files->fdt;
 	struct file *f = 0;
 
-	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
+	if (!fdt || fd >= fdt->max_fds)
 		return 0;
-	fds = BPF_CORE_READ(fdt, fd);
-	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]))
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fdt->fd[fd]) || !f)
 		return 0;
-	return f;
+	return lt_cast(f, struct file);
 }
 
 /* Fills p->inode, p->peer_inode and p->chan if fd is an input channel. */
 static __always_inline int classify_fd(__u32 fd, int traced, struct lt_io_pending *p)
 {
 	struct file *f = fd_file(fd);
+	struct inode *inode;
 	struct socket *sock;
 	struct sock *sk, *peer;
 	__u32 *watch;
@@ -70,29 +75,30 @@ static __always_inline int classify_fd(__u32 fd, int traced, struct lt_io_pendin
 
 	if (!f)
 		return 0;
-	if ((BPF_CORE_READ(f, f_inode, i_mode) & LT_S_IFMT) != LT_S_IFSOCK)
+	inode = f->f_inode;
+	if ((inode->i_mode & LT_S_IFMT) != LT_S_IFSOCK)
 		return 0;
-	ino = BPF_CORE_READ(f, f_inode, i_ino);
+	ino = inode->i_ino;
 	watch = bpf_map_lookup_elem(&lt_chans, &ino);
 	if (!traced && !watch)
 		return 0;
-	sock = BPF_CORE_READ(f, private_data);
-	sk = BPF_CORE_READ(sock, sk);
+	sock = lt_cast(f->private_data, struct socket);
+	sk = sock->sk;
 	if (!sk)
 		return 0;
-	is_unix = BPF_CORE_READ(sk, __sk_common.skc_family) == LT_AF_UNIX;
+	is_unix = sk->__sk_common.skc_family == LT_AF_UNIX;
 	p->inode = ino;
 	p->peer_inode = 0;
 	if (is_unix) {
-		peer = BPF_CORE_READ((struct unix_sock *)sk, peer);
+		peer = lt_cast(sk, struct unix_sock)->peer;
 		if (peer)
-			p->peer_inode = BPF_CORE_READ(peer, sk_socket, file, f_inode, i_ino);
+			p->peer_inode = peer->sk_socket->file->f_inode->i_ino;
 	}
 	if (watch && *watch == LT_WATCH_RAW) {
 		p->chan = LT_CHAN_RAW;
 		return 1;
 	}
-	if (is_unix && BPF_CORE_READ(sock, type) == LT_SOCK_SEQPACKET) {
+	if (is_unix && sock->type == LT_SOCK_SEQPACKET) {
 		p->chan = LT_CHAN_INPUT;
 		return 1;
 	}
