@@ -217,16 +217,6 @@ void for_each_input_event_json(
   }
 }
 
-json input_to_json(const InputAnalysis& a, const DispatchAnalysis& dispatch,
-                   const ReportContext& ctx) {
-  json out = input_summary_to_json(a, dispatch);
-  json events = json::array();
-  for_each_input_event_json(a, dispatch, ctx,
-                            [&](const json& e) { events.push_back(e); });
-  out["input_events"] = std::move(events);
-  return out;
-}
-
 void write_input_report(std::ostream& os, const InputAnalysis& a,
                         const DispatchAnalysis& dispatch,
                         const ReportContext& ctx) {

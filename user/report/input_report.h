@@ -18,14 +18,10 @@ void write_input_report(std::ostream& os, const InputAnalysis& a,
                         const DispatchAnalysis& dispatch,
                         const ReportContext& ctx);
 
-// {"input_summary": {...}, "input_channels": [...], "input_events": [...]}
-nlohmann::json input_to_json(const InputAnalysis& a,
-                             const DispatchAnalysis& dispatch,
-                             const ReportContext& ctx);
-
-// The same in two parts, for writing a large report without holding every
-// event's JSON at once (report/json_stream.h): input_to_json without
-// "input_events", and those events one at a time.
+// The JSON report's input part in two: {"input_summary": {...},
+// "input_channels": [...]}, and the elements of "input_events" one at a
+// time, so that a large report is written without holding every event's
+// JSON at once (report/json_stream.h).
 nlohmann::json input_summary_to_json(const InputAnalysis& a,
                                      const DispatchAnalysis& dispatch);
 void for_each_input_event_json(
