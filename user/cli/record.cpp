@@ -540,12 +540,19 @@ int run_record(const RecordArgs& a) {
   ctx.slow_ns = s.opts.slow_ns;
   ctx.barrier_stall_ns = s.barrier_stall_ns;
   ctx.command_line = child ? join_command(a.command) : "";
+  // Records come in runs from one thread: the sets are only consulted when
+  // the thread changes (a flood of input records is a million a second).
+  std::pair<uint32_t, uint32_t> last_thread{0, 0};
   Tracer::Sink sink = [&](Event&& ev) {
     uint32_t pid = std::visit([](const auto& e) { return e.pid; }, ev);
-    seen_threads.emplace(pid,
-                         std::visit([](const auto& e) { return e.tid; }, ev));
-    // Capture mappings while the process is alive, for symbolization at exit.
-    if (seen_pids.insert(pid).second) symbolizer.snapshot(pid);
+    uint32_t tid = std::visit([](const auto& e) { return e.tid; }, ev);
+    if (last_thread != std::make_pair(pid, tid)) {
+      last_thread = {pid, tid};
+      seen_threads.emplace(pid, tid);
+      // Capture mappings while the process is alive, for symbolization at
+      // exit.
+      if (seen_pids.insert(pid).second) symbolizer.snapshot(pid);
+    }
     analyzer.consume(ev);
     barriers.consume(ev);
     if (has_input) inputs.consume(ev);
