@@ -43,69 +43,132 @@ struct {
 __u32 lt_nwatch = 0;
 
 /* A kernel pointer read as a number (an fd table slot, a void *) made
- * typed again: fields are then loaded directly (faults read as 0), not
- * through bpf_probe_read_kernel, one helper call per field. */
-extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+ * typed again: fields are then loaded directly (a fault reads as 0), not
+ * through bpf_probe_read_kernel, one helper call per field. A kfunc of
+ * kernels 6.2 and later: weak, and only in the *_typed entry programs,
+ * which userspace loads when the kernel has it (else the plain ones). */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
 #define lt_cast(ptr, type) ((type *)bpf_rdonly_cast((ptr), bpf_core_type_id_kernel(type)))
 
-/* The current task's open file `fd`, or NULL. */
-static __always_inline struct file *fd_file(__u32 fd)
+/* The current task's open file `fd`, or NULL (typed: a typed pointer). */
+static __always_inline struct file *fd_file(__u32 fd, const int typed)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
-	struct fdtable *fdt = t->files->fdt;
+	struct fdtable *fdt;
+	struct file **fds;
 	struct file *f = 0;
 
-	if (!fdt || fd >= fdt->max_fds)
+	if (typed) {
+		fdt = t->files->fdt;
+		if (!fdt || fd >= fdt->max_fds)
+			return 0;
+		fds = fdt->fd;
+	} else {
+		fdt = BPF_CORE_READ(t, files, fdt);
+		if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
+			return 0;
+		fds = BPF_CORE_READ(fdt, fd);
+	}
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
 		return 0;
-	if (bpf_probe_read_kernel(&f, sizeof(f), &fdt->fd[fd]) || !f)
-		return 0;
-	return lt_cast(f, struct file);
+	return typed ? lt_cast(f, struct file) : f;
+}
+
+/* What classify_fd needs of a socket file, read one way or the other. */
+struct lt_sock_facts {
+	__u64 ino;
+	__u64 peer_ino;
+	__u32 is_sock;
+	__u32 has_sk;
+	__u32 is_unix;
+	__u32 type;
+};
+
+static __always_inline void read_facts_typed(struct file *f, struct lt_sock_facts *o,
+					     const int traced, __u32 **watch)
+{
+	struct inode *inode = f->f_inode;
+	struct socket *sock;
+	struct sock *sk, *peer;
+
+	o->is_sock = (inode->i_mode & LT_S_IFMT) == LT_S_IFSOCK;
+	if (!o->is_sock)
+		return;
+	o->ino = inode->i_ino;
+	*watch = bpf_map_lookup_elem(&lt_chans, &o->ino);
+	if (!traced && !*watch)
+		return;
+	sock = lt_cast(f->private_data, struct socket);
+	sk = sock->sk;
+	o->has_sk = sk != 0;
+	if (!sk)
+		return;
+	o->is_unix = sk->__sk_common.skc_family == LT_AF_UNIX;
+	o->type = sock->type;
+	if (o->is_unix) {
+		peer = lt_cast(sk, struct unix_sock)->peer;
+		if (peer)
+			o->peer_ino = peer->sk_socket->file->f_inode->i_ino;
+	}
+}
+
+static __always_inline void read_facts_plain(struct file *f, struct lt_sock_facts *o,
+					     const int traced, __u32 **watch)
+{
+	struct socket *sock;
+	struct sock *sk, *peer;
+
+	o->is_sock = (BPF_CORE_READ(f, f_inode, i_mode) & LT_S_IFMT) == LT_S_IFSOCK;
+	if (!o->is_sock)
+		return;
+	o->ino = BPF_CORE_READ(f, f_inode, i_ino);
+	*watch = bpf_map_lookup_elem(&lt_chans, &o->ino);
+	if (!traced && !*watch)
+		return;
+	sock = BPF_CORE_READ(f, private_data);
+	sk = BPF_CORE_READ(sock, sk);
+	o->has_sk = sk != 0;
+	if (!sk)
+		return;
+	o->is_unix = BPF_CORE_READ(sk, __sk_common.skc_family) == LT_AF_UNIX;
+	o->type = BPF_CORE_READ(sock, type);
+	if (o->is_unix) {
+		peer = BPF_CORE_READ((struct unix_sock *)sk, peer);
+		if (peer)
+			o->peer_ino = BPF_CORE_READ(peer, sk_socket, file, f_inode, i_ino);
+	}
 }
 
 /* Fills p->inode, p->peer_inode and p->chan if fd is an input channel. */
-static __always_inline int classify_fd(__u32 fd, int traced, struct lt_io_pending *p)
+static __always_inline int classify_fd(__u32 fd, int traced, struct lt_io_pending *p,
+				       const int typed)
 {
-	struct file *f = fd_file(fd);
-	struct inode *inode;
-	struct socket *sock;
-	struct sock *sk, *peer;
-	__u32 *watch;
-	__u64 ino;
-	int is_unix;
+	struct file *f = fd_file(fd, typed);
+	struct lt_sock_facts o = {};
+	__u32 *watch = 0;
 
 	if (!f)
 		return 0;
-	inode = f->f_inode;
-	if ((inode->i_mode & LT_S_IFMT) != LT_S_IFSOCK)
+	if (typed)
+		read_facts_typed(f, &o, traced, &watch);
+	else
+		read_facts_plain(f, &o, traced, &watch);
+	if (!o.is_sock || (!traced && !watch) || !o.has_sk)
 		return 0;
-	ino = inode->i_ino;
-	watch = bpf_map_lookup_elem(&lt_chans, &ino);
-	if (!traced && !watch)
-		return 0;
-	sock = lt_cast(f->private_data, struct socket);
-	sk = sock->sk;
-	if (!sk)
-		return 0;
-	is_unix = sk->__sk_common.skc_family == LT_AF_UNIX;
-	p->inode = ino;
-	p->peer_inode = 0;
-	if (is_unix) {
-		peer = lt_cast(sk, struct unix_sock)->peer;
-		if (peer)
-			p->peer_inode = peer->sk_socket->file->f_inode->i_ino;
-	}
+	p->inode = o.ino;
+	p->peer_inode = o.peer_ino;
 	if (watch && *watch == LT_WATCH_RAW) {
 		p->chan = LT_CHAN_RAW;
 		return 1;
 	}
-	if (is_unix && sock->type == LT_SOCK_SEQPACKET) {
+	if (o.is_unix && o.type == LT_SOCK_SEQPACKET) {
 		p->chan = LT_CHAN_INPUT;
 		return 1;
 	}
 	return 0;
 }
 
-static __always_inline void io_enter(__u32 fd, __u64 buf, __u32 op)
+static __always_inline void io_enter(__u32 fd, __u64 buf, __u32 op, const int typed)
 {
 	struct lt_io_pending p = {};
 	struct lt_thread *st;
@@ -120,7 +183,7 @@ static __always_inline void io_enter(__u32 fd, __u64 buf, __u32 op)
 		if (!traced && !lt_nwatch)
 			return;
 	}
-	if (!classify_fd(fd, traced, &p))
+	if (!classify_fd(fd, traced, &p, typed))
 		return;
 	st = thread_state(1);
 	if (!st) {
@@ -256,7 +319,16 @@ static __always_inline void io_exit(__s64 ret)
 SEC("uprobe")
 int BPF_KPROBE(lt_io_uentry)
 {
-	io_enter((__u32)PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), (__u32)bpf_get_attach_cookie(ctx));
+	io_enter((__u32)PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), (__u32)bpf_get_attach_cookie(ctx),
+		 0);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(lt_io_uentry_typed)
+{
+	io_enter((__u32)PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), (__u32)bpf_get_attach_cookie(ctx),
+		 1);
 	return 0;
 }
 
@@ -271,7 +343,14 @@ int BPF_KRETPROBE(lt_io_ureturn)
 SEC("tracepoint")
 int lt_io_tpentry(struct trace_event_raw_sys_enter *ctx)
 {
-	io_enter((__u32)ctx->args[0], ctx->args[1], (__u32)bpf_get_attach_cookie(ctx));
+	io_enter((__u32)ctx->args[0], ctx->args[1], (__u32)bpf_get_attach_cookie(ctx), 0);
+	return 0;
+}
+
+SEC("tracepoint")
+int lt_io_tpentry_typed(struct trace_event_raw_sys_enter *ctx)
+{
+	io_enter((__u32)ctx->args[0], ctx->args[1], (__u32)bpf_get_attach_cookie(ctx), 1);
 	return 0;
 }
 

@@ -1,6 +1,7 @@
 #include "loader/tracer.h"
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
@@ -11,8 +12,10 @@
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
 
 #include "base/log.h"
 #include "looptrace.skel.h"
@@ -76,6 +79,15 @@ bool kernel_accounts_steal() {
   return n == 8 && v[7] > 0;
 }
 
+// Whether the running kernel has the kfunc `name` (in its BTF).
+bool kernel_has_kfunc(const char* name) {
+  btf* vmlinux = btf__load_vmlinux_btf();
+  if (!vmlinux) return false;
+  bool found = btf__find_by_name_kind(vmlinux, name, BTF_KIND_FUNC) > 0;
+  btf__free(vmlinux);
+  return found;
+}
+
 }  // namespace
 
 void install_libbpf_logger() { libbpf_set_print(libbpf_print); }
@@ -113,6 +125,10 @@ struct Tracer::Impl {
   const Sink* sink = nullptr;
   uint64_t decode_errors = 0;
   int ncpus = 0;
+  // The input entry programs loaded: typed loads where the kernel has
+  // bpf_rdonly_cast (6.2 and later), bpf_probe_read_kernel before.
+  bpf_program* io_tpentry = nullptr;
+  bpf_program* io_uentry = nullptr;
 
   static int on_record(void* ctx, void* data, size_t size) {
     auto* self = static_cast<Impl*>(ctx);
@@ -159,7 +175,7 @@ struct Tracer::Impl {
         LIBBPF_OPTS(bpf_tracepoint_opts, to, .bpf_cookie = *op);
         std::string enter = "sys_enter_" + call, exit = "sys_exit_" + call;
         bpf_link* l = bpf_program__attach_tracepoint_opts(
-            skel->progs.lt_io_tpentry, "syscalls", enter.c_str(), &to);
+            io_tpentry, "syscalls", enter.c_str(), &to);
         if (!l)
           return Status::Errno(
               fmt::format("attaching to tracepoint syscalls:{}", enter), errno);
@@ -178,8 +194,8 @@ struct Tracer::Impl {
         for (bool ret : {false, true}) {
           LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = u.op, .retprobe = ret);
           bpf_link* l = bpf_program__attach_uprobe_opts(
-              ret ? skel->progs.lt_io_ureturn : skel->progs.lt_io_uentry, -1,
-              u.path.c_str(), u.file_offset, &uo);
+              ret ? skel->progs.lt_io_ureturn : io_uentry, -1, u.path.c_str(),
+              u.file_offset, &uo);
           if (!l)
             return Status::Errno(
                 fmt::format("attaching {} to {}:{} (offset {:#x})",
@@ -301,10 +317,26 @@ Result<std::unique_ptr<Tracer>> Tracer::Create(const TraceOptions& opts) {
   cfg.io_wakeup_bytes = opts.ringbuf_bytes / 16;
   bool uprobes = in.mode == InputMode::kUprobe,
        tps = in.mode == InputMode::kSyscall;
-  bpf_program__set_autoload(skel->progs.lt_io_uentry, uprobes);
+  // LOOPTRACE_NO_TYPED_LOADS=1 takes the older kernels' path anywhere (the
+  // tests keep it working).
+  const char* no_typed = std::getenv("LOOPTRACE_NO_TYPED_LOADS");
+  const bool typed = (uprobes || tps) &&
+                     !(no_typed && std::string_view(no_typed) == "1") &&
+                     kernel_has_kfunc("bpf_rdonly_cast");
+  impl->io_uentry =
+      typed ? skel->progs.lt_io_uentry_typed : skel->progs.lt_io_uentry;
+  impl->io_tpentry =
+      typed ? skel->progs.lt_io_tpentry_typed : skel->progs.lt_io_tpentry;
+  for (bpf_program* p :
+       {skel->progs.lt_io_uentry, skel->progs.lt_io_uentry_typed,
+        skel->progs.lt_io_tpentry, skel->progs.lt_io_tpentry_typed})
+    bpf_program__set_autoload(p, false);
+  bpf_program__set_autoload(impl->io_uentry, uprobes);
+  bpf_program__set_autoload(impl->io_tpentry, tps);
   bpf_program__set_autoload(skel->progs.lt_io_ureturn, uprobes);
-  bpf_program__set_autoload(skel->progs.lt_io_tpentry, tps);
   bpf_program__set_autoload(skel->progs.lt_io_tpexit, tps);
+  log::debug("loader", "input entry programs: {}",
+             typed ? "typed loads (bpf_rdonly_cast)" : "bpf_probe_read_kernel");
   bpf_program__set_autoload(skel->progs.lt_fork, cfg.input_tgid_filter != 0);
 
   err = looptrace_bpf::load(skel);
