@@ -67,11 +67,11 @@ json span_json(const SlowSpan& s, const ReportContext& ctx,
 }
 
 // due_ns -> start_ns is the span; lag_ns its length.
-json delivery_json(const SlowSpan& s, const DispatchAnalysis& a,
+json delivery_json(const SlowSpan& s, const report::RunningInstead& running,
                    const ReportContext& ctx) {
   const SpanEvent& e = s.span;
   json instead = json::array();
-  for (const SlowSpan* b : report::running_instead(a, e))
+  for (const SlowSpan* b : running(e))
     instead.push_back({{"target", report::describe_target(b->span, ctx).text},
                        {"role", looptrace::role_name(b->span.role)},
                        {"start_ns", b->span.start_ns},
@@ -117,13 +117,14 @@ json to_json(const DispatchAnalysis& a, const ReportContext& ctx) {
   json dispatches = json::array();
   json idle = json::array();
   json deliveries = json::array();
+  const report::RunningInstead running(a);
   for (const SlowSpan& s : a.slow) {
     if (s.span.role == LT_ROLE_DISPATCH)
       dispatches.push_back(span_json(s, ctx, names));
     else if (s.span.role == LT_ROLE_IDLE)
       idle.push_back(span_json(s, ctx, names));
     else if (s.span.role == LT_ROLE_DELIVERY)
-      deliveries.push_back(delivery_json(s, a, ctx));
+      deliveries.push_back(delivery_json(s, running, ctx));
   }
 
   json lost = json::object();

@@ -4,17 +4,42 @@
 
 namespace looptrace::report {
 
-std::vector<const SlowSpan*> running_instead(const DispatchAnalysis& a,
-                                             const SpanEvent& d) {
-  std::vector<const SlowSpan*> out;
-  uint64_t due = d.start_ns, start = d.start_ns + d.duration_ns;
-  for (const SlowSpan& s : a.slow) {
-    const SpanEvent& e = s.span;
-    if (e.role == LT_ROLE_DELIVERY || e.pid != d.pid || e.tid != d.tid)
-      continue;
-    if (e.start_ns < start && e.start_ns + e.duration_ns > due)
-      out.push_back(&s);
+RunningInstead::RunningInstead(const DispatchAnalysis& a) {
+  for (const SlowSpan& s : a.slow)
+    if (s.span.role != LT_ROLE_DELIVERY)
+      threads_[{s.span.pid, s.span.tid}].spans.push_back(&s);
+  for (auto& [key, t] : threads_) {
+    std::stable_sort(t.spans.begin(), t.spans.end(),
+                     [](const SlowSpan* x, const SlowSpan* y) {
+                       return x->span.start_ns < y->span.start_ns;
+                     });
+    uint64_t m = 0;
+    for (const SlowSpan* s : t.spans) {
+      m = std::max(m, s->span.start_ns + s->span.duration_ns);
+      t.max_end.push_back(m);
+    }
   }
+}
+
+std::vector<const SlowSpan*> RunningInstead::operator()(
+    const SpanEvent& d) const {
+  std::vector<const SlowSpan*> out;
+  auto it = threads_.find({d.pid, d.tid});
+  if (it == threads_.end()) return out;
+  const Thread& t = it->second;
+  const uint64_t due = d.start_ns, start = d.start_ns + d.duration_ns;
+  // Spans that started before the dispatch, walked back while any of them
+  // (nested ones included) may still end after the due time.
+  auto first_after = std::lower_bound(
+      t.spans.begin(), t.spans.end(), start,
+      [](const SlowSpan* s, uint64_t v) { return s->span.start_ns < v; });
+  for (size_t i = static_cast<size_t>(first_after - t.spans.begin()); i > 0;
+       --i) {
+    if (t.max_end[i - 1] <= due) break;
+    const SpanEvent& e = t.spans[i - 1]->span;
+    if (e.start_ns + e.duration_ns > due) out.push_back(t.spans[i - 1]);
+  }
+  std::reverse(out.begin(), out.end());
   return out;
 }
 

@@ -38,10 +38,22 @@ struct LostItem {
 // Every counter, zero or not, in a fixed order.
 std::vector<LostItem> lost_items(const DispatchAnalysis& analysis);
 
-// The slow dispatches and idle handlers of the delivery's thread that ran
-// between the message's due time and its dispatch: why it was late.
-std::vector<const SlowSpan*> running_instead(const DispatchAnalysis& a,
-                                             const SpanEvent& delivery);
+// The slow dispatches and idle handlers of a delivery's thread that ran
+// between the message's due time and its dispatch: why it was late. Built
+// once per report: a long trace has as many slow deliveries as messages.
+class RunningInstead {
+ public:
+  explicit RunningInstead(const DispatchAnalysis& a);
+  // In start order.
+  std::vector<const SlowSpan*> operator()(const SpanEvent& delivery) const;
+
+ private:
+  struct Thread {
+    std::vector<const SlowSpan*> spans;  // by start
+    std::vector<uint64_t> max_end;       // of spans[0..i]
+  };
+  std::map<std::pair<uint32_t, uint32_t>, Thread> threads_;
+};
 
 // Writes one line of the text report, cut with "..." to fit 80 columns.
 void put(std::ostream& os, std::string line);

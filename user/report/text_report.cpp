@@ -4,7 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/duration.h"
 #include "profiles/profile.h"
@@ -120,6 +123,99 @@ void write_stacks(std::ostream& os, const SlowSpan& s,
   }
 }
 
+// Slow deliveries come in backlogs: one slow dispatch makes every message
+// due while it ran late, and those due while the queue catches up. The text
+// shows one entry per backlog (late messages of one thread, in due order,
+// each due before the previous ones were all dispatched) with the slow
+// spans they waited behind; the JSON lists every message.
+struct Backlog {
+  std::vector<const SlowSpan*> late;
+  std::vector<const SlowSpan*> behind;  // in start order, each once
+  uint64_t last_dispatch_ns = 0;        // of the late messages so far
+};
+
+std::vector<Backlog> backlogs(const DispatchAnalysis& a,
+                              std::vector<const SlowSpan*> late) {
+  std::stable_sort(late.begin(), late.end(),
+                   [](const SlowSpan* x, const SlowSpan* y) {
+                     return x->span.start_ns < y->span.start_ns;
+                   });
+  const report::RunningInstead running(a);
+  std::vector<Backlog> out;
+  std::map<std::pair<uint32_t, uint32_t>, size_t> current;  // by thread
+  for (const SlowSpan* s : late) {
+    const SpanEvent& e = s->span;
+    const uint64_t dispatch_ns = e.start_ns + e.duration_ns;
+    std::vector<const SlowSpan*> behind = running(e);
+    auto it = current.find({e.pid, e.tid});
+    if (it != current.end() && e.start_ns <= out[it->second].last_dispatch_ns) {
+      Backlog& b = out[it->second];
+      b.late.push_back(s);
+      b.last_dispatch_ns = std::max(b.last_dispatch_ns, dispatch_ns);
+      for (const SlowSpan* x : behind)
+        if (std::find(b.behind.begin(), b.behind.end(), x) == b.behind.end())
+          b.behind.push_back(x);
+      continue;
+    }
+    current[{e.pid, e.tid}] = out.size();
+    out.push_back({{s}, std::move(behind), dispatch_ns});
+  }
+  for (Backlog& b : out)
+    std::stable_sort(b.behind.begin(), b.behind.end(),
+                     [](const SlowSpan* x, const SlowSpan* y) {
+                       return x->span.start_ns < y->span.start_ns;
+                     });
+  return out;
+}
+
+void write_slow_deliveries(std::ostream& os, const DispatchAnalysis& a,
+                           const ReportContext& ctx,
+                           const std::vector<const SlowSpan*>& late,
+                           uint64_t base) {
+  auto rel = [base](uint64_t ns) { return (ns - std::min(base, ns)) / 1e9; };
+  std::vector<Backlog> groups = backlogs(a, late);
+  put(os,
+      fmt::format("{}: {} (>= {}) in {}", slow_title(LT_ROLE_DELIVERY),
+                  late.size(), format_duration(ctx.slow_ns[LT_ROLE_DELIVERY]),
+                  plural(groups.size(), "backlog", "backlogs")));
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const Backlog& g = groups[i];
+    const SpanEvent& first = g.late.front()->span;
+    const SpanEvent& worst =
+        (*std::max_element(g.late.begin(), g.late.end(),
+                           [](const SlowSpan* x, const SlowSpan* y) {
+                             return x->span.duration_ns < y->span.duration_ns;
+                           }))
+            ->span;
+    os << '\n';
+    std::string id = fmt::format("#{}", i + 1);
+    if (g.late.size() == 1) {
+      put(os,
+          fmt::format("{:<4} due +{:.3f}s  lag {}  {}/{} {}", id,
+                      rel(first.start_ns), format_duration(first.duration_ns),
+                      first.pid, first.tid, first.comm));
+      put(os, "    " + report::describe_target(first, ctx).text);
+    } else {
+      put(os, fmt::format(
+                  "{:<4} due +{:.3f}s..+{:.3f}s  {} late, lag up to {}  "
+                  "{}/{} {}",
+                  id, rel(first.start_ns), rel(g.late.back()->span.start_ns),
+                  g.late.size(), format_duration(worst.duration_ns), first.pid,
+                  first.tid, first.comm));
+      put(os, fmt::format("    worst: {} (due +{:.3f}s)",
+                          report::describe_target(worst, ctx).text,
+                          rel(worst.start_ns)));
+    }
+    if (g.behind.empty())
+      put(os, "    behind dispatches each shorter than the slow threshold");
+    for (const SlowSpan* b : g.behind)
+      put(os, fmt::format("    behind {} {} at +{:.3f}s",
+                          format_duration(b->span.duration_ns),
+                          report::describe_target(b->span, ctx).text,
+                          rel(b->span.start_ns)));
+  }
+}
+
 void write_slow(std::ostream& os, const DispatchAnalysis& a,
                 const ReportContext& ctx, uint32_t role,
                 report::FrameNames& names) {
@@ -137,30 +233,18 @@ void write_slow(std::ostream& os, const DispatchAnalysis& a,
     put(os, fmt::format("{}: none (>= {})", slow_title(role), threshold));
     return;
   }
+  uint64_t base = ctx.start_ns != 0 ? ctx.start_ns : a.first_event_ns;
+  if (role == LT_ROLE_DELIVERY) {
+    // A delivery "span" runs from the message's due time to the start of
+    // its dispatch; what ran meanwhile on the thread is the answer.
+    write_slow_deliveries(os, a, ctx, spans, base);
+    return;
+  }
   put(os,
       fmt::format("{}: {} (>= {})", slow_title(role), spans.size(), threshold));
-  uint64_t base = ctx.start_ns != 0 ? ctx.start_ns : a.first_event_ns;
   for (size_t i = 0; i < spans.size(); ++i) {
     const SpanEvent& e = spans[i]->span;
     if (i != 0) os << '\n';
-    if (role == LT_ROLE_DELIVERY) {
-      // A delivery "span" runs from the message's due time to the start of
-      // its dispatch; what ran meanwhile on the thread is the answer.
-      double due = e.start_ns >= base ? (e.start_ns - base) / 1e9 : 0.0;
-      put(os,
-          fmt::format("{:<4} due +{:.3f}s  lag {}  {}/{} {}",
-                      fmt::format("#{}", i + 1), due,
-                      format_duration(e.duration_ns), e.pid, e.tid, e.comm));
-      put(os, "    " + report::describe_target(e, ctx).text);
-      for (const SlowSpan* b : report::running_instead(a, e))
-        put(os,
-            fmt::format(
-                "    behind {} {} at +{:.3f}s",
-                format_duration(b->span.duration_ns),
-                report::describe_target(b->span, ctx).text,
-                (b->span.start_ns - std::min(base, b->span.start_ns)) / 1e9));
-      continue;
-    }
     double rel = e.start_ns >= base ? (e.start_ns - base) / 1e9 : 0.0;
     std::string line = fmt::format(
         "{:<4} +{:.3f}s  wall {}  {}/{} {}", fmt::format("#{}", i + 1), rel,
