@@ -68,13 +68,12 @@ static __always_inline void count(__u32 which)
 		*v += 1;
 }
 
-/*
- * Virtual machines: time the hypervisor ran something else while our vCPU
- * was "on CPU" is subtracted from CPU time, as the scheduler does for
- * CLOCK_THREAD_CPUTIME_ID. The run queue of the CPU the task runs on keeps
- * the steal clock as of its last clock update (at most a tick old; fresh at
- * every context switch). `t` must be running on this CPU.
- */
+/* Submit flags for the rare records (slow spans, drops, points): input
+ * records are submitted without a wakeup (input_io.h), and a record behind
+ * unconsumed ones does not wake the reader by itself, so with input on these
+ * force one: a barrier post or a slow span is not held back behind them. */
+static __always_inline __u64 rb_flags(void) { return lt_cfg.input_on ? BPF_RB_FORCE_WAKEUP : 0; }
+
 /* Every ring-buffer record starts with the same header. */
 static __always_inline void fill_header(struct lt_rec_header *hdr, __u32 type, __u32 size, __u64 ts)
 {
@@ -87,6 +86,13 @@ static __always_inline void fill_header(struct lt_rec_header *hdr, __u32 type, _
 	hdr->tid = (__u32)pid_tgid;
 }
 
+/*
+ * Virtual machines: time the hypervisor ran something else while our vCPU
+ * was "on CPU" is subtracted from CPU time, as the scheduler does for
+ * CLOCK_THREAD_CPUTIME_ID. The run queue of the CPU the task runs on keeps
+ * the steal clock as of its last clock update (at most a tick old; fresh at
+ * every context switch). `t` must be running on this CPU.
+ */
 static __always_inline __u64 steal_now(struct task_struct *t)
 {
 	if (!lt_cfg.use_steal)
@@ -311,7 +317,7 @@ static __always_inline void on_delivery(struct lt_thread *st,
 	rec->pad = 0;
 	__builtin_memcpy(rec->keys, f->keys, sizeof(rec->keys));
 	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
-	bpf_ringbuf_submit(rec, 0);
+	bpf_ringbuf_submit(rec, rb_flags());
 }
 
 /* Emits a point record from a completed frame (keys read at entry). */
@@ -339,7 +345,7 @@ static __always_inline void emit_point(void *ctx, struct lt_frame *f, __u32 role
 		}
 	}
 	rec->nframes = n / sizeof(__u64);
-	bpf_ringbuf_submit(rec, 0);
+	bpf_ringbuf_submit(rec, rb_flags());
 }
 
 SEC("uprobe")
@@ -466,7 +472,7 @@ int BPF_KRETPROBE(lt_span_return)
 		}
 		fill_header(&drop->hdr, LT_REC_SPAN_DROP, sizeof(*drop), now);
 		drop->span_id = f->span_id;
-		bpf_ringbuf_submit(drop, 0);
+		bpf_ringbuf_submit(drop, rb_flags());
 		return 0;
 	}
 
@@ -495,7 +501,7 @@ int BPF_KRETPROBE(lt_span_return)
 	rec->pad = 0;
 	__builtin_memcpy(rec->keys, f->keys, sizeof(rec->keys));
 	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
-	bpf_ringbuf_submit(rec, 0);
+	bpf_ringbuf_submit(rec, rb_flags());
 	return 0;
 }
 
