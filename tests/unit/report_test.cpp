@@ -3,6 +3,7 @@
 // file; LT_UPDATE_GOLDEN=1 rewrites it).
 #include "report/report.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -559,6 +560,47 @@ TEST(DeliveryReport, TextGroupsBacklogs) {
   EXPECT_NE(out.find("behind dispatches each shorter than the slow threshold"),
             std::string::npos)
       << out;
+}
+
+// A backlog behind many slow spans names the five longest.
+TEST(DeliveryReport, TextNamesTheLongestSpansOfABacklog) {
+  const uint64_t ms = 1'000'000;
+  DispatchAnalysis a;
+  auto add = [&a](uint32_t role, uint64_t start, uint64_t dur, uint64_t what) {
+    SlowSpan s;
+    s.span.pid = s.span.tid = 1;
+    s.span.role = role;
+    s.span.start_ns = start;
+    s.span.duration_ns = dur;
+    s.span.keys[0] = what;
+    a.slow.push_back(s);
+  };
+  // Seven slow dispatches back to back, 20..26 ms long; one message due at
+  // each one's start waits behind it.
+  uint64_t t = 100 * ms;
+  for (uint64_t i = 0; i < 7; ++i) {
+    add(LT_ROLE_DISPATCH, t, (20 + i) * ms, 10 + i);
+    add(LT_ROLE_DELIVERY, t, (20 + i) * ms, 0);
+    t += (20 + i) * ms;
+  }
+  std::vector<ProbeDef> probes(1);
+  probes[0].keys.push_back(
+      KeyDef{"what", "arg0", *parse_key_expr("arg0"), KeyFormat::kInt});
+  ReportContext ctx;
+  ctx.probes = &probes;
+  ctx.slow_ns = {16 * ms, 16 * ms, 16 * ms};
+  std::ostringstream os;
+  write_text_report(os, a, ctx);
+  const std::string out = os.str();
+  EXPECT_NE(out.find("in 1 backlog\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("7 late, lag up to 26.0ms"), std::string::npos) << out;
+  for (int what : {10, 11})
+    EXPECT_EQ(out.find(fmt::format(" {} at +", what)), std::string::npos)
+        << out;
+  for (int what : {12, 13, 14, 15, 16})
+    EXPECT_NE(out.find(fmt::format(" {} at +", what)), std::string::npos)
+        << out;
+  EXPECT_NE(out.find("and 2 shorter slow spans"), std::string::npos) << out;
 }
 
 }  // namespace

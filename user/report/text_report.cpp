@@ -128,6 +128,8 @@ void write_stacks(std::ostream& os, const SlowSpan& s,
 // shows one entry per backlog (late messages of one thread, in due order,
 // each due before the previous ones were all dispatched) with the slow
 // spans they waited behind; the JSON lists every message.
+constexpr size_t kMaxBehind = 5;  // slow spans named per backlog
+
 struct Backlog {
   std::vector<const SlowSpan*> late;
   std::vector<const SlowSpan*> behind;  // in start order, each once
@@ -208,11 +210,28 @@ void write_slow_deliveries(std::ostream& os, const DispatchAnalysis& a,
     }
     if (g.behind.empty())
       put(os, "    behind dispatches each shorter than the slow threshold");
-    for (const SlowSpan* b : g.behind)
+    // A long overload collects many: the longest few, in start order.
+    std::vector<const SlowSpan*> shown = g.behind;
+    if (shown.size() > kMaxBehind) {
+      std::stable_sort(shown.begin(), shown.end(),
+                       [](const SlowSpan* x, const SlowSpan* y) {
+                         return x->span.duration_ns > y->span.duration_ns;
+                       });
+      shown.resize(kMaxBehind);
+      std::stable_sort(shown.begin(), shown.end(),
+                       [](const SlowSpan* x, const SlowSpan* y) {
+                         return x->span.start_ns < y->span.start_ns;
+                       });
+    }
+    for (const SlowSpan* b : shown)
       put(os, fmt::format("    behind {} {} at +{:.3f}s",
                           format_duration(b->span.duration_ns),
                           report::describe_target(b->span, ctx).text,
                           rel(b->span.start_ns)));
+    if (g.behind.size() > shown.size())
+      put(os, fmt::format(
+                  "    and {} shorter slow {}", g.behind.size() - shown.size(),
+                  g.behind.size() - shown.size() == 1 ? "span" : "spans"));
   }
 }
 
