@@ -740,6 +740,17 @@ TEST(InputBlameTest, TheHandlingDispatchItselfSlow) {
   EXPECT_EQ(b->waited_ns, 0u);
 }
 
+// Slow, but every dispatch in the way was too short to record: nothing to
+// name, and the whole wait is unattributed.
+TEST(InputBlameTest, NoRecordedDispatchLeavesTheWholeWaitUnattributed) {
+  auto b = select_blame(slow_event(), {}, kBlame);
+  ASSERT_TRUE(b.has_value());
+  EXPECT_FALSE(b->own_handler);
+  EXPECT_TRUE(b->chain.empty());
+  EXPECT_EQ(b->waited_ns, 0u);
+  EXPECT_EQ(b->unattributed_ns, 151 * kMs);  // sent 100 -> handled 251
+}
+
 TEST(InputBlameTest, UnderTheThresholdIsNotBlamed) {
   std::vector<SpanEvent> spans = {span(kAppTid, 5, 50 * kMs, 250 * kMs)};
   // App latency 152 ms.

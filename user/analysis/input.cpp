@@ -130,7 +130,10 @@ std::optional<InputBlame> select_blame(const InputEventInfo& ev,
       return b;
     }
   }
-  return b;  // over the threshold, but no recorded dispatch to name
+  // Over the threshold, but no recorded dispatch to name: the whole wait
+  // was behind dispatches too short to record.
+  b.unattributed_ns = h > a ? h - a : 0;
+  return b;
 }
 
 InputAnalyzer::InputAnalyzer(InputOptions options) : options_(options) {}

@@ -268,55 +268,99 @@ void write_input_report(std::ostream& os, const InputAnalysis& a,
                           format_duration(p.p90), format_duration(p.p99),
                           format_duration(p.max)));
     }
-    // The worst events: longest from arrival to consumption.
-    std::vector<const InputEventInfo*> worst;
-    for (const InputEventInfo& e : a.events)
-      if (e.channel == c.channel && e.app_latency()) worst.push_back(&e);
-    std::sort(worst.begin(), worst.end(), [](auto* x, auto* y) {
-      return *x->app_latency() > *y->app_latency();
+    // The worst events: longest from arrival to consumption, those that
+    // waited behind the same dispatch as one entry (a stall delays every
+    // event that arrives during it).
+    struct Group {
+      const InputEventInfo* worst = nullptr;
+      size_t n = 0;
+      uint32_t seq_lo = UINT32_MAX, seq_hi = 0;
+      uint64_t first_ns = UINT64_MAX, last_ns = 0;
+    };
+    std::map<std::tuple<uint32_t, uint32_t, uint64_t>, Group> by_blame;
+    std::vector<Group> groups;
+    auto add = [](Group& g, const InputEventInfo& e) {
+      if (!g.worst || *e.app_latency() > *g.worst->app_latency()) g.worst = &e;
+      ++g.n;
+      g.seq_lo = std::min(g.seq_lo, e.seq);
+      g.seq_hi = std::max(g.seq_hi, e.seq);
+      g.first_ns = std::min(g.first_ns, e.arrival_ns());
+      g.last_ns = std::max(g.last_ns, e.arrival_ns());
+    };
+    // Events with no slow dispatch to name (a queue draining after a
+    // stall, or under --slow-input) group while they come one after the
+    // other, the slow ones apart from the others.
+    enum { kNamed, kUnnamed, kUnblamed } prev = kNamed;
+    for (const InputEventInfo& e : a.events) {
+      if (e.channel != c.channel || !e.app_latency()) continue;
+      auto kind = !e.blame                 ? kUnblamed
+                  : e.blame->chain.empty() ? kUnnamed
+                                           : kNamed;
+      if (kind == kNamed) {
+        const SpanEvent& p = e.blame->chain[e.blame->primary].span;
+        add(by_blame[{p.pid, p.tid, p.span_id}], e);
+      } else if (kind == prev) {
+        add(groups.back(), e);
+      } else {
+        add(groups.emplace_back(), e);
+      }
+      prev = kind;
+    }
+    for (auto& [key, g] : by_blame) groups.push_back(g);
+    std::sort(groups.begin(), groups.end(), [](const Group& x, const Group& y) {
+      return *x.worst->app_latency() > *y.worst->app_latency();
     });
-    if (worst.size() > kWorstListed) worst.resize(kWorstListed);
-    if (worst.empty()) continue;
+    if (groups.size() > kWorstListed) groups.resize(kWorstListed);
+    if (groups.empty()) continue;
     report::put(os, "  worst (arrival -> consumed):");
-    // Events that waited behind one dispatch show its stack once.
-    std::tuple<uint32_t, uint32_t, uint64_t> last_stack{0, 0, 0};
-    for (const InputEventInfo* e : worst) {
-      uint64_t rel = ctx.start_ns && e->arrival_ns() > ctx.start_ns
-                         ? e->arrival_ns() - ctx.start_ns
-                         : 0;
-      report::put(os, fmt::format("    seq {} {}: arrived +{}, consumed {} "
-                                  "later",
-                                  e->seq, input_type_name(e->type),
-                                  format_duration(rel),
-                                  format_duration(*e->app_latency())));
+    auto rel = [&ctx](uint64_t ns) {
+      return format_duration(
+          ctx.start_ns && ns > ctx.start_ns ? ns - ctx.start_ns : 0);
+    };
+    for (const Group& g : groups) {
+      const InputEventInfo* e = g.worst;
+      if (g.n == 1)
+        report::put(os, fmt::format("    seq {} {}: arrived +{}, consumed {} "
+                                    "later",
+                                    e->seq, input_type_name(e->type),
+                                    rel(e->arrival_ns()),
+                                    format_duration(*e->app_latency())));
+      else
+        report::put(os, fmt::format("    {} events, seq {}..{}: arrived +{}.."
+                                    "+{}, consumed up to {} later",
+                                    g.n, g.seq_lo, g.seq_hi, rel(g.first_ns),
+                                    rel(g.last_ns),
+                                    format_duration(*e->app_latency())));
       if (!e->blame) continue;
       const InputBlame& b = *e->blame;
       if (b.chain.empty()) {
-        report::put(os, "      (no slow dispatch recorded on its thread)");
+        report::put(os, fmt::format("      behind dispatches each shorter than "
+                                    "the slow threshold ({}{})",
+                                    format_duration(b.unattributed_ns),
+                                    g.n == 1 ? "" : ", the worst"));
         continue;
       }
       const BlameSpan& p = b.chain[b.primary];
       std::string target = report::describe_target(p.span, ctx).text;
       report::put(
-          os, fmt::format("      {} {} ({}{})",
-                          b.own_handler ? "handled in" : "behind", target,
-                          format_duration(p.span.duration_ns),
-                          p.running_at_arrival ? ", running at arrival" : ""));
+          os,
+          fmt::format(
+              "      {} {} ({}{})", b.own_handler ? "handled in" : "behind",
+              target, format_duration(p.span.duration_ns),
+              p.running_at_arrival && g.n == 1 ? ", running at arrival" : ""));
       if (b.chain.size() > 1)
         report::put(
             os, fmt::format("      and {} more dispatch{}; waited {} "
-                            "in all",
+                            "in all{}",
                             b.chain.size() - 1, b.chain.size() == 2 ? "" : "es",
-                            format_duration(b.waited_ns)));
+                            format_duration(b.waited_ns),
+                            g.n == 1 ? "" : " (the worst)"));
       // Waits behind dispatches under --slow are not itemized, only summed.
       if (!b.own_handler && b.unattributed_ns >= 1'000'000)
-        report::put(os, fmt::format("      and {} behind shorter dispatches",
-                                    format_duration(b.unattributed_ns)));
-      std::tuple<uint32_t, uint32_t, uint64_t> key{p.span.pid, p.span.tid,
-                                                   p.span.span_id};
-      if (key == last_stack) continue;
-      last_stack = key;
-      auto it = idx.find(key);
+        report::put(os, fmt::format("      and {} behind shorter dispatches{}",
+                                    format_duration(b.unattributed_ns),
+                                    g.n == 1 ? "" : " (the worst)"));
+      auto it = idx.find({p.span.pid, p.span.tid, p.span.span_id});
       if (it != idx.end() && !it->second->stacks.empty()) {
         const auto& fr = it->second->stacks[0].frames;
         for (size_t i = 0; i < fr.size() && i < 3; ++i)
