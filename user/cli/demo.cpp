@@ -43,6 +43,20 @@ std::vector<Stall> read_ground_truth(const std::string& path,
   return out;
 }
 
+// Every line of the app's log with this "event".
+std::vector<nlohmann::json> read_events(const std::string& path,
+                                        const std::string& event) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_discarded() && j.value("event", "") == event)
+      out.push_back(std::move(j));
+  }
+  return out;
+}
+
 const nlohmann::json* find_reported(const nlohmann::json& slow,
                                     uint64_t start_ns) {
   for (const auto& sd : slow) {
@@ -81,17 +95,25 @@ int run_demo(const std::string& self_dir, const std::string& json_path) {
   ra.json_path = report_path;
   // 500 ordinary 0.1-2 ms dispatches a second, and one stall of each kind.
   // Its dispatcher process sends a 60 Hz stream of input events, and a tap
-  // while the sleep stall holds the loop.
+  // while the sleep stall holds the loop. Then a slow idle handler, and a
+  // sync barrier left up for 400 ms: over the demo's 200 ms stall threshold,
+  // so looptrace announces it while it is still up.
   ra.input = true;
   ra.slow_input = "50ms";
-  ra.command = {*refapp,          "--rate",       "500",          "--duration",
-                "3000",           "--stall",      "busy:50@400",  "--stall",
-                "sleep:120@1000", "--stall",      "lock:80@1600", "--stall",
-                "busy:300@2200",  "--input-rate", "60",           "--input-tap",
-                "1050",           "--log",        log_path};
+  ra.barrier_stall = "200ms";
+  ra.command = {*refapp,         "--rate",       "500",
+                "--duration",    "4000",         "--stall",
+                "busy:50@400",   "--stall",      "sleep:120@1000",
+                "--stall",       "lock:80@1600", "--stall",
+                "busy:300@2200", "--idle-stall", "busy:30@2900",
+                "--barrier",     "400@3200",     "--barrier-report-ms",
+                "200",           "--input-rate", "60",
+                "--input-tap",   "1050",         "--log",
+                log_path};
   std::fprintf(stderr,
-               "looptrace demo: %s --rate 500 --duration 3000 with "
+               "looptrace demo: %s --rate 500 --duration 4000 with "
                "stalls busy 50ms, sleep 120ms, lock 80ms, busy 300ms; "
+               "a 30ms idle handler; a sync barrier up for 400ms; "
                "input at 60 Hz and a tap at 1050ms\n\n",
                refapp->c_str());
   int rc = run_record(ra);
@@ -149,6 +171,50 @@ int run_demo(const std::string& self_dir, const std::string& json_path) {
     std::printf("  %zu reported slow dispatches are not in the app's log\n",
                 unexplained);
 
+  // The idle handler and the barrier, against the app's own log.
+  std::vector<nlohmann::json> idle_truth = read_events(log_path, "idle");
+  std::vector<nlohmann::json> barrier_truth =
+      read_events(log_path, "barrier_remove");
+  size_t idle_found = 0, barriers_found = 0;
+  for (const nlohmann::json& t : idle_truth) {
+    uint64_t start = t.value("start_ns", uint64_t{0}),
+             dur = t.value("duration_ns", uint64_t{0});
+    const nlohmann::json* m =
+        find_reported(report["slow_idle_handlers"], start);
+    if (!m) {
+      std::printf("  %-6s %10s %10s\n", "idle", format_duration(dur).c_str(),
+                  "MISSED");
+      continue;
+    }
+    ++idle_found;
+    uint64_t d = m->value("duration_ns", uint64_t{0});
+    std::printf("  %-6s %10s %10s %8.1fus %9s\n", "idle",
+                format_duration(dur).c_str(), format_duration(d).c_str(),
+                (static_cast<double>(d) - static_cast<double>(dur)) / 1e3,
+                format_duration(m->value("cpu_ns", uint64_t{0})).c_str());
+  }
+  for (const nlohmann::json& t : barrier_truth) {
+    uint64_t life = t.value("lifetime_ns", uint64_t{0});
+    const nlohmann::json* m = nullptr;
+    if (report.contains("barriers") && report["barriers"].is_array())
+      for (const auto& b : report["barriers"])
+        if (b.value("token", uint64_t{0}) == t.value("token", uint64_t{0}) &&
+            b["removed_ns"].is_number())
+          m = &b;
+    if (!m) {
+      std::printf("  %-6s %10s %10s\n", "barrier",
+                  format_duration(life).c_str(), "MISSED");
+      continue;
+    }
+    ++barriers_found;
+    uint64_t got = m->value("removed_ns", uint64_t{0}) -
+                   m->value("posted_ns", uint64_t{0});
+    std::printf("  %-6s %10s %10s %8.1fus  %s\n", "barrier",
+                format_duration(life).c_str(), format_duration(got).c_str(),
+                (static_cast<double>(got) - static_cast<double>(life)) / 1e3,
+                m->value("stalled", false) ? "stall announced" : "no stall");
+  }
+
   // Input: every event the dispatcher logged sending, matched by seq, with
   // the worst total latency on both sides.
   std::map<uint64_t, nlohmann::json> sent, acked;
@@ -187,7 +253,11 @@ int run_demo(const std::string& self_dir, const std::string& json_path) {
       sent.size(), acked.size(), matched, format_duration(worst_total).c_str(),
       static_cast<double>(worst_err) / 1e3);
   bool input_ok = matched == acked.size() && !acked.empty();
-  return found == static_cast<int>(truth.size()) && unexplained == 0 && input_ok
+  bool others_ok = idle_found == idle_truth.size() && !idle_truth.empty() &&
+                   barriers_found == barrier_truth.size() &&
+                   !barrier_truth.empty();
+  return found == static_cast<int>(truth.size()) && unexplained == 0 &&
+                 input_ok && others_ok
              ? 0
              : 1;
 }

@@ -1,0 +1,34 @@
+// `looptrace demo`, README's first command: it runs the reference app under
+// looptrace and exits 0 only when what looptrace found matches the app's
+// own log (every injected stall, the idle handler, the barrier, every
+// acknowledged input event).
+#include <string>
+
+#include "harness.h"
+
+namespace lt_test {
+namespace {
+
+TEST(Demo, FindsEverythingTheAppInjected) {
+  LT_REQUIRE_BPF();
+  TempDir dir;
+  const std::string json = dir.file("report.json");
+  RunResult r = run({looptrace_bin(), "demo", "--json", json}, 60000);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("4 of 4 injected stalls found"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("stall announced"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("MISSED"), std::string::npos) << r.out;
+  // The barrier stall was announced live, on stderr, before the app exited.
+  size_t stall = r.err.find("STALL: sync barrier");
+  size_t exit = r.err.find("refapp: exit");
+  ASSERT_NE(stall, std::string::npos) << r.err;
+  ASSERT_NE(exit, std::string::npos) << r.err;
+  EXPECT_LT(stall, exit) << r.err;
+  nlohmann::json report = read_json(json);
+  EXPECT_EQ(report["slow_idle_handlers"].size(), 1u);
+  EXPECT_EQ(report["barriers"].size(), 1u);
+}
+
+}  // namespace
+}  // namespace lt_test
