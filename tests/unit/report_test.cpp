@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/barrier.h"
 #include "profiles/key_expr.h"
 #include "report/report_common.h"
 #include "report/target.h"
@@ -559,6 +560,44 @@ TEST(DeliveryReport, TextGroupsBacklogs) {
       << out;
   EXPECT_NE(out.find("behind dispatches each shorter than the slow threshold"),
             std::string::npos)
+      << out;
+}
+
+// Late messages held by a sync barrier, not by a slow dispatch: the backlog
+// names the barrier that was up, and not one of another thread.
+TEST(DeliveryReport, TextNamesABarrierUpMeanwhile) {
+  const uint64_t ms = 1'000'000;
+  DispatchAnalysis a;
+  SlowSpan late;
+  late.span.pid = late.span.tid = 1;
+  late.span.role = LT_ROLE_DELIVERY;
+  late.span.start_ns = 210 * ms;  // due 210, dispatched 600
+  late.span.duration_ns = 390 * ms;
+  a.slow.push_back(late);
+  BarrierAnalysis barriers;
+  Barrier b;
+  b.pid = b.tid = 1;
+  b.token = 4;
+  b.posted_ns = 200 * ms;
+  b.removed_ns = 600 * ms;
+  barriers.barriers.push_back(b);
+  b.tid = 2;  // another thread's
+  b.token = 5;
+  barriers.barriers.push_back(b);
+  std::vector<ProbeDef> probes(1);
+  ReportContext ctx;
+  ctx.probes = &probes;
+  ctx.slow_ns = {16 * ms, 16 * ms, 16 * ms};
+  ctx.barriers = &barriers;
+  std::ostringstream os;
+  write_text_report(os, a, ctx);
+  const std::string out = os.str();
+  EXPECT_NE(out.find("a sync barrier was up: token 4 posted +0.200s, removed "
+                     "after 400ms"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("token 5"), std::string::npos) << out;
+  EXPECT_EQ(out.find("shorter than the slow threshold"), std::string::npos)
       << out;
 }
 

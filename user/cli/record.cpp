@@ -661,6 +661,7 @@ int run_record(const RecordArgs& a) {
 
   DispatchAnalysis analysis = analyzer.finish(hists, counters);
   BarrierAnalysis barrier_analysis = barriers.finish(t0 + elapsed);
+  if (has_barriers) ctx.barriers = &barrier_analysis;
   InputAnalysis input_analysis;
   if (has_input) input_analysis = inputs.finish();
   ctx.duration_ns = elapsed;

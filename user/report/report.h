@@ -15,6 +15,8 @@
 
 namespace looptrace {
 
+struct BarrierAnalysis;
+
 struct ReportContext {
   const std::vector<ProbeDef>* probes = nullptr;  // looked up by ProbeDef::id
   Symbolizer* symbolizer = nullptr;  // null: addresses shown in hex
@@ -25,6 +27,9 @@ struct ReportContext {
   // relative to it. 0: relative to the first event in the stream.
   uint64_t start_ns = 0;
   uint64_t barrier_stall_ns = 3'000'000'000;
+  // Sync barriers, if the run had barrier probes: a backlog of late
+  // messages names the barriers that were up meanwhile.
+  const BarrierAnalysis* barriers = nullptr;
 };
 
 void write_text_report(std::ostream& os, const DispatchAnalysis& analysis,
