@@ -599,6 +599,12 @@ TEST(DeliveryReport, TextNamesABarrierUpMeanwhile) {
   EXPECT_EQ(out.find("token 5"), std::string::npos) << out;
   EXPECT_EQ(out.find("shorter than the slow threshold"), std::string::npos)
       << out;
+  nlohmann::json j = to_json(a, ctx);
+  const auto& up = j["slow_deliveries"][0]["sync_barriers_up"];
+  ASSERT_EQ(up.size(), 1u) << j.dump();
+  EXPECT_EQ(up[0]["token"], 4);
+  EXPECT_EQ(up[0]["posted_ns"], 200 * ms);
+  EXPECT_EQ(up[0]["removed_ns"], 600 * ms);
 }
 
 // A backlog behind many slow spans names the five longest.

@@ -66,6 +66,19 @@ json span_json(const SlowSpan& s, const ReportContext& ctx,
   };
 }
 
+// The sync barriers of a delivery's thread up while it waited.
+json barriers_up(const SpanEvent& d, const ReportContext& ctx) {
+  json out = json::array();
+  for (const Barrier* b : report::barriers_up(ctx, d.pid, d.tid, d.start_ns,
+                                              d.start_ns + d.duration_ns))
+    out.push_back(
+        {{"token", b->token},
+         {"queue", fmt::format("{:#x}", b->queue)},
+         {"posted_ns", b->posted_ns},
+         {"removed_ns", b->removed() ? json(b->removed_ns) : json()}});
+  return out;
+}
+
 // due_ns -> start_ns is the span; lag_ns its length.
 json delivery_json(const SlowSpan& s, const report::RunningInstead& running,
                    const ReportContext& ctx) {
@@ -85,6 +98,7 @@ json delivery_json(const SlowSpan& s, const report::RunningInstead& running,
       {"lag_ns", e.duration_ns},
       {"target", report::describe_target(e, ctx).text},
       {"running_instead", instead},
+      {"sync_barriers_up", barriers_up(e, ctx)},
   };
 }
 

@@ -43,6 +43,18 @@ std::vector<const SlowSpan*> RunningInstead::operator()(
   return out;
 }
 
+std::vector<const Barrier*> barriers_up(const ReportContext& ctx, uint32_t pid,
+                                        uint32_t tid, uint64_t from,
+                                        uint64_t to) {
+  std::vector<const Barrier*> out;
+  if (!ctx.barriers) return out;
+  for (const Barrier& b : ctx.barriers->barriers)
+    if (b.pid == pid && b.tid == tid && b.posted_ns < to &&
+        (!b.removed() || b.removed_ns > from))
+      out.push_back(&b);
+  return out;
+}
+
 void put(std::ostream& os, std::string line) {
   constexpr size_t kColumns = 80;
   if (line.size() > kColumns) {

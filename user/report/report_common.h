@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/barrier.h"
 #include "analysis/dispatch.h"
 #include "profiles/probe.h"
 #include "report/report.h"
@@ -54,6 +55,12 @@ class RunningInstead {
   };
   std::map<std::pair<uint32_t, uint32_t>, Thread> threads_;
 };
+
+// The sync barriers posted by thread (pid, tid) that were up at some point
+// in [from, to): a synchronous message due meanwhile could not pass them.
+std::vector<const Barrier*> barriers_up(const ReportContext& ctx, uint32_t pid,
+                                        uint32_t tid, uint64_t from,
+                                        uint64_t to);
 
 // Writes one line of the text report, cut with "..." to fit 80 columns.
 void put(std::ostream& os, std::string line);

@@ -211,23 +211,19 @@ void write_slow_deliveries(std::ostream& os, const DispatchAnalysis& a,
     }
     // Sync barriers of the thread up while the messages waited: synchronous
     // messages cannot pass one.
-    const uint64_t from = first.start_ns, to = g.last_dispatch_ns;
-    size_t nbarriers = 0;
-    if (ctx.barriers)
-      for (const Barrier& b : ctx.barriers->barriers) {
-        if (b.pid != first.pid || b.tid != first.tid || b.posted_ns >= to ||
-            (b.removed() && b.removed_ns <= from))
-          continue;
-        ++nbarriers;
-        put(os, fmt::format(
-                    "    a sync barrier was up: token {} posted +{:.3f}s, "
-                    "{}",
-                    b.token, rel(b.posted_ns),
-                    b.removed() ? fmt::format("removed after {}",
-                                              format_duration(b.lifetime_ns()))
-                                : std::string("never removed")));
-      }
-    if (g.behind.empty() && nbarriers == 0)
+    std::vector<const Barrier*> up = report::barriers_up(
+        ctx, first.pid, first.tid, first.start_ns, g.last_dispatch_ns);
+    for (const Barrier* bp : up) {
+      const Barrier& b = *bp;
+      put(os, fmt::format(
+                  "    a sync barrier was up: token {} posted +{:.3f}s, "
+                  "{}",
+                  b.token, rel(b.posted_ns),
+                  b.removed() ? fmt::format("removed after {}",
+                                            format_duration(b.lifetime_ns()))
+                              : std::string("never removed")));
+    }
+    if (g.behind.empty() && up.empty())
       put(os, "    behind dispatches each shorter than the slow threshold");
     // A long overload collects many: the longest few, in start order.
     std::vector<const SlowSpan*> shown = g.behind;
