@@ -335,8 +335,10 @@ Result<std::unique_ptr<Tracer>> Tracer::Create(const TraceOptions& opts) {
   bpf_program__set_autoload(impl->io_tpentry, tps);
   bpf_program__set_autoload(skel->progs.lt_io_ureturn, uprobes);
   bpf_program__set_autoload(skel->progs.lt_io_tpexit, tps);
-  log::debug("loader", "input entry programs: {}",
-             typed ? "typed loads (bpf_rdonly_cast)" : "bpf_probe_read_kernel");
+  if (uprobes || tps)
+    log::debug(
+        "loader", "input entry programs: {}",
+        typed ? "typed loads (bpf_rdonly_cast)" : "bpf_probe_read_kernel");
   bpf_program__set_autoload(skel->progs.lt_fork, cfg.input_tgid_filter != 0);
 
   err = looptrace_bpf::load(skel);
