@@ -95,23 +95,25 @@ int run_demo(const std::string& self_dir, const std::string& json_path) {
   ra.json_path = report_path;
   // 500 ordinary 0.1-2 ms dispatches a second, and one stall of each kind.
   // Its dispatcher process sends a 60 Hz stream of input events, and a tap
-  // while the sleep stall holds the loop. Then a slow idle handler, and a
-  // sync barrier left up for 400 ms: over the demo's 200 ms stall threshold,
-  // so looptrace announces it while it is still up.
+  // while the sleep stall holds the loop. A slow idle handler in a calm
+  // moment (the queue must go idle for it to run) and, once the backlog of
+  // the 300 ms stall has drained, a sync barrier left up for 400 ms: over
+  // the demo's 200 ms stall threshold, so looptrace announces it while it
+  // is still up.
   ra.input = true;
   ra.slow_input = "50ms";
   ra.barrier_stall = "200ms";
   ra.command = {*refapp,         "--rate",       "500",
-                "--duration",    "4000",         "--stall",
+                "--duration",    "4500",         "--stall",
                 "busy:50@400",   "--stall",      "sleep:120@1000",
                 "--stall",       "lock:80@1600", "--stall",
-                "busy:300@2200", "--idle-stall", "busy:30@2900",
-                "--barrier",     "400@3200",     "--barrier-report-ms",
+                "busy:300@2200", "--idle-stall", "busy:30@700",
+                "--barrier",     "400@3500",     "--barrier-report-ms",
                 "200",           "--input-rate", "60",
                 "--input-tap",   "1050",         "--log",
                 log_path};
   std::fprintf(stderr,
-               "looptrace demo: %s --rate 500 --duration 4000 with "
+               "looptrace demo: %s --rate 500 --duration 4500 with "
                "stalls busy 50ms, sleep 120ms, lock 80ms, busy 300ms; "
                "a 30ms idle handler; a sync barrier up for 400ms; "
                "input at 60 Hz and a tap at 1050ms\n\n",
@@ -176,6 +178,14 @@ int run_demo(const std::string& self_dir, const std::string& json_path) {
   std::vector<nlohmann::json> barrier_truth =
       read_events(log_path, "barrier_remove");
   size_t idle_found = 0, barriers_found = 0;
+  // Both depend on the loop: an idle handler runs only when the queue goes
+  // idle, the barrier is posted by a message.
+  if (idle_truth.empty())
+    std::printf(
+        "  idle: the app logged no idle-handler run (its queue never "
+        "went idle?)\n");
+  if (barrier_truth.empty())
+    std::printf("  barrier: the app logged no barrier removal\n");
   for (const nlohmann::json& t : idle_truth) {
     uint64_t start = t.value("start_ns", uint64_t{0}),
              dur = t.value("duration_ns", uint64_t{0});
