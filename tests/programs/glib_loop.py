@@ -15,7 +15,9 @@ memory and written when the loop ends, so no file I/O lengthens a dispatch):
   {"event":"stall","kind","requested_ms","at_ms","index","start_ns","end_ns",
    "duration_ns","pid","tid"}       start/end taken at the very start and end
                                     of the stall callback
-  {"event":"summary","pid","tid","reason":"duration|signal","ticks","stalls"}
+  {"event":"summary","pid","tid","reason":"duration|signal","ticks","stalls",
+   "run_delay_ns"}                  the loop thread's whole run-queue wait
+                                    (/proc/thread-self/schedstat), -1 unknown
 
 Usage:
   glib_loop.py [--duration MS] [--kind sleep|busy] [--stall [KIND:]MS@AT_MS]...
@@ -38,6 +40,16 @@ gi.require_version("GLib", "2.0")
 from gi.repository import GLib  # noqa: E402
 
 TICK_MS = 2
+
+
+def run_delay_ns():
+    """How long this thread has waited on a run queue (the kernel's
+    schedstat), -1 if the kernel does not say."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1])
+    except (OSError, IndexError, ValueError):
+        return -1
 
 
 def now_ns():
@@ -148,7 +160,8 @@ class App:
             self.write(record)
         self.write({"event": "summary", "pid": self.pid, "tid": self.tid,
                     "reason": self.reason, "ticks": self.ticks,
-                    "stalls": self.stalls_done})
+                    "stalls": self.stalls_done,
+                    "run_delay_ns": run_delay_ns()})
         if self.log:
             self.log.close()
 
