@@ -201,17 +201,23 @@ order() {
   local r=$1; shift
   if ((r % 2)); then printf '%s\n' "$@" | tac; else printf '%s\n' "$@"; fi
 }
+# run_rounds PREFIX RUN CONFIG...: ROUNDS rounds of `RUN PREFIXr.CONFIG
+# CONFIG` for every CONFIG, in order(), with a progress line per round.
+run_rounds() {
+  local prefix=$1 run=$2 r c line; shift 2
+  for ((r = 0; r < ROUNDS; r++)); do
+    line="   round $((r + 1)):"
+    for c in $(order "$r" "$@"); do
+      "$run" "$prefix$r.$c" "$c"
+      line+=" $c $(res "$prefix$r.$c" ns_per_call)"
+    done
+    echo "$line ns/call" >&2
+  done
+}
 
 echo "== a) traced process: $ROUNDS rounds x ${A_CONFIGS[*]}; $ITERS iterations" \
   "($((4 * ITERS)) calls) in $SLICES slices; target on CPU $CPU" >&2
-for ((r = 0; r < ROUNDS; r++)); do
-  line="   round $((r + 1)):"
-  for c in $(order "$r" "${A_CONFIGS[@]}"); do
-    run_pingpong "a$r.$c" "$c"
-    line+=" $c $(res "a$r.$c" ns_per_call)"
-  done
-  echo "$line ns/call" >&2
-done
+run_rounds a run_pingpong "${A_CONFIGS[@]}"
 
 # --- b) an untraced process -----------------------------------------------------
 B_CONFIGS=(none syscall uprobe)
@@ -235,14 +241,7 @@ run_udp() {  # run_udp NAME CONFIG: leaves NAME.res (+ NAME.json)
     fail "$name: looptrace on an idle pid recorded the UDP process's calls: $made"
 }
 echo "== b) untraced process (UDP, same bytes) while looptrace traces pid $IDLE (sleep)" >&2
-for ((r = 0; r < ROUNDS; r++)); do
-  line="   round $((r + 1)):"
-  for c in $(order "$r" "${B_CONFIGS[@]}"); do
-    run_udp "b$r.$c" "$c"
-    line+=" $c $(res "b$r.$c" ns_per_call)"
-  done
-  echo "$line ns/call" >&2
-done
+run_rounds b run_udp "${B_CONFIGS[@]}"
 kill "$IDLE" 2>/dev/null || true
 wait "$IDLE" 2>/dev/null || true
 
