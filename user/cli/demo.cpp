@@ -26,34 +26,36 @@ struct Stall {
   uint64_t duration_ns = 0;
 };
 
-// The app logs injected stalls ("stall") and any other dispatch over
-// --log-slow ("slow": a loaded machine makes some).
-std::vector<Stall> read_ground_truth(const std::string& path,
-                                     const std::string& event) {
-  std::vector<Stall> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || j.value("event", "") != event) continue;
-    out.push_back({j.value(event == "stall" ? "kind" : "target", "?"),
-                   j.value("start_ns", uint64_t{0}),
-                   j.value("duration_ns", uint64_t{0})});
-  }
-  return out;
-}
-
-// Every line of the app's log with this "event".
-std::vector<nlohmann::json> read_events(const std::string& path,
-                                        const std::string& event) {
+// The app's log (JSON lines), read once; malformed lines are skipped.
+std::vector<nlohmann::json> read_log(const std::string& path) {
   std::vector<nlohmann::json> out;
   std::ifstream in(path);
   std::string line;
   while (std::getline(in, line)) {
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_discarded() && j.value("event", "") == event)
-      out.push_back(std::move(j));
+    if (!j.is_discarded() && j.is_object()) out.push_back(std::move(j));
   }
+  return out;
+}
+
+// The lines of one "event".
+std::vector<nlohmann::json> events(const std::vector<nlohmann::json>& log,
+                                   const std::string& event) {
+  std::vector<nlohmann::json> out;
+  for (const nlohmann::json& j : log)
+    if (j.value("event", "") == event) out.push_back(j);
+  return out;
+}
+
+// The app logs injected stalls ("stall") and any other dispatch over
+// --log-slow ("slow": a loaded machine makes some).
+std::vector<Stall> stalls(const std::vector<nlohmann::json>& log,
+                          const std::string& event) {
+  std::vector<Stall> out;
+  for (const nlohmann::json& j : events(log, event))
+    out.push_back({j.value(event == "stall" ? "kind" : "target", "?"),
+                   j.value("start_ns", uint64_t{0}),
+                   j.value("duration_ns", uint64_t{0})});
   return out;
 }
 
@@ -121,8 +123,9 @@ int run_demo(const std::string& self_dir, const std::string& json_path) {
   int rc = run_record(ra);
   if (rc != 0) return rc;
 
-  std::vector<Stall> truth = read_ground_truth(log_path, "stall");
-  std::vector<Stall> app_slow = read_ground_truth(log_path, "slow");
+  const std::vector<nlohmann::json> app_log = read_log(log_path);
+  std::vector<Stall> truth = stalls(app_log, "stall");
+  std::vector<Stall> app_slow = stalls(app_log, "slow");
   std::ifstream in(report_path);
   nlohmann::json report = nlohmann::json::parse(in, nullptr, false);
   if (report.is_discarded()) {
@@ -174,9 +177,8 @@ int run_demo(const std::string& self_dir, const std::string& json_path) {
                 unexplained);
 
   // The idle handler and the barrier, against the app's own log.
-  std::vector<nlohmann::json> idle_truth = read_events(log_path, "idle");
-  std::vector<nlohmann::json> barrier_truth =
-      read_events(log_path, "barrier_remove");
+  std::vector<nlohmann::json> idle_truth = events(app_log, "idle");
+  std::vector<nlohmann::json> barrier_truth = events(app_log, "barrier_remove");
   size_t idle_found = 0, barriers_found = 0;
   // Both depend on the loop: an idle handler runs only when the queue goes
   // idle, the barrier is posted by a message.
@@ -228,15 +230,10 @@ int run_demo(const std::string& self_dir, const std::string& json_path) {
   // Input: every event the dispatcher logged sending, matched by seq, with
   // the worst total latency on both sides.
   std::map<uint64_t, nlohmann::json> sent, acked;
-  {
-    std::ifstream lin(log_path);
-    std::string line;
-    while (std::getline(lin, line)) {
-      nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-      if (j.is_discarded() || !j.contains("seq")) continue;
-      if (j.value("event", "") == "input_send") sent[j["seq"]] = j;
-      if (j.value("event", "") == "input_finish_recv") acked[j["seq"]] = j;
-    }
+  for (const nlohmann::json& j : app_log) {
+    if (!j.contains("seq")) continue;
+    if (j.value("event", "") == "input_send") sent[j["seq"]] = j;
+    if (j.value("event", "") == "input_finish_recv") acked[j["seq"]] = j;
   }
   size_t matched = 0;
   int64_t worst_err = 0;
