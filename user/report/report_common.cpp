@@ -9,10 +9,7 @@ RunningInstead::RunningInstead(const DispatchAnalysis& a) {
     if (s.span.role != LT_ROLE_DELIVERY)
       threads_[{s.span.pid, s.span.tid}].spans.push_back(&s);
   for (auto& [key, t] : threads_) {
-    std::stable_sort(t.spans.begin(), t.spans.end(),
-                     [](const SlowSpan* x, const SlowSpan* y) {
-                       return x->span.start_ns < y->span.start_ns;
-                     });
+    std::stable_sort(t.spans.begin(), t.spans.end(), starts_before);
     uint64_t m = 0;
     for (const SlowSpan* s : t.spans) {
       m = std::max(m, s->span.start_ns + s->span.duration_ns);

@@ -39,6 +39,11 @@ struct LostItem {
 // Every counter, zero or not, in a fixed order.
 std::vector<LostItem> lost_items(const DispatchAnalysis& analysis);
 
+// Orders slow spans by start time (for stable sorts).
+inline bool starts_before(const SlowSpan* x, const SlowSpan* y) {
+  return x->span.start_ns < y->span.start_ns;
+}
+
 // The slow dispatches and idle handlers of a delivery's thread that ran
 // between the message's due time and its dispatch: why it was late. Built
 // once per report: a long trace has as many slow deliveries as messages.

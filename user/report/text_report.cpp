@@ -139,10 +139,7 @@ struct Backlog {
 
 std::vector<Backlog> backlogs(const DispatchAnalysis& a,
                               std::vector<const SlowSpan*> late) {
-  std::stable_sort(late.begin(), late.end(),
-                   [](const SlowSpan* x, const SlowSpan* y) {
-                     return x->span.start_ns < y->span.start_ns;
-                   });
+  std::stable_sort(late.begin(), late.end(), report::starts_before);
   const report::RunningInstead running(a);
   std::vector<Backlog> out;
   std::map<std::pair<uint32_t, uint32_t>, size_t> current;  // by thread
@@ -164,10 +161,7 @@ std::vector<Backlog> backlogs(const DispatchAnalysis& a,
     out.push_back({{s}, std::move(behind), dispatch_ns});
   }
   for (Backlog& b : out)
-    std::stable_sort(b.behind.begin(), b.behind.end(),
-                     [](const SlowSpan* x, const SlowSpan* y) {
-                       return x->span.start_ns < y->span.start_ns;
-                     });
+    std::stable_sort(b.behind.begin(), b.behind.end(), report::starts_before);
   return out;
 }
 
@@ -233,10 +227,7 @@ void write_slow_deliveries(std::ostream& os, const DispatchAnalysis& a,
                          return x->span.duration_ns > y->span.duration_ns;
                        });
       shown.resize(kMaxBehind);
-      std::stable_sort(shown.begin(), shown.end(),
-                       [](const SlowSpan* x, const SlowSpan* y) {
-                         return x->span.start_ns < y->span.start_ns;
-                       });
+      std::stable_sort(shown.begin(), shown.end(), report::starts_before);
     }
     for (const SlowSpan* b : shown)
       put(os, fmt::format("    behind {} {} at +{:.3f}s",
