@@ -107,7 +107,7 @@ Result<std::map<uint64_t, UnixSocket>> unix_sockets() {
         size_t dlen = RTA_PAYLOAD(a);
         if (a->rta_type == UNIX_DIAG_NAME && dlen > 0) {
           if (data[0] == '\0')
-            s.name = "@" + std::string(data + 1, dlen - 1);
+            s.name = fmt::format("@{}", std::string_view(data + 1, dlen - 1));
           else
             s.name = std::string(data, strnlen(data, dlen));
         } else if (a->rta_type == UNIX_DIAG_PEER && dlen >= sizeof(uint32_t)) {
