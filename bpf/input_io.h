@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Input channels: socket calls of traced processes (libc uprobes or syscall
- * tracepoints, one entry and one return program each, the attach cookie
- * saying which call) filtered to input channels in the kernel:
+ * Input channels: socket calls of traced processes (libc uprobes, the raw
+ * syscall tracepoints, or the syscall tracepoints) filtered to input
+ * channels in the kernel:
  *
  *  1. the process: with input_tgid_filter, only processes in lt_tgids
  *     (userspace puts the target there; forks follow in lt_fork) or calls on
@@ -12,8 +12,9 @@
  *  3. on return, the bytes: a SEQPACKET message is recorded only when its
  *     first words and exact size are an InputMessage (lt_input_layout).
  *
- * Only the first LT_IO_HEAD bytes of a message are read (header, seq and the
- * time field at 16), never the payload. Included by looptrace.bpf.c.
+ * Only the first LT_IO_HEAD bytes of an InputMessage are read (header, seq
+ * and the time field at 16), never the payload; of a raw channel, none.
+ * Included by looptrace.bpf.c.
  */
 
 #define LT_S_IFMT 00170000
@@ -229,6 +230,14 @@ static __always_inline void io_exit(__s64 ret)
 	if (ret <= 0 || !lt_ready)
 		return;
 	now = bpf_ktime_get_ns();
+	/* Raw channels (X11, Wayland): the bytes are not read at all, only
+	 * that a read happened; they carry keystrokes, and nothing uses them. */
+	if (p.chan == LT_CHAN_RAW) {
+		if (p.op & LT_IO_SEND)
+			return; /* only what the app reads is input */
+		mark_consumer(st);
+		goto record;
+	}
 	buf = p.buf;
 	if (p.op & LT_IO_MSGHDR) {
 		struct iovec *iov = 0;
@@ -250,31 +259,24 @@ static __always_inline void io_exit(__s64 ret)
 		err = bpf_probe_read_user(head, 16, (void *)buf);
 	else if (ret >= 8)
 		err = bpf_probe_read_user(head, 8, (void *)buf);
-	if (err)
-		__builtin_memset(head, 0, sizeof(head));
-	if (p.chan == LT_CHAN_INPUT) {
-		/* The filter: only whole InputMessages. */
-		__builtin_memcpy(w, head, sizeof(w));
-		if (err || !lt_input_layout(w[0], w[1], w[2], w[3], ret)) {
-			count(LT_CNT_IO_REJECT);
-			return;
-		}
-		/* The peer end is watched too: its process may be untraced. */
-		if (p.peer_inode && lt_cfg.input_tgid_filter) {
-			__u32 w = LT_WATCH_PEER;
-
-			long e = bpf_map_update_elem(&lt_chans, &p.peer_inode, &w, BPF_NOEXIST);
-
-			if (!e)
-				__sync_fetch_and_add(&lt_nwatch, 1);
-			else if (e == -LT_E2BIG)
-				count(LT_CNT_WATCH_FULL);
-		}
-	} else if (p.op & LT_IO_SEND) {
-		return; /* raw channels: only what the app reads is input */
-	} else {
-		mark_consumer(st);
+	/* The filter: only whole InputMessages. */
+	__builtin_memcpy(w, head, sizeof(w));
+	if (err || !lt_input_layout(w[0], w[1], w[2], w[3], ret)) {
+		count(LT_CNT_IO_REJECT);
+		return;
 	}
+	/* The peer end is watched too: its process may be untraced. */
+	if (p.peer_inode && lt_cfg.input_tgid_filter) {
+		__u32 w = LT_WATCH_PEER;
+
+		long e = bpf_map_update_elem(&lt_chans, &p.peer_inode, &w, BPF_NOEXIST);
+
+		if (!e)
+			__sync_fetch_and_add(&lt_nwatch, 1);
+		else if (e == -LT_E2BIG)
+			count(LT_CNT_WATCH_FULL);
+	}
+record:
 	rec = bpf_ringbuf_reserve(&lt_events, sizeof(*rec), 0);
 	if (!rec) {
 		count(LT_CNT_RB_FULL);
@@ -358,6 +360,69 @@ SEC("tracepoint")
 int lt_io_tpexit(struct trace_event_raw_sys_exit *ctx)
 {
 	io_exit(ctx->ret);
+	return 0;
+}
+
+/* The same calls from the raw syscall tracepoints (BTF, by name: no
+ * tracefs). Every system call of every process passes here while input is
+ * traced: one that is not an input call leaves after a table lookup in
+ * .rodata (lt_cfg.sys_op). The syscall tracepoints above run on the same
+ * kernel hook, with ftrace's own per-call dispatch in between. */
+static __always_inline __u32 sys_op(long nr)
+{
+	if (nr < 0 || nr >= LT_NR_SYSCALLS)
+		return 0; /* also x32's numbers (bit 30 set) */
+	return lt_cfg.sys_op[nr];
+}
+
+/* A 32-bit task's numbers are another table's: not ours. */
+static __always_inline int compat_task(void)
+{
+#ifdef __TARGET_ARCH_x86
+	return (bpf_get_current_task_btf()->thread_info.status & 0x0002) != 0; /* TS_COMPAT */
+#else
+	return 0;
+#endif
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(lt_io_sys_enter, struct pt_regs *regs, long id)
+{
+	__u32 op = sys_op(id);
+
+	if (!op || compat_task())
+		return 0;
+	io_enter((__u32)PT_REGS_PARM1_CORE_SYSCALL(regs), PT_REGS_PARM2_CORE_SYSCALL(regs),
+		 op & ~LT_IO_TRACED, 0);
+	return 0;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(lt_io_sys_enter_typed, struct pt_regs *regs, long id)
+{
+	__u32 op = sys_op(id);
+
+	if (!op || compat_task())
+		return 0;
+	io_enter((__u32)PT_REGS_PARM1_CORE_SYSCALL(regs), PT_REGS_PARM2_CORE_SYSCALL(regs),
+		 op & ~LT_IO_TRACED, 1);
+	return 0;
+}
+
+/* io_exit finds what io_enter left in the thread's state: a call that left
+ * nothing (not an input call, not a channel) ends there. The number is
+ * checked first all the same, to spare other calls the state lookup. */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(lt_io_sys_exit, struct pt_regs *regs, long ret)
+{
+#if defined(__TARGET_ARCH_x86)
+	if (!sys_op(BPF_CORE_READ(regs, orig_ax)))
+		return 0;
+#elif defined(__TARGET_ARCH_arm64)
+	if (!sys_op(BPF_CORE_READ((struct pt_regs___arm64 *)regs, syscallno)))
+		return 0;
+#endif
+	io_exit(ret);
 	return 0;
 }
 

@@ -22,6 +22,10 @@
 #define LT_MAX_DEREF 3
 /* Probe points per run (span entries); the attach cookie indexes them. */
 #define LT_MAX_PROBES 32
+/* System call numbers lt_config.sys_op covers: x86-64 and arm64 number
+ * theirs below 512 (x86-64's x32 calls, with bit 30 set, are not input
+ * calls of a 64-bit process). */
+#define LT_NR_SYSCALLS 512
 /* In-flight spans per thread: GLib/Qt nest main loops a few levels deep. */
 #define LT_MAX_DEPTH 8
 /* User frames per stack sample; deeper stacks are truncated. */
@@ -134,6 +138,9 @@ struct lt_config {
 	__u32 io_wakeup_bytes;
 	__u32 pad1;
 	struct lt_probe_cfg probes[LT_MAX_PROBES];
+	/* Raw syscall tracepoints: LT_IO_TRACED | LT_IO_* of each traced
+	 * system call by number, 0 for the rest. */
+	__u8 sys_op[LT_NR_SYSCALLS];
 };
 
 /* Loss and health counters (per-CPU array lt_counters, summed by the loader). */
@@ -224,8 +231,9 @@ struct lt_frame {
  *  - a socket userspace put in lt_chans (a raw channel: X11, Wayland...).
  */
 /* The call's direction and how it passes its buffer (attach cookie). */
-#define LT_IO_SEND 1u	/* bit 0: send (else receive) */
-#define LT_IO_MSGHDR 2u /* bit 1: the buffer is a struct msghdr's iov[0] */
+#define LT_IO_SEND 1u	   /* bit 0: send (else receive) */
+#define LT_IO_MSGHDR 2u	   /* bit 1: the buffer is a struct msghdr's iov[0] */
+#define LT_IO_TRACED 0x80u /* lt_config.sys_op: the call is traced */
 
 enum lt_chan_kind {
 	LT_CHAN_INPUT = 1, /* SOCK_SEQPACKET carrying InputMessages */
@@ -269,7 +277,8 @@ struct lt_io_rec {
 	__u64 span_id;
 	__u32 span_probe;
 	__u32 pad;
-	__u8 head[LT_IO_HEAD]; /* the message's first bytes (fewer if short) */
+	__u8 head[LT_IO_HEAD]; /* an InputMessage's first bytes (fewer if
+				* short); zeros on raw channels: not read */
 	char comm[LT_COMM_LEN];
 };
 

@@ -104,6 +104,25 @@ RunResult run(const std::vector<std::string>& argv, int timeout_ms) {
   return r;
 }
 
+std::vector<std::string> without_tracefs(const std::vector<std::string>& argv) {
+  // Deepest first (sort -r): /sys/kernel/debug/tracing before its parent.
+  std::vector<std::string> out = {
+      "unshare",
+      "-m",
+      "--propagation",
+      "private",
+      "sh",
+      "-c",
+      "for m in $(awk '$3 == \"tracefs\" || $3 == \"debugfs\" "
+      "{ print $2 }' /proc/self/mounts | sort -r); do "
+      "umount -l \"$m\" || exit 97; done; "
+      "grep -qE ' (tracefs|debugfs) ' /proc/self/mounts && exit 97; "
+      "exec \"$@\"",
+      "sh"};
+  out.insert(out.end(), argv.begin(), argv.end());
+  return out;
+}
+
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;

@@ -66,6 +66,11 @@ struct RunResult {
 // Runs argv to completion (timeout_ms, then killed) and captures output.
 RunResult run(const std::vector<std::string>& argv, int timeout_ms = 120000);
 
+// argv run in a private mount namespace with tracefs and debugfs unmounted,
+// as on a fresh machine where nothing mounted them (exit 97 if they could
+// not be unmounted): what looptrace needs must not depend on them.
+std::vector<std::string> without_tracefs(const std::vector<std::string>& argv);
+
 std::string read_file(const std::string& path);
 // JSON lines; malformed lines fail the test.
 std::vector<nlohmann::json> read_jsonl(const std::string& path);

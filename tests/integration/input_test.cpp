@@ -1,6 +1,7 @@
 // Input-to-consumption latency against the reference app's own log: its
 // dispatcher process logs when it sent each event and received each
 // FINISHED, the app when it received each event and sent FINISHED.
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -44,12 +45,15 @@ struct Traced {
 };
 
 // `mode` is an --input-mode, or "syscall_plain": syscall mode through the
-// entry program for kernels without bpf_rdonly_cast (before 6.2).
+// entry program for kernels without bpf_rdonly_cast (before 6.2), or
+// "syscall_tracepoint": through the per-call syscall tracepoints instead of
+// the raw ones (looptrace mounts tracefs for itself where it is not).
 Traced run_refapp(const TempDir& dir, std::string mode,
                   const std::vector<std::string>& app_args) {
   Traced out;
-  const bool plain = mode == "syscall_plain";
-  if (plain) mode = "syscall";
+  const bool plain = mode == "syscall_plain",
+             tracepoint = mode == "syscall_tracepoint";
+  if (plain || tracepoint) mode = "syscall";
   const std::string log = dir.file("truth-" + mode + ".jsonl");
   const std::string json = dir.file("report-" + mode + ".json");
   std::vector<std::string> argv = {
@@ -58,17 +62,23 @@ Traced run_refapp(const TempDir& dir, std::string mode,
       "50ms",          "--json", json,        "-q",     "--",
       refapp_bin(),    "--log",  log};
   argv.insert(argv.end(), app_args.begin(), app_args.end());
-  if (plain) argv.insert(argv.begin() + 1, {"--debug", "loader"});
+  argv.insert(argv.begin() + 1, {"--debug", "loader"});
   int64_t steal_before = steal_ns();
   if (plain) setenv("LOOPTRACE_NO_TYPED_LOADS", "1", 1);
-  RunResult r = run(argv);
+  if (tracepoint) setenv("LOOPTRACE_SYSCALL_HOOK", "tracepoint", 1);
+  // Where nothing mounted tracefs, as on a fresh machine.
+  RunResult r = run(without_tracefs(argv));
   unsetenv("LOOPTRACE_NO_TYPED_LOADS");
+  unsetenv("LOOPTRACE_SYSCALL_HOOK");
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  if (plain) {
-    EXPECT_NE(r.err.find("input entry programs: bpf_probe_read_kernel"),
-              std::string::npos)
-        << r.err;
-  }
+  const std::string hook = mode == "uprobe" ? "uprobes"
+                           : tracepoint     ? "syscall tracepoints"
+                                            : "raw syscall tracepoints";
+  EXPECT_NE(
+      r.err.find(fmt::format("input entry programs: {}, {}", hook,
+                             plain ? "bpf_probe_read_kernel" : "typed loads")),
+      std::string::npos)
+      << r.err;
   // A clock read in the app trails (or precedes) the probe by at most the
   // time the host stole from that vCPU meanwhile.
   out.tol = kToleranceNs + (steal_ns() - steal_before);
@@ -206,8 +216,8 @@ TEST_P(RefappInput, EventDuringASlowDispatchIsBlamedOnIt) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, RefappInput,
-                         ::testing::Values("syscall", "uprobe",
-                                           "syscall_plain"),
+                         ::testing::Values("syscall", "uprobe", "syscall_plain",
+                                           "syscall_tracepoint"),
                          [](const auto& info) { return info.param; });
 
 // Heavy socket traffic of an unrelated process, traced system-wide: the

@@ -206,6 +206,9 @@ Status build_input(const RecordArgs& a, pid_t target,
   in->mode = a.input_mode == "uprobe" || (!a.input && !profile_io.empty())
                  ? InputMode::kUprobe
                  : InputMode::kSyscall;
+  auto hook = syscall_hook_from_env();
+  if (!hook.ok()) return hook.status();
+  in->hook = *hook;
   std::vector<std::string> calls = a.input_calls;
   if (calls.empty()) calls = {"recvfrom", "sendto", "recvmsg", "sendmsg"};
   for (std::string& c : calls) {
@@ -581,10 +584,7 @@ int run_record(const RecordArgs& a) {
                     : std::string("all processes");
     std::string input;
     if (has_input)
-      input = fmt::format(" and input channels ({})",
-                          s.opts.input.mode == InputMode::kUprobe
-                              ? "uprobes"
-                              : "syscall tracepoints");
+      input = fmt::format(" and input channels ({})", (*tracer)->input_hook());
     std::fprintf(stderr,
                  "looptrace: tracing %zu probe%s%s in %s; Ctrl-C to stop\n",
                  s.probes.size(), s.probes.size() == 1 ? "" : "s",

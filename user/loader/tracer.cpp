@@ -5,6 +5,8 @@
 #include <bpf/libbpf.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -88,7 +90,64 @@ bool kernel_has_kfunc(const char* name) {
   return found;
 }
 
+// A system call's number on this architecture (the one looptrace is built
+// for, as the kernel's); nullopt for one it does not have.
+std::optional<long> syscall_nr(const std::string& call) {
+  if (call == "recvfrom") return SYS_recvfrom;
+  if (call == "sendto") return SYS_sendto;
+  if (call == "recvmsg") return SYS_recvmsg;
+  if (call == "sendmsg") return SYS_sendmsg;
+  if (call == "read") return SYS_read;
+  if (call == "write") return SYS_write;
+  return std::nullopt;
+}
+
+constexpr const char* kTracefs = "/sys/kernel/tracing";
+
+// libbpf finds a tracepoint's id in tracefs, at /sys/kernel/tracing or under
+// debugfs. A machine that mounted neither (a fresh Debian, a container) gets
+// one mounted in a mount namespace of our own: the system's mounts stay as
+// they were, and it goes away with us. (perf's tools mount it for good.)
+Status ensure_tracefs() {
+  if (access("/sys/kernel/tracing/events", F_OK) == 0 ||
+      access("/sys/kernel/debug/tracing/events", F_OK) == 0)
+    return Status::Ok();
+  const std::string hint = fmt::format(
+      "mount it (mount -t tracefs nodev {}), or leave "
+      "LOOPTRACE_SYSCALL_HOOK unset",
+      kTracefs);
+  if (unshare(CLONE_NEWNS) != 0)
+    return Status::Errno(
+               "tracefs is not mounted, and no private mount namespace "
+               "could be made to mount it in",
+               errno)
+        .with_hint(hint);
+  // Slave, not private: mounts made later elsewhere still reach us.
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0 ||
+      mount("tracefs", kTracefs, "tracefs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+            nullptr) != 0)
+    return Status::Errno(fmt::format("tracefs is not mounted, and mounting "
+                                     "it on {} failed",
+                                     kTracefs),
+                         errno)
+        .with_hint(hint);
+  log::info("mounted tracefs on {} in looptrace's own mount namespace",
+            kTracefs);
+  return Status::Ok();
+}
+
 }  // namespace
+
+Result<SyscallHook> syscall_hook_from_env() {
+  const char* v = std::getenv("LOOPTRACE_SYSCALL_HOOK");
+  if (!v || !*v) return SyscallHook::kAuto;
+  std::string_view s(v);
+  if (s == "raw") return SyscallHook::kRaw;
+  if (s == "tracepoint") return SyscallHook::kTracepoint;
+  return Status::Error(
+      fmt::format("LOOPTRACE_SYSCALL_HOOK={}: expected raw or tracepoint", s),
+      ErrorKind::kUsage);
+}
 
 void install_libbpf_logger() { libbpf_set_print(libbpf_print); }
 
@@ -129,6 +188,10 @@ struct Tracer::Impl {
   // bpf_rdonly_cast (6.2 and later), bpf_probe_read_kernel before.
   bpf_program* io_tpentry = nullptr;
   bpf_program* io_uentry = nullptr;
+  bpf_program* io_sys_enter = nullptr;
+  // kSyscall mode: the hook in use.
+  SyscallHook hook = SyscallHook::kAuto;
+  std::string input_hook;
 
   static int on_record(void* ctx, void* data, size_t size) {
     auto* self = static_cast<Impl*>(ctx);
@@ -167,8 +230,30 @@ struct Tracer::Impl {
     return Status::Ok();
   }
 
+  // The raw tracepoints' table of traced calls. Before load.
+  Status fill_sys_ops(const InputTrace& in, lt_config* cfg) {
+    for (const std::string& call : in.syscalls) {
+      std::optional<uint32_t> op = input_call_op(call);
+      std::optional<long> nr = syscall_nr(call);
+      if (!op || !nr || *nr < 0 || *nr >= LT_NR_SYSCALLS)
+        return Status::Error(fmt::format("unknown system call {}", call));
+      cfg->sys_op[*nr] = static_cast<uint8_t>(*op | LT_IO_TRACED);
+    }
+    return Status::Ok();
+  }
+
   Status attach_input(const InputTrace& in) {
-    if (in.mode == InputMode::kSyscall) {
+    if (in.mode == InputMode::kSyscall && hook == SyscallHook::kRaw) {
+      for (bpf_program* p : {io_sys_enter, skel->progs.lt_io_sys_exit}) {
+        bpf_link* l = bpf_program__attach(p);
+        if (!l)
+          return Status::Errno(fmt::format("attaching to the raw tracepoint {}",
+                                           bpf_program__section_name(p)),
+                               errno);
+        links.emplace_back(l);
+      }
+    } else if (in.mode == InputMode::kSyscall) {
+      LT_RETURN_IF_ERROR(ensure_tracefs());
       for (const std::string& call : in.syscalls) {
         std::optional<uint32_t> op = input_call_op(call);
         if (!op) return Status::Error(fmt::format("unknown call {}", call));
@@ -264,6 +349,29 @@ Tracer::~Tracer() = default;
 
 Result<std::unique_ptr<Tracer>> Tracer::Create(const TraceOptions& opts) {
   const InputTrace& in = opts.input;
+  if (in.mode != InputMode::kSyscall || in.hook != SyscallHook::kAuto)
+    return CreateWith(opts, in.hook);
+  // The raw tracepoints need only BTF, which looptrace needs anyway; the
+  // per-call ones remain where a kernel refuses them. A failure of the first
+  // is only logged: the second's error, if it fails too, is the one to show.
+  auto raw = CreateWith(opts, SyscallHook::kRaw);
+  if (raw.ok()) return raw;
+  log::info(
+      "the raw syscall tracepoints failed ({}); trying the syscall "
+      "tracepoints",
+      raw.status().message());
+  auto tp = CreateWith(opts, SyscallHook::kTracepoint);
+  if (tp.ok()) return tp;
+  Status st = tp.status();
+  return Status::Error(fmt::format("{} (raw tracepoints: {})", st.message(),
+                                   raw.status().message()),
+                       st.kind())
+      .with_hint(st.hint());
+}
+
+Result<std::unique_ptr<Tracer>> Tracer::CreateWith(const TraceOptions& opts,
+                                                   SyscallHook hook) {
+  const InputTrace& in = opts.input;
   if (opts.probes.empty() && in.mode == InputMode::kOff)
     return Status::Error("nothing to trace: give --profile or --dispatch",
                          ErrorKind::kUsage);
@@ -315,30 +423,43 @@ Result<std::unique_ptr<Tracer>> Tracer::Create(const TraceOptions& opts) {
   cfg.input_on = in.mode != InputMode::kOff;
   cfg.input_tgid_filter = !in.tgids.empty();
   cfg.io_wakeup_bytes = opts.ringbuf_bytes / 16;
-  bool uprobes = in.mode == InputMode::kUprobe,
-       tps = in.mode == InputMode::kSyscall;
+  const bool uprobes = in.mode == InputMode::kUprobe,
+             syscalls = in.mode == InputMode::kSyscall,
+             tps = syscalls && hook == SyscallHook::kTracepoint,
+             raw = syscalls && hook == SyscallHook::kRaw;
+  impl->hook = hook;
+  if (raw) LT_RETURN_IF_ERROR(impl->fill_sys_ops(in, &cfg));
   // LOOPTRACE_NO_TYPED_LOADS=1 takes the older kernels' path anywhere (the
   // tests keep it working).
   const char* no_typed = std::getenv("LOOPTRACE_NO_TYPED_LOADS");
-  const bool typed = (uprobes || tps) &&
+  const bool typed = (uprobes || syscalls) &&
                      !(no_typed && std::string_view(no_typed) == "1") &&
                      kernel_has_kfunc("bpf_rdonly_cast");
   impl->io_uentry =
       typed ? skel->progs.lt_io_uentry_typed : skel->progs.lt_io_uentry;
   impl->io_tpentry =
       typed ? skel->progs.lt_io_tpentry_typed : skel->progs.lt_io_tpentry;
+  impl->io_sys_enter =
+      typed ? skel->progs.lt_io_sys_enter_typed : skel->progs.lt_io_sys_enter;
   for (bpf_program* p :
        {skel->progs.lt_io_uentry, skel->progs.lt_io_uentry_typed,
-        skel->progs.lt_io_tpentry, skel->progs.lt_io_tpentry_typed})
+        skel->progs.lt_io_tpentry, skel->progs.lt_io_tpentry_typed,
+        skel->progs.lt_io_sys_enter, skel->progs.lt_io_sys_enter_typed})
     bpf_program__set_autoload(p, false);
   bpf_program__set_autoload(impl->io_uentry, uprobes);
   bpf_program__set_autoload(impl->io_tpentry, tps);
+  bpf_program__set_autoload(impl->io_sys_enter, raw);
   bpf_program__set_autoload(skel->progs.lt_io_ureturn, uprobes);
   bpf_program__set_autoload(skel->progs.lt_io_tpexit, tps);
-  if (uprobes || tps)
+  bpf_program__set_autoload(skel->progs.lt_io_sys_exit, raw);
+  if (uprobes || syscalls) {
+    impl->input_hook = uprobes ? "uprobes"
+                       : raw   ? "raw syscall tracepoints"
+                               : "syscall tracepoints";
     log::debug(
-        "loader", "input entry programs: {}",
+        "loader", "input entry programs: {}, {}", impl->input_hook,
         typed ? "typed loads (bpf_rdonly_cast)" : "bpf_probe_read_kernel");
+  }
   bpf_program__set_autoload(skel->progs.lt_fork, cfg.input_tgid_filter != 0);
 
   err = looptrace_bpf::load(skel);
@@ -504,6 +625,8 @@ Tracer::Waiting Tracer::sync_waiting(uint32_t pid, uint64_t queue,
   }
   return w;
 }
+
+const std::string& Tracer::input_hook() const { return impl_->input_hook; }
 
 Counters Tracer::read_counters() const {
   Counters c;

@@ -32,8 +32,16 @@ struct InputUprobe {
   uint32_t op = 0;  // LT_IO_*
 };
 
+// How kSyscall mode probes the calls: the raw syscall tracepoints
+// (sys_enter/sys_exit by BTF, no tracefs), or the per-call syscall
+// tracepoints (tracefs, mounted privately when it is not mounted). kAuto
+// tries them in that order; LOOPTRACE_SYSCALL_HOOK=raw|tracepoint forces
+// one (tests, benchmarks). docs/input.md compares their cost.
+enum class SyscallHook { kAuto, kRaw, kTracepoint };
+
 struct InputTrace {
   InputMode mode = InputMode::kOff;
+  SyscallHook hook = SyscallHook::kAuto;
   // kSyscall: syscall names (recvfrom, sendto, recvmsg, sendmsg, read, write)
   std::vector<std::string> syscalls;
   std::vector<InputUprobe> uprobes;  // kUprobe
@@ -45,6 +53,10 @@ struct InputTrace {
   // traced although those processes are not (a dispatcher elsewhere).
   std::vector<uint64_t> peer_inodes;
 };
+
+// The hook LOOPTRACE_SYSCALL_HOOK asks for (kAuto when unset); an error for
+// a value that is none of raw, tracepoint.
+Result<SyscallHook> syscall_hook_from_env();
 
 // LT_IO_* of a socket call by name (recv, recvfrom, send, sendto, recvmsg,
 // sendmsg, read, write); nullopt if it is none of them.
@@ -92,6 +104,9 @@ class Tracer {
       const std::set<std::pair<uint32_t, uint32_t>>& threads,
       uint64_t now_ns) const;
   Counters read_counters() const;
+  // How input calls are probed, for the user: "raw syscall tracepoints",
+  // "syscall tracepoints", "uprobes"; empty without input.
+  const std::string& input_hook() const;
 
   // Synchronous messages of (pid, queue) enqueued, due by now_ns and not yet
   // dispatched (from the enqueue probe's map); -1 without an enqueue probe.
@@ -103,6 +118,8 @@ class Tracer {
 
  private:
   struct Impl;
+  static Result<std::unique_ptr<Tracer>> CreateWith(const TraceOptions& opts,
+                                                    SyscallHook hook);
   explicit Tracer(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
