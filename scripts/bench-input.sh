@@ -8,16 +8,19 @@
 # and reports the median slice's ns per socket call. One run measures:
 #
 #  a) the traced process: ns per socket call untraced, under
-#     `looptrace record --input --input-mode syscall -p PID`, under
-#     `--input-mode uprobe -p PID`, and under a bpftrace one-liner on the
-#     same syscall tracepoints (sys_enter/sys_exit of sendto and recvfrom,
-#     filtered by pid: per-thread start time in a map, a histogram of
-#     durations). Every looptrace run is checked from its JSON: input events
+#     `looptrace record --input --input-mode syscall -p PID` (the raw
+#     sys_enter/sys_exit tracepoints, its default), the same forced onto the
+#     per-call syscall tracepoints (LOOPTRACE_SYSCALL_HOOK=tracepoint:
+#     "tracepoint"), under `--input-mode uprobe -p PID`, and under a
+#     bpftrace one-liner on the per-call syscall tracepoints
+#     (sys_enter/sys_exit of sendto and recvfrom, filtered by pid:
+#     per-thread start time in a map, a histogram of durations; tracefs
+#     mounted for it in a private mount namespace). Every looptrace run is checked from its JSON: input events
 #     = iterations made while traced, every KEY finished, nothing lost.
 #  b) the cost on an untraced process: the same loop and bytes on loopback
 #     UDP (--udp) in a process looptrace does not trace, while
-#     `looptrace record --input -p <an idle sleep>` runs in syscall mode, in
-#     uprobe mode, or not at all. The checks: looptrace recorded nothing.
+#     `looptrace record --input -p <an idle sleep>` runs in each of its
+#     configurations, or not at all. The checks: looptrace recorded nothing.
 #  c) throughput: pingpong as fast as it goes for --seconds under each
 #     mode (and untraced, for reference): events/s, the lost counters, the
 #     loader's CPU time and max RSS, the JSON's size.
@@ -119,6 +122,19 @@ wait_quiet() {  # wait_quiet NAME
 }
 lost_nonzero() { jq -c '.lost | with_entries(select(.value != 0))' "$1"; }
 
+# looptrace's configurations: syscall (its default, the raw syscall
+# tracepoints), tracepoint (syscall mode forced onto the per-call syscall
+# tracepoints), uprobe.
+lt_mode() { if [[ $1 == uprobe ]]; then echo uprobe; else echo syscall; fi; }
+lt_hook() { if [[ $1 == tracepoint ]]; then echo tracepoint; fi; }
+is_lt() { [[ $1 == syscall || $1 == tracepoint || $1 == uprobe ]]; }
+# with_tracefs CMD...: CMD in a mount namespace where tracefs is mounted.
+with_tracefs() {
+  unshare -m --propagation slave sh -c \
+    'mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing; exec "$@"' \
+    sh "$@"
+}
+
 # start_tool CONFIG NAME PID: attaches CONFIG's tracer to PID; sets TOOL
 # (its pid, empty for untraced). The looptrace runs leave NAME.json.
 TOOL=""
@@ -127,15 +143,17 @@ start_tool() {
   TOOL=""
   case $config in
     untraced|none) return 0 ;;
-    syscall|uprobe)
+    syscall|tracepoint|uprobe)
       log=$d.lt.log
-      "$LT" record --input --input-mode "$config" -p "$pid" --json "$d.json" \
+      LOOPTRACE_SYSCALL_HOOK=$(lt_hook "$config") "$LT" record --input \
+        --input-mode "$(lt_mode "$config")" -p "$pid" --json "$d.json" \
         </dev/null >"$d.lt.out" 2>"$log" &
       TOOL=$! ;;
     bpftrace)
       log=$d.bt.log
-      # BEGIN fires once every probe is attached.
-      bpftrace -e "BEGIN { printf(\"ready\\n\"); }
+      # BEGIN fires once every probe is attached. bpftrace needs tracefs
+      # for these tracepoints: mounted where only it sees it, if need be.
+      with_tracefs bpftrace -e "BEGIN { printf(\"ready\\n\"); }
         tracepoint:syscalls:sys_enter_sendto, tracepoint:syscalls:sys_enter_recvfrom
         /pid == $pid/ { @s[tid] = nsecs; }
         tracepoint:syscalls:sys_exit_sendto, tracepoint:syscalls:sys_exit_recvfrom
@@ -177,7 +195,7 @@ check_pingpong() {
 }
 
 # --- a) the traced process ----------------------------------------------------
-A_CONFIGS=(untraced syscall uprobe)
+A_CONFIGS=(untraced syscall tracepoint uprobe)
 [[ $USE_BPFTRACE -eq 1 ]] && A_CONFIGS+=(bpftrace)
 
 run_pingpong() {  # run_pingpong NAME CONFIG: leaves NAME.res (+ NAME.json)
@@ -192,7 +210,7 @@ run_pingpong() {  # run_pingpong NAME CONFIG: leaves NAME.res (+ NAME.json)
   wait "$tpid" || die "$name: the target failed: $(cat "$d.tlog")"
   stop_tool "$config" "$name"
   PIDS=()
-  [[ $config == syscall || $config == uprobe ]] && check_pingpong "$name"
+  is_lt "$config" && check_pingpong "$name"
   return 0
 }
 
@@ -220,7 +238,7 @@ echo "== a) traced process: $ROUNDS rounds x ${A_CONFIGS[*]}; $ITERS iterations"
 run_rounds a run_pingpong "${A_CONFIGS[@]}"
 
 # --- b) an untraced process -----------------------------------------------------
-B_CONFIGS=(none syscall uprobe)
+B_CONFIGS=(none syscall tracepoint uprobe)
 sleep 100000 &
 IDLE=$!
 run_udp() {  # run_udp NAME CONFIG: leaves NAME.res (+ NAME.json)
@@ -246,7 +264,7 @@ kill "$IDLE" 2>/dev/null || true
 wait "$IDLE" 2>/dev/null || true
 
 # --- c) throughput ----------------------------------------------------------------
-C_CONFIGS=(untraced syscall uprobe)
+C_CONFIGS=(untraced syscall tracepoint uprobe)
 run_rate() {  # run_rate NAME CONFIG: leaves NAME.res (+ NAME.json, NAME.time)
   local name=$1 config=$2 d=$WORK/$1 tpid lpid t_exit
   wait_quiet "$name"
@@ -256,7 +274,8 @@ run_rate() {  # run_rate NAME CONFIG: leaves NAME.res (+ NAME.json, NAME.time)
   wait_for "$d.tlog" waiting 10 || die "$name: the target did not start: $(cat "$d.tlog")"
   if [[ $config != untraced ]]; then
     # By -p, so that /usr/bin/time accounts the loader alone.
-    /usr/bin/time -v -o "$d.time" "$LT" record --input --input-mode "$config" -p "$tpid" \
+    LOOPTRACE_SYSCALL_HOOK=$(lt_hook "$config") /usr/bin/time -v -o "$d.time" \
+      "$LT" record --input --input-mode "$(lt_mode "$config")" -p "$tpid" \
       --json "$d.json" </dev/null >"$d.lt.out" 2>"$d.lt.log" &
     lpid=$!; PIDS+=("$lpid")
     wait_for "$d.lt.log" "^looptrace: tracing" 60 || die "$name: looptrace did not attach: $(cat "$d.lt.log")"
@@ -308,7 +327,7 @@ run_stats() {  # run_stats NAME CONFIG: leaves NAME.stats
     awk -v c="$config" '{ runs = $4 - $2; ns = $5 - $3
       if (runs) printf "  %-9s %-24s %8d runs %7.1f ns/run\n", c, $1, runs, ns / runs }' >"$d.stats"
 }
-STATS_CONFIGS=(syscall uprobe)
+STATS_CONFIGS=(syscall tracepoint uprobe)
 [[ $USE_BPFTRACE -eq 1 ]] && STATS_CONFIGS+=(bpftrace)
 echo "== per-program BPF run time: one more run each with kernel.bpf_stats_enabled=1" >&2
 for c in "${STATS_CONFIGS[@]}"; do run_stats "s.$c" "$c"; done
@@ -371,10 +390,13 @@ echo
 printf '%-20s %8s %9s   %s\n' config ns/call added_ns "per round: ns/call"
 table_row a untraced untraced untraced
 table_row a syscall untraced "looptrace syscall"
+table_row a tracepoint untraced "looptrace tracepoint"
 table_row a uprobe untraced "looptrace uprobe"
 [[ $USE_BPFTRACE -eq 1 ]] && table_row a bpftrace untraced "bpftrace tracepoints"
 echo "(ns/call, added_ns: median over rounds; added_ns = ns/call - untraced in the same round)"
 echo
+echo "per-call tracepoints: $(ratio_runs a tracepoint syscall untraced | med)x the raw tracepoints' added ns" \
+  "(median of per-round ratios: $(ratio_runs a tracepoint syscall untraced | paste -sd' '))"
 echo "uprobe mode: $(ratio_runs a uprobe syscall untraced | med)x syscall mode's added ns" \
   "(median of per-round ratios: $(ratio_runs a uprobe syscall untraced | paste -sd' '))"
 if [[ $USE_BPFTRACE -eq 1 ]]; then
@@ -393,6 +415,7 @@ echo
 printf '%-20s %8s %9s   %s\n' config ns/call added_ns "per round: ns/call"
 table_row b none none "no tracer"
 table_row b syscall none "looptrace syscall"
+table_row b tracepoint none "looptrace tracepoint"
 table_row b uprobe none "looptrace uprobe"
 echo
 n_lt=$(grep -c '^b' "$WORK/checks" || true)
@@ -433,7 +456,7 @@ done
 echo "(iter/s: iterations the target made per second = input events it produced;"
 echo " events: input events in looptrace's JSON; cpu_s, rss_MiB: the looptrace process,"
 echo " whole run (/usr/bin/time); report_s: from the target's exit to looptrace's exit)"
-for c in syscall uprobe; do
+for c in syscall tracepoint uprobe; do
   j=$WORK/c.$c.json
   [[ -s $j ]] || continue
   if [[ $(lost_nonzero "$j") == "{}" && $(jq '.input_summary.events' "$j") == "$(res "c.$c" timed_iterations)" ]]; then
