@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <string_view>
 
@@ -170,8 +171,36 @@ Status check_bpf_environment() {
   }
   if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
     return Status::Error(
-        "this kernel has no BTF (/sys/kernel/btf/vmlinux is missing); "
-        "looptrace needs a kernel built with CONFIG_DEBUG_INFO_BTF=y");
+               "this kernel has no BTF (/sys/kernel/btf/vmlinux is missing); "
+               "looptrace needs a kernel built with CONFIG_DEBUG_INFO_BTF=y")
+        .with_hint(
+            "Debian's and most distributions' kernels have it; a custom "
+            "kernel needs CONFIG_DEBUG_INFO_BTF=y (and pahole to build it)");
+  }
+  // libbpf attaches uprobes through the uprobe PMU (perf_event_open); without
+  // it, it would fall back to tracefs's uprobe_events, which leaves probes
+  // behind if we are killed.
+  if (access("/sys/bus/event_source/devices/uprobe/type", R_OK) != 0) {
+    return Status::Error(
+               "this kernel has no uprobe PMU "
+               "(/sys/bus/event_source/devices/uprobe is missing); looptrace "
+               "attaches every probe through it")
+        .with_hint("a kernel built with CONFIG_UPROBE_EVENTS=y has it");
+  }
+  // Lockdown in confidentiality mode forbids reading kernel memory from BPF,
+  // which every program here does; integrity mode allows it.
+  std::ifstream lockdown("/sys/kernel/security/lockdown");
+  std::string modes;
+  if (lockdown && std::getline(lockdown, modes) &&
+      modes.find("[confidentiality]") != std::string::npos) {
+    return Status::Error(
+               "kernel lockdown is in confidentiality mode "
+               "(/sys/kernel/security/lockdown), which forbids the BPF "
+               "tracing looptrace does",
+               ErrorKind::kPermission)
+        .with_hint(
+            "boot with lockdown=integrity or without lockdown=: integrity "
+            "mode allows BPF tracing");
   }
   return Status::Ok();
 }
