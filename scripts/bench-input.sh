@@ -129,8 +129,9 @@ lt_mode() { if [[ $1 == uprobe ]]; then echo uprobe; else echo syscall; fi; }
 lt_hook() { if [[ $1 == tracepoint ]]; then echo tracepoint; fi; }
 is_lt() { [[ $1 == syscall || $1 == tracepoint || $1 == uprobe ]]; }
 # with_tracefs CMD...: CMD in a mount namespace where tracefs is mounted.
+# Run in the background (`with_tracefs ... &`): the exec makes $! CMD's pid.
 with_tracefs() {
-  unshare -m --propagation slave sh -c \
+  exec unshare -m --propagation slave sh -c \
     'mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing; exec "$@"' \
     sh "$@"
 }
