@@ -188,6 +188,10 @@ static __always_inline struct lt_thread *thread_state(int create)
 				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 }
 
+/* The thread's histogram for a probe; 0 when the table is full. A span that
+ * gets none is counted by its record if it crosses the ring buffer (the
+ * analyser counts the spans it sees), else in LT_CNT_HIST_FULL: each span is
+ * counted once, in a histogram, a record or the loss counter. */
 static __always_inline struct lt_hist *thread_hist(struct lt_thread *st, __u32 probe_id, __u32 role)
 {
 	struct task_struct *task;
@@ -205,8 +209,9 @@ static __always_inline struct lt_hist *thread_hist(struct lt_thread *st, __u32 p
 		return 0;
 	idx = __sync_fetch_and_add(&lt_hist_next, 1);
 	if (idx >= lt_cfg.hist_max) {
+		/* Every later span of this thread misses too: the callers count
+		 * each one that reaches no histogram and no record. */
 		st->hist_slot[probe_id] = -1;
-		count(LT_CNT_HIST_FULL);
 		return 0;
 	}
 	h = bpf_map_lookup_elem(&lt_hists, &idx);
@@ -290,16 +295,23 @@ static __always_inline void on_delivery(struct lt_thread *st,
 		if (st->delivery_quiet) {
 			if (lag < lt_cfg.delivery_drain_ns)
 				st->delivery_quiet = 0;
+			if (!h)
+				count(LT_CNT_HIST_FULL);
 			return;
 		}
 	}
-	if (lag < lt_cfg.slow_ns[LT_ROLE_DELIVERY])
+	if (lag < lt_cfg.slow_ns[LT_ROLE_DELIVERY]) {
+		if (!h)
+			count(LT_CNT_HIST_FULL);
 		return;
+	}
 	if (lt_cfg.delivery_drain_ns)
 		st->delivery_quiet = 1;
 	rec = bpf_ringbuf_reserve(&lt_events, sizeof(*rec), 0);
 	if (!rec) {
 		count(LT_CNT_RB_FULL);
+		if (!h)
+			count(LT_CNT_HIST_FULL);
 		return;
 	}
 	fill_header(&rec->hdr, LT_REC_SPAN, sizeof(*rec), f->start_ns);
@@ -463,6 +475,8 @@ int BPF_KRETPROBE(lt_span_return)
 	if (dur < lt_cfg.slow_ns[role] && !lt_cfg.record_all && !(f->flags & LT_SPAN_INPUT)) {
 		struct lt_span_drop_rec *drop;
 
+		if (!h)
+			count(LT_CNT_HIST_FULL);
 		if (!f->sampled)
 			return 0;
 		drop = bpf_ringbuf_reserve(&lt_events, sizeof(*drop), 0);
@@ -479,6 +493,8 @@ int BPF_KRETPROBE(lt_span_return)
 	rec = bpf_ringbuf_reserve(&lt_events, sizeof(*rec), 0);
 	if (!rec) {
 		count(LT_CNT_RB_FULL);
+		if (!h)
+			count(LT_CNT_HIST_FULL);
 		return 0;
 	}
 	fill_header(&rec->hdr, LT_REC_SPAN, sizeof(*rec), now);
@@ -569,6 +585,94 @@ SEC("tp_btf/sched_wakeup")
 int BPF_PROG(lt_sched_wakeup, struct task_struct *p)
 {
 	on_wakeup(p);
+	return 0;
+}
+
+/*
+ * A thread that exits or execs inside spans never returns from them (their
+ * uretprobes cannot fire): report each one now, with what it had (its age,
+ * CPU split; its samples already crossed the ring buffer), flagged as cut
+ * short by `why`, before its task storage goes away. This is the hang of an
+ * app killed for hanging.
+ */
+static __always_inline void cut_short(struct lt_thread *st, __u32 why)
+{
+	__u64 now = bpf_ktime_get_ns(), cpu, steal;
+	__u32 depth = st->depth, d;
+
+	times_now(st, now, &cpu, &steal);
+	for (d = 0; d < LT_MAX_DEPTH; d++) {
+		struct lt_span_rec *rec;
+		struct lt_frame *f;
+		__u32 role;
+
+		if (d >= depth)
+			break;
+		f = &st->stack[d];
+		role = lt_cfg.probes[f->probe_id & (LT_MAX_PROBES - 1)].role;
+		if (role >= LT_ROLE_MAX) /* a barrier post in progress: a point */
+			continue;
+		rec = bpf_ringbuf_reserve(&lt_events, sizeof(*rec), 0);
+		if (!rec) {
+			count(LT_CNT_RB_FULL);
+			continue;
+		}
+		fill_header(&rec->hdr, LT_REC_SPAN, sizeof(*rec), now);
+		rec->span_id = f->span_id;
+		rec->start_ns = f->start_ns;
+		rec->duration_ns = now - f->start_ns;
+		rec->cpu_ns = cpu > f->cpu_at_start ? cpu - f->cpu_at_start : 0;
+		rec->steal_ns = steal > f->steal_at_start ? steal - f->steal_at_start : 0;
+		rec->runq_ns = st->runq_acc - f->runq_at_start;
+		rec->probe_id = f->probe_id;
+		rec->role = role;
+		rec->depth = d;
+		rec->key_fault_mask = f->key_fault_mask;
+		rec->flags = f->flags | why;
+		rec->pad = 0;
+		__builtin_memcpy(rec->keys, f->keys, sizeof(rec->keys));
+		bpf_get_current_comm(rec->comm, sizeof(rec->comm));
+		bpf_ringbuf_submit(rec, rb_flags());
+	}
+	/* Reported: tracing that stops meanwhile must not report them again. */
+	st->depth = 0;
+}
+
+/* Every thread's exit, in its own context (do_exit), killed ones included. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(lt_exit, struct task_struct *p)
+{
+	struct lt_thread *st;
+
+	if (!lt_ready || !p->bpf_storage)
+		return 0;
+	st = bpf_task_storage_get(&lt_threads, p, 0, 0);
+	if (st && st->depth)
+		cut_short(st, LT_SPAN_EXIT);
+	return 0;
+}
+
+/* A successful exec, in the new program: the old one's spans are over. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(lt_exec, struct task_struct *p)
+{
+	struct lt_thread *st;
+	__u32 i;
+
+	if (!lt_ready || !p->bpf_storage)
+		return 0;
+	st = bpf_task_storage_get(&lt_threads, p, 0, 0);
+	if (!st)
+		return 0;
+	if (st->depth)
+		cut_short(st, LT_SPAN_EXEC);
+	/* A new program gets its own histograms: a thread that was not the
+	 * leader now has the leader's tid. Nothing of the old one is pending. */
+	for (i = 0; i < LT_MAX_PROBES; i++)
+		st->hist_slot[i] = 0;
+	st->delivery_quiet = 0;
+	st->input_next = 0;
+	st->io.chan = 0;
 	return 0;
 }
 

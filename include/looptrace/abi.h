@@ -186,6 +186,10 @@ struct lt_span_rec {
 /* The span read from a raw input channel (or was the first to start after
  * such a read): it consumed that input. Recorded even when fast. */
 #define LT_SPAN_INPUT 1u
+/* Cut short: the thread exited (or was killed) inside the span, or exec'd
+ * another program. The record is sent then; its end is that moment. */
+#define LT_SPAN_EXIT 2u
+#define LT_SPAN_EXEC 4u
 
 struct lt_sample_rec {
 	struct lt_rec_header hdr; /* ts_ns = sample time */

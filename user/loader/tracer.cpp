@@ -355,6 +355,13 @@ Result<std::unique_ptr<Tracer>> Tracer::Create(const TraceOptions& opts) {
   bpf_link* wk = bpf_program__attach(skel->progs.lt_sched_wakeup);
   if (!wk) return Status::Errno("attaching to sched_wakeup", errno);
   impl->links.emplace_back(wk);
+  // Spans of threads that exit or exec are reported then (cut short).
+  bpf_link* ex = bpf_program__attach(skel->progs.lt_exit);
+  if (!ex) return Status::Errno("attaching to sched_process_exit", errno);
+  impl->links.emplace_back(ex);
+  bpf_link* xc = bpf_program__attach(skel->progs.lt_exec);
+  if (!xc) return Status::Errno("attaching to sched_process_exec", errno);
+  impl->links.emplace_back(xc);
   if (cfg.input_on) {
     LT_RETURN_IF_ERROR(impl->fill_input_maps(in));
     // Children first, so none forked meanwhile escapes the filter.
