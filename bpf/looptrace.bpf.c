@@ -68,6 +68,26 @@ static __always_inline void count(__u32 which)
 		*v += 1;
 }
 
+#define LT_E2BIG 7 /* a full hash map refuses an update with -E2BIG */
+
+/* Traced processes (tgid -> 1) with -p or a command: the target, and the
+ * processes it forks (lt_fork); a process leaves when its last thread exits
+ * (lt_exit). Spans (span_tgid_filter) and input calls (input_tgid_filter)
+ * of other processes are dropped first thing. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u32);
+} lt_tgids SEC(".maps");
+
+static __always_inline int span_filtered_out(void)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	return lt_cfg.span_tgid_filter && !bpf_map_lookup_elem(&lt_tgids, &tgid);
+}
+
 /* Submit flags for the rare records (slow spans, drops, points): input
  * records are submitted without a wakeup (input_io.h), and a record behind
  * unconsumed ones does not wake the reader by itself, so with input on these
@@ -371,7 +391,7 @@ int BPF_KPROBE(lt_span_entry)
 	__u64 now;
 	__u32 d, i;
 
-	if (!lt_ready || probe_id >= LT_MAX_PROBES)
+	if (!lt_ready || probe_id >= LT_MAX_PROBES || span_filtered_out())
 		return 0;
 	probe_id &= LT_MAX_PROBES - 1; /* keeps the verifier's bound */
 	st = thread_state(1);
@@ -449,7 +469,10 @@ int BPF_KRETPROBE(lt_span_return)
 	probe_id &= LT_MAX_PROBES - 1; /* keeps the verifier's bound */
 	st = thread_state(0);
 	if (!st || !st->depth) {
-		count(LT_CNT_RET_UNMATCHED);
+		/* Another process's return (the probes fire in every process
+		 * with the filter on) is not a loss. */
+		if (!span_filtered_out())
+			count(LT_CNT_RET_UNMATCHED);
 		return 0;
 	}
 	now = bpf_ktime_get_ns();
@@ -643,12 +666,34 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(lt_exit, struct task_struct *p)
 {
 	struct lt_thread *st;
+	__u32 tgid = p->tgid;
 
-	if (!lt_ready || !p->bpf_storage)
+	if (!lt_ready)
+		return 0;
+	/* The last thread of a process (signal->live was just decremented):
+	 * it leaves the traced set, and its pid may be reused by a stranger. */
+	if ((lt_cfg.span_tgid_filter || lt_cfg.input_tgid_filter) &&
+	    BPF_CORE_READ(p, signal, live.counter) == 0)
+		bpf_map_delete_elem(&lt_tgids, &tgid);
+	if (!p->bpf_storage)
 		return 0;
 	st = bpf_task_storage_get(&lt_threads, p, 0, 0);
 	if (st && st->depth)
 		cut_short(st, LT_SPAN_EXIT);
+	return 0;
+}
+
+/* A traced process's children are traced (a command's helpers, forked
+ * servers, a daemon's child), as `perf record -- COMMAND` inherits. */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(lt_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid, ctgid = child->tgid, one = 1;
+
+	if (child->pid != ctgid || !bpf_map_lookup_elem(&lt_tgids, &ptgid))
+		return 0;
+	if (bpf_map_update_elem(&lt_tgids, &ctgid, &one, BPF_ANY) == -LT_E2BIG)
+		count(LT_CNT_WATCH_FULL);
 	return 0;
 }
 

@@ -132,7 +132,11 @@ struct lt_config {
 	 * ring buffer (its poll timeout collects the rest): at high event
 	 * rates a wakeup per record costs more than the record. */
 	__u32 io_wakeup_bytes;
-	__u32 pad1;
+	/* 1: spans only of processes in lt_tgids (-p, a command, and what they
+	 * fork); the uprobes are attached for every process, since the
+	 * kernel's own per-process filter loses a process whose main thread
+	 * exits; 0: every process. */
+	__u32 span_tgid_filter;
 	struct lt_probe_cfg probes[LT_MAX_PROBES];
 };
 

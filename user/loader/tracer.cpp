@@ -339,7 +339,9 @@ Result<std::unique_ptr<Tracer>> Tracer::Create(const TraceOptions& opts) {
     log::debug(
         "loader", "input entry programs: {}",
         typed ? "typed loads (bpf_rdonly_cast)" : "bpf_probe_read_kernel");
-  bpf_program__set_autoload(skel->progs.lt_fork, cfg.input_tgid_filter != 0);
+  cfg.span_tgid_filter = opts.pid > 0;
+  const bool follow = cfg.input_tgid_filter || cfg.span_tgid_filter;
+  bpf_program__set_autoload(skel->progs.lt_fork, follow);
 
   err = looptrace_bpf::load(skel);
   if (err)
@@ -362,18 +364,28 @@ Result<std::unique_ptr<Tracer>> Tracer::Create(const TraceOptions& opts) {
   bpf_link* xc = bpf_program__attach(skel->progs.lt_exec);
   if (!xc) return Status::Errno("attaching to sched_process_exec", errno);
   impl->links.emplace_back(xc);
+  if (follow) {
+    // Children followed first, so none forked meanwhile escapes the filter.
+    bpf_link* fk = bpf_program__attach(skel->progs.lt_fork);
+    if (!fk) return Status::Errno("attaching to sched_process_fork", errno);
+    impl->links.emplace_back(fk);
+  }
+  if (cfg.span_tgid_filter) {
+    uint32_t tgid = static_cast<uint32_t>(opts.pid), one = 1;
+    if (bpf_map_update_elem(bpf_map__fd(skel->maps.lt_tgids), &tgid, &one,
+                            BPF_ANY) != 0)
+      return Status::Errno("filling lt_tgids", errno);
+  }
   if (cfg.input_on) {
     LT_RETURN_IF_ERROR(impl->fill_input_maps(in));
-    // Children first, so none forked meanwhile escapes the filter.
-    if (cfg.input_tgid_filter) {
-      bpf_link* fk = bpf_program__attach(skel->progs.lt_fork);
-      if (!fk) return Status::Errno("attaching to sched_process_fork", errno);
-      impl->links.emplace_back(fk);
-    }
     LT_RETURN_IF_ERROR(impl->attach_input(in));
   }
+  // Every process's calls: the kernel's per-process uprobe filter follows
+  // the mm of the task attached to, which a process loses when its main
+  // thread exits (the rest of it runs on untraced), and it follows neither
+  // forks nor a non-leader's exec. lt_tgids filters in BPF instead.
   for (const ProbeDef& p : opts.probes)
-    LT_RETURN_IF_ERROR(impl->attach_probe(p, opts.pid));
+    LT_RETURN_IF_ERROR(impl->attach_probe(p, -1));
   if (opts.sample_hz) LT_RETURN_IF_ERROR(impl->attach_sampler(opts.sample_hz));
 
   impl->rb.reset(ring_buffer__new(bpf_map__fd(skel->maps.lt_events),
@@ -510,6 +522,19 @@ Tracer::Waiting Tracer::sync_waiting(uint32_t pid, uint64_t queue,
       w.oldest_due_ns = val.when_ns;
   }
   return w;
+}
+
+std::vector<uint32_t> Tracer::traced_processes() const {
+  std::vector<uint32_t> out;
+  int fd = bpf_map__fd(impl_->skel->maps.lt_tgids);
+  uint32_t key = 0, next = 0;
+  const void* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    out.push_back(next);
+    key = next;
+    prev = &key;
+  }
+  return out;
 }
 
 Counters Tracer::read_counters() const {

@@ -82,7 +82,7 @@ const elf::ElfFile* ProcSymbolizer::elf_for(uint32_t pid,
   };
   std::vector<Candidate> candidates;
   if (!m.deleted) {
-    candidates.push_back({fmt::format("/proc/{}/root{}", pid, m.path), false});
+    candidates.push_back({proc::live_proc_dir(pid) + "/root" + m.path, false});
     candidates.push_back({m.path, m.inode != 0});
   }
   candidates.push_back(
