@@ -683,17 +683,56 @@ int BPF_PROG(lt_exit, struct task_struct *p)
 	return 0;
 }
 
-/* A traced process's children are traced (a command's helpers, forked
- * servers, a daemon's child), as `perf record -- COMMAND` inherits. */
+/*
+ * A fork inside spans: the child returns from them too (its copy of the
+ * stack holds the uretprobes' return addresses), so it gets the parent's
+ * in-flight spans and those returns pair up; each such span ends twice,
+ * once per process, from the same start. Its CPU time so far is the
+ * parent's; from now on the child is runnable, waiting for a CPU.
+ */
+static __always_inline void inherit_spans(struct task_struct *parent, struct task_struct *child)
+{
+	struct lt_thread *pst, *cst;
+	__u32 i;
+
+	if (!parent->bpf_storage)
+		return;
+	pst = bpf_task_storage_get(&lt_threads, parent, 0, 0);
+	if (!pst || !pst->depth)
+		return;
+	cst = bpf_task_storage_get(&lt_threads, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!cst) {
+		count(LT_CNT_STORAGE_FAIL);
+		return;
+	}
+	*cst = *pst;
+	cst->oncpu_since = 0;
+	cst->off_since = bpf_ktime_get_ns();
+	cst->off_runnable = 1;
+	for (i = 0; i < LT_MAX_PROBES; i++) /* a new thread: its own histograms */
+		cst->hist_slot[i] = 0;
+	cst->input_next = 0;
+	cst->io.chan = 0;
+}
+
+/* A new process. With a target, a traced process's children are traced (a
+ * command's helpers, forked servers, a daemon's child), as
+ * `perf record -- COMMAND` inherits. */
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(lt_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 ptgid = parent->tgid, ctgid = child->tgid, one = 1;
 
-	if (child->pid != ctgid || !bpf_map_lookup_elem(&lt_tgids, &ptgid))
+	if (child->pid != ctgid) /* a thread, not a process */
 		return 0;
-	if (bpf_map_update_elem(&lt_tgids, &ctgid, &one, BPF_ANY) == -LT_E2BIG)
-		count(LT_CNT_WATCH_FULL);
+	if (lt_cfg.span_tgid_filter || lt_cfg.input_tgid_filter) {
+		if (!bpf_map_lookup_elem(&lt_tgids, &ptgid))
+			return 0;
+		if (bpf_map_update_elem(&lt_tgids, &ctgid, &one, BPF_ANY) == -LT_E2BIG)
+			count(LT_CNT_WATCH_FULL);
+	}
+	if (lt_ready)
+		inherit_spans(parent, child);
 	return 0;
 }
 

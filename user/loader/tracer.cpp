@@ -340,8 +340,6 @@ Result<std::unique_ptr<Tracer>> Tracer::Create(const TraceOptions& opts) {
         "loader", "input entry programs: {}",
         typed ? "typed loads (bpf_rdonly_cast)" : "bpf_probe_read_kernel");
   cfg.span_tgid_filter = opts.pid > 0;
-  const bool follow = cfg.input_tgid_filter || cfg.span_tgid_filter;
-  bpf_program__set_autoload(skel->progs.lt_fork, follow);
 
   err = looptrace_bpf::load(skel);
   if (err)
@@ -364,12 +362,11 @@ Result<std::unique_ptr<Tracer>> Tracer::Create(const TraceOptions& opts) {
   bpf_link* xc = bpf_program__attach(skel->progs.lt_exec);
   if (!xc) return Status::Errno("attaching to sched_process_exec", errno);
   impl->links.emplace_back(xc);
-  if (follow) {
-    // Children followed first, so none forked meanwhile escapes the filter.
-    bpf_link* fk = bpf_program__attach(skel->progs.lt_fork);
-    if (!fk) return Status::Errno("attaching to sched_process_fork", errno);
-    impl->links.emplace_back(fk);
-  }
+  // Forks: children followed (first, so none forked meanwhile escapes the
+  // filter) and spans in flight at a fork handed to the child.
+  bpf_link* fk = bpf_program__attach(skel->progs.lt_fork);
+  if (!fk) return Status::Errno("attaching to sched_process_fork", errno);
+  impl->links.emplace_back(fk);
   if (cfg.span_tgid_filter) {
     uint32_t tgid = static_cast<uint32_t>(opts.pid), one = 1;
     if (bpf_map_update_elem(bpf_map__fd(skel->maps.lt_tgids), &tgid, &one,
