@@ -736,14 +736,29 @@ int BPF_PROG(lt_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
-/* A successful exec, in the new program: the old one's spans are over. */
+/* A successful exec, in the new program: the old one's spans are over, and
+ * userspace reads the new program's mappings while it runs. */
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(lt_exec, struct task_struct *p)
 {
+	struct lt_exec_rec *rec;
 	struct lt_thread *st;
+	__u32 tgid = p->tgid;
 	__u32 i;
 
-	if (!lt_ready || !p->bpf_storage)
+	if (!lt_ready)
+		return 0;
+	if (!(lt_cfg.span_tgid_filter || lt_cfg.input_tgid_filter) ||
+	    bpf_map_lookup_elem(&lt_tgids, &tgid)) {
+		rec = bpf_ringbuf_reserve(&lt_events, sizeof(*rec), 0);
+		if (rec) {
+			fill_header(&rec->hdr, LT_REC_EXEC, sizeof(*rec), bpf_ktime_get_ns());
+			bpf_ringbuf_submit(rec, rb_flags());
+		} else {
+			count(LT_CNT_RB_FULL);
+		}
+	}
+	if (!p->bpf_storage)
 		return 0;
 	st = bpf_task_storage_get(&lt_threads, p, 0, 0);
 	if (!st)

@@ -76,6 +76,7 @@ struct Options {
   std::vector<std::string> input_stall_flags;
   // Process lifecycle (the fault tests).
   int64_t main_exit_ms = -1;           // --main-exit-at
+  int64_t progress_ms = 0;             // --progress
   int64_t fork_at_ms = -1;             // --fork-at
   std::vector<std::string> exec_argv;  // -- PROGRAM ARGS
 };
@@ -570,6 +571,24 @@ std::string oneLine(std::string s) {
   return s;
 }
 
+// --progress: dispatches so far (a recent count: the loops run on) and the
+// CPU time the loop threads used for them.
+void logProgress(
+    refapp::GroundTruthLog& log,
+    const std::vector<std::unique_ptr<refapp::LoopThread>>& loops) {
+  uint64_t total = 0;
+  int64_t cpu = 0;
+  for (const auto& loop : loops) {
+    total += loop->looper().dispatchCount();
+    cpu += loop->cpuNs();
+  }
+  log.write({{"event", "progress"},
+             {"pid", static_cast<int>(getpid())},
+             {"at_ns", refapp::monotonicNs()},
+             {"dispatches", total},
+             {"cpu_ns", cpu}});
+}
+
 // `-- PROGRAM ARGS`: the run is over and its summary written; become
 // PROGRAM, as a launcher hands over to the app it set up.
 int execProgram(const std::vector<std::string>& argv,
@@ -774,6 +793,11 @@ int main(int argc, char** argv) {
                  "own summary, exits 0 (rate mode, --threads 1)")
       ->type_name("AT_MS")
       ->check(CLI::Range(int64_t{0}, int64_t{86400000}));
+  app.add_option("--progress", opt.progress_ms,
+                 "every MS ms after the start, a progress line with the "
+                 "dispatches so far (0 = none)")
+      ->type_name("MS")
+      ->check(CLI::Range(int64_t{0}, int64_t{3600000}));
   app.add_option("exec", opt.exec_argv,
                  "after the run (its summary written), exec PROGRAM ARGS "
                  "instead of exiting")
@@ -1207,9 +1231,18 @@ int main(int argc, char** argv) {
       if (opt.main_exit_ms >= 0)
         main_exit_ns = cfg.t0_ns + opt.main_exit_ms * 1000000;
 
+      int64_t progress_ns = opt.progress_ms > 0
+                                ? cfg.t0_ns + opt.progress_ms * 1000000
+                                : INT64_MAX;
       reason = messages_mode ? "done" : "duration";
       for (;;) {
-        const int sig = waitSignal(sigs, std::min(cfg.end_ns, main_exit_ns));
+        const int sig =
+            waitSignal(sigs, std::min({cfg.end_ns, main_exit_ns, progress_ns}));
+        if (sig == 0 && refapp::monotonicNs() >= progress_ns) {
+          logProgress(log, loops);
+          progress_ns += opt.progress_ms * 1000000;
+          continue;
+        }
         if (sig == SIGINT || sig == SIGTERM) {
           reason = "signal";
           break;

@@ -667,6 +667,7 @@ void ForkHandler::handleMessage(Message* msg) {
   fork_errno_ = child_ < 0 ? errno : 0;
   fork_ns_ = monotonicNs();
   if (child_ != 0) return;
+  loop_.noteForked();
   // The child: this thread alone. The main thread, which would quit the
   // loop and take signals, is not here.
   sigset_t sigs;
@@ -953,6 +954,17 @@ void LoopThread::logIfSlow(const Message* msg, const char* target,
               {"pid", static_cast<int>(getpid())},
               {"tid", static_cast<int>(tid_)},
               {"thread", index_}});
+}
+
+int64_t LoopThread::cpuNs() {
+  clockid_t clock;
+  struct timespec ts;
+  if (!thread_.joinable() ||
+      pthread_getcpuclockid(thread_.native_handle(), &clock) != 0 ||
+      clock_gettime(clock, &ts) != 0) {
+    return 0;
+  }
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
 void LoopThread::join() {

@@ -365,9 +365,14 @@ class LoopThread {
   // A finite (non-background) message finished; in --messages mode the loop
   // quits after the last one.
   void finishOne();
+  // In a --fork-at child: this thread is the child's only one.
+  void noteForked() { tid_ = gettid(); }
   // In a --fork-at child, once its loop returned: its summary, then exit.
   [[noreturn]] void exitForkedChild();
 
+  // CPU time the loop thread has used (its thread CPU clock), 0 if it is
+  // not running.
+  int64_t cpuNs();
   int index() const { return index_; }
   const std::string& name() const { return name_; }
   pid_t tid() const { return tid_; }

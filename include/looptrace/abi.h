@@ -58,6 +58,7 @@ enum lt_record_type {
 	LT_REC_SPAN_DROP = 3, /* a sampled span ended fast: drop its samples */
 	LT_REC_POINT = 4,     /* a call of a point-role probe */
 	LT_REC_IO = 5,	      /* a message moved on an input channel */
+	LT_REC_EXEC = 6,      /* a traced process exec'd: its mappings changed */
 };
 
 /* Base of a key expression. */
@@ -206,6 +207,11 @@ struct lt_sample_rec {
 struct lt_span_drop_rec {
 	struct lt_rec_header hdr;
 	__u64 span_id;
+};
+
+/* A successful exec of a traced process (hdr: the new program, its time). */
+struct lt_exec_rec {
+	struct lt_rec_header hdr;
 };
 
 /* One in-flight span (task storage; userspace reads it for spans still

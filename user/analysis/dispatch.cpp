@@ -91,6 +91,7 @@ void DispatchAnalyzer::on_span(const SpanEvent& ev) {
     return;
   }
 
+  span_records_++;
   ThreadHistogram& h = stream_hists_[{ev.pid, ev.tid, ev.role, ev.probe_id}];
   if (h.count == 0) {
     h.pid = ev.pid;
@@ -226,6 +227,7 @@ DispatchAnalysis DispatchAnalyzer::finish(
   DispatchAnalysis out;
   out.counters = counters;
   out.cut_short = cut_short_;
+  out.span_records = span_records_;
   out.sample_overflow = sample_overflow_;
   out.first_event_ns = first_event_ns_;
   for (const auto& [key, samples] : pending_)

@@ -55,6 +55,10 @@ struct DispatchAnalysis {
   uint64_t orphan_samples = 0;
   // Spans cut short by their thread's exit or exec (in `slow` if slow).
   uint64_t cut_short = 0;
+  // Completed spans that reached the stream (slow ones, every one with
+  // --record-all); with counters.bpf[LT_CNT_RB_FULL] the ring buffer's
+  // account: records sent = received + lost.
+  uint64_t span_records = 0;
   // Samples dropped because a thread had too many waiting for their span.
   uint64_t sample_overflow = 0;
   // Earliest timestamp in the stream (span start or sample), 0 if none.
@@ -125,6 +129,7 @@ class DispatchAnalyzer {
   std::map<ThreadKey, size_t> pending_per_thread_;
   uint64_t sample_overflow_ = 0;
   uint64_t cut_short_ = 0;
+  uint64_t span_records_ = 0;
   uint64_t first_event_ns_ = 0;
   std::vector<SlowSpan> slow_;
   std::map<RoleKey, Seen> seen_;

@@ -558,6 +558,9 @@ int run_record(const RecordArgs& a) {
       // exit.
       if (seen_pids.insert(pid).second) symbolizer.snapshot(pid);
     }
+    // A new program in a process seen before: its mappings, while it runs.
+    if (std::holds_alternative<ExecEvent>(ev) && seen_pids.count(pid))
+      symbolizer.snapshot(pid);
     analyzer.consume(ev);
     barriers.consume(ev);
     if (has_input) inputs.consume(ev);

@@ -166,6 +166,7 @@ json to_json(const DispatchAnalysis& a, const ReportContext& ctx) {
       {"totals",
        {{"spans", total_spans},
         {"samples", a.counters.bpf[LT_CNT_SAMPLES]},
+        {"span_records", a.span_records},
         {"cut_short", a.cut_short}}},
   };
 }

@@ -100,8 +100,15 @@ struct IoEvent {
   bool is_send() const { return (op & LT_IO_SEND) != 0; }
 };
 
-using Event =
-    std::variant<SpanEvent, SampleEvent, SpanDropEvent, PointEvent, IoEvent>;
+// A traced process exec'd another program: its mappings are new.
+struct ExecEvent {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint64_t ts_ns = 0;
+};
+
+using Event = std::variant<SpanEvent, SampleEvent, SpanDropEvent, PointEvent,
+                           IoEvent, ExecEvent>;
 
 // Read from the lt_hists map at the end of a run: every span of one thread
 // at one probe, fast and slow.
