@@ -557,8 +557,10 @@ Log (--log, JSON lines, CLOCK_MONOTONIC ns, one per line, flushed):
   barrier_post, barrier_remove, barrier_error, barrier_stalled,
   barrier_leak (at exit), delivery (per burst message), input_channel,
   input_send, input_recv, input_finish, input_finish_recv, input_stall,
-  input_dispatcher_summary (input channel), summary (at exit:
-  per-thread dispatch counts and max_background_ns). start_ns/end_ns are
+  input_dispatcher_summary (input channel), progress (--progress),
+  main_exit, fork, forked, exec (process lifecycle flags), summary (at
+  exit: per-thread dispatch counts and max_background_ns; a --fork-at
+  child writes its own). start_ns/end_ns are
   read at the very start and end of refapp::Looper::dispatchMessage (idle:
   of refapp::MessageQueue::runIdleHandler).
 
