@@ -81,11 +81,11 @@ struct {
 	__type(value, __u32);
 } lt_tgids SEC(".maps");
 
-static __always_inline int span_filtered_out(void)
+static __always_inline int tgid_traced(void)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
-	return lt_cfg.span_tgid_filter && !bpf_map_lookup_elem(&lt_tgids, &tgid);
+	return bpf_map_lookup_elem(&lt_tgids, &tgid) != 0;
 }
 
 /* Submit flags for the rare records (slow spans, drops, points): input
@@ -391,10 +391,25 @@ int BPF_KPROBE(lt_span_entry)
 	__u64 now;
 	__u32 d, i;
 
-	if (!lt_ready || probe_id >= LT_MAX_PROBES || span_filtered_out())
+	if (!lt_ready || probe_id >= LT_MAX_PROBES)
 		return 0;
 	probe_id &= LT_MAX_PROBES - 1; /* keeps the verifier's bound */
-	st = thread_state(1);
+	st = thread_state(0);
+	/* Another process (the probes fire in every one): dropped. A thread
+	 * remembers the answer; its process stays in the set until it exits. */
+	if (lt_cfg.span_tgid_filter && !(st && st->traced == 1)) {
+		if (!tgid_traced()) {
+			if (st)
+				st->traced = 2;
+			return 0;
+		}
+		if (!st)
+			st = thread_state(1);
+		if (st)
+			st->traced = 1;
+	}
+	if (!st)
+		st = thread_state(1);
 	if (!st) {
 		count(LT_CNT_STORAGE_FAIL);
 		return 0;
@@ -471,7 +486,7 @@ int BPF_KRETPROBE(lt_span_return)
 	if (!st || !st->depth) {
 		/* Another process's return (the probes fire in every process
 		 * with the filter on) is not a loss. */
-		if (!span_filtered_out())
+		if (!lt_cfg.span_tgid_filter || tgid_traced())
 			count(LT_CNT_RET_UNMATCHED);
 		return 0;
 	}

@@ -376,6 +376,10 @@ struct lt_thread {
 	/* A raw-channel read happened outside any span: the next outermost
 	 * span consumes it. */
 	__u32 input_next;
+	/* With span_tgid_filter: 1 its process is traced, 2 it is not, 0 not
+	 * known yet (one lt_tgids lookup per thread, not per call). */
+	__u32 traced;
+	__u32 pad;
 	struct lt_frame stack[LT_MAX_DEPTH];
 	struct lt_io_pending io; /* the input call in progress */
 };
