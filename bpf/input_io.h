@@ -351,4 +351,3 @@ int lt_io_tpexit(struct trace_event_raw_sys_exit *ctx)
 	io_exit(ctx->ret);
 	return 0;
 }
-
