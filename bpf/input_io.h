@@ -21,15 +21,6 @@
 #define LT_S_IFSOCK 0140000
 #define LT_AF_UNIX 1
 #define LT_SOCK_SEQPACKET 5
-#define LT_E2BIG 7 /* a full hash map refuses an update with -E2BIG */
-
-/* Traced processes (tgid -> 1). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, __u32);
-} lt_tgids SEC(".maps");
 
 /* Watched socket inodes (inode -> LT_WATCH_*). */
 struct {
@@ -423,19 +414,5 @@ int BPF_PROG(lt_io_sys_exit, struct pt_regs *regs, long ret)
 		return 0;
 #endif
 	io_exit(ret);
-	return 0;
-}
-
-/* A traced process's children are traced (a command's helpers, forked
- * servers), as `perf record -- COMMAND` inherits. */
-SEC("tp_btf/sched_process_fork")
-int BPF_PROG(lt_fork, struct task_struct *parent, struct task_struct *child)
-{
-	__u32 ptgid = parent->tgid, ctgid = child->tgid, one = 1;
-
-	if (child->pid != ctgid || !bpf_map_lookup_elem(&lt_tgids, &ptgid))
-		return 0;
-	if (bpf_map_update_elem(&lt_tgids, &ctgid, &one, BPF_ANY) == -LT_E2BIG)
-		count(LT_CNT_WATCH_FULL);
 	return 0;
 }

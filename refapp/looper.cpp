@@ -383,7 +383,8 @@ void Looper::dispatchMessage(Message* msg) {
     msg->target->handleMessage(msg);
   }
   msg->dispatch_end_ns = monotonicNs();
-  ++dispatches_;
+  dispatches_.store(dispatches_.load(std::memory_order_relaxed) + 1,
+                    std::memory_order_relaxed);
 }
 
 bool Looper::pollOnce() {

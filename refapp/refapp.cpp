@@ -2,8 +2,10 @@
 // thread, a scenario of background work, injected stalls, exact-count
 // trigger messages and nested loops, and a ground-truth log (JSON lines,
 // CLOCK_MONOTONIC ns). See `refapp --help` and refapp/README.md.
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -14,11 +16,14 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "input.h"
@@ -69,6 +74,11 @@ struct Options {
   std::string input_type = "mixed";
   int input_pointers = 1;
   std::vector<std::string> input_stall_flags;
+  // Process lifecycle (the fault tests).
+  int64_t main_exit_ms = -1;           // --main-exit-at
+  int64_t progress_ms = 0;             // --progress
+  int64_t fork_at_ms = -1;             // --fork-at
+  std::vector<std::string> exec_argv;  // -- PROGRAM ARGS
 };
 
 // Stream events stop this long before --duration unless --input-duration
@@ -547,8 +557,10 @@ Log (--log, JSON lines, CLOCK_MONOTONIC ns, one per line, flushed):
   barrier_post, barrier_remove, barrier_error, barrier_stalled,
   barrier_leak (at exit), delivery (per burst message), input_channel,
   input_send, input_recv, input_finish, input_finish_recv, input_stall,
-  input_dispatcher_summary (input channel), summary (at exit:
-  per-thread dispatch counts and max_background_ns). start_ns/end_ns are
+  input_dispatcher_summary (input channel), progress (--progress),
+  main_exit, fork, forked, exec (process lifecycle flags), summary (at
+  exit: per-thread dispatch counts and max_background_ns; a --fork-at
+  child writes its own). start_ns/end_ns are
   read at the very start and end of refapp::Looper::dispatchMessage (idle:
   of refapp::MessageQueue::runIdleHandler).
 
@@ -559,6 +571,43 @@ std::string oneLine(std::string s) {
   std::replace(s.begin(), s.end(), '\n', ' ');
   while (!s.empty() && s.back() == ' ') s.pop_back();
   return s;
+}
+
+// --progress: dispatches so far (a recent count: the loops run on) and the
+// CPU time the loop threads used for them.
+void logProgress(
+    refapp::GroundTruthLog& log,
+    const std::vector<std::unique_ptr<refapp::LoopThread>>& loops) {
+  uint64_t total = 0;
+  int64_t cpu = 0;
+  for (const auto& loop : loops) {
+    total += loop->looper().dispatchCount();
+    cpu += loop->cpuNs();
+  }
+  log.write({{"event", "progress"},
+             {"pid", static_cast<int>(getpid())},
+             {"at_ns", refapp::monotonicNs()},
+             {"dispatches", total},
+             {"cpu_ns", cpu}});
+}
+
+// `-- PROGRAM ARGS`: the run is over and its summary written; become
+// PROGRAM, as a launcher hands over to the app it set up.
+int execProgram(const std::vector<std::string>& argv,
+                refapp::GroundTruthLog& log) {
+  log.write({{"event", "exec"},
+             {"pid", static_cast<int>(getpid())},
+             {"tid", static_cast<int>(gettid())},
+             {"at_ns", refapp::monotonicNs()},
+             {"argv", argv}});
+  std::vector<char*> args;
+  for (const std::string& a : argv)
+    args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  execvp(args[0], args.data());
+  std::fprintf(stderr, "refapp: error: exec %s: %s\n", args[0],
+               std::strerror(errno));
+  return 1;
 }
 
 int usageError(const std::string& message) {
@@ -733,6 +782,28 @@ int main(int argc, char** argv) {
                      "MS@SEQ (repeatable): handling input event SEQ "
                      "busy-stalls MS ms in refapp::InputHandler")
           ->type_name("MS@SEQ"));
+
+  app.add_option("--main-exit-at", opt.main_exit_ms,
+                 "at AT_MS the main thread exits on its own (the process "
+                 "lives on with a zombie leader); thread refapp-ctl takes "
+                 "over signals, --duration and the summary")
+      ->type_name("AT_MS")
+      ->check(CLI::Range(int64_t{0}, int64_t{86400000}));
+  app.add_option("--fork-at", opt.fork_at_ms,
+                 "at AT_MS a refapp::ForkHandler dispatch on loop thread 0 "
+                 "forks; the child keeps looping until --duration, logs its "
+                 "own summary, exits 0 (rate mode, --threads 1)")
+      ->type_name("AT_MS")
+      ->check(CLI::Range(int64_t{0}, int64_t{86400000}));
+  app.add_option("--progress", opt.progress_ms,
+                 "every MS ms after the start, a progress line with the "
+                 "dispatches so far (0 = none)")
+      ->type_name("MS")
+      ->check(CLI::Range(int64_t{0}, int64_t{3600000}));
+  app.add_option("exec", opt.exec_argv,
+                 "after the run (its summary written), exec PROGRAM ARGS "
+                 "instead of exiting")
+      ->type_name("-- PROGRAM ARGS");
 
   try {
     app.parse(argc, argv);
@@ -927,6 +998,22 @@ int main(int argc, char** argv) {
       input_cfg.stalls.push_back(s);
     }
   }
+  if (opt.fork_at_ms >= 0) {
+    // The child is one loop thread: another thread's lock held at fork
+    // would stay held there forever.
+    if (messages_mode || opt.threads != 1 || input_enabled ||
+        opt.fork_at_ms >= opt.duration_ms) {
+      return usageError(
+          "--fork-at needs rate mode, --threads 1, no --input-* and a time "
+          "before --duration");
+    }
+  }
+  if (opt.main_exit_ms >= 0 && duration_applies &&
+      opt.main_exit_ms >= opt.duration_ms) {
+    return usageError("--main-exit-at " + std::to_string(opt.main_exit_ms) +
+                      " ms is not before --duration " +
+                      std::to_string(opt.duration_ms) + " ms");
+  }
   if (duration_applies && opt.nested > 0 &&
       opt.nested * opt.nested_interval_ms >= opt.duration_ms) {
     return usageError("the last nested message (" +
@@ -954,6 +1041,7 @@ int main(int argc, char** argv) {
           ? static_cast<int64_t>(std::llround(1e9 / opt.barrier_rate))
           : 0;
   cfg.barrier_report_ns = opt.barrier_report_ms * 1000000;
+  cfg.fork_at_ns = opt.fork_at_ms >= 0 ? opt.fork_at_ms * 1000000 : -1;
 
   refapp::GroundTruthLog log;
   if (!opt.log.empty() && !log.open(opt.log, &error)) {
@@ -970,14 +1058,14 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  // Signals are handled synchronously by the main thread only.
+  // Signals are handled synchronously by the control thread only (the main
+  // thread, or refapp-ctl with --main-exit-at).
   sigset_t sigs;
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGINT);
   sigaddset(&sigs, SIGTERM);
   sigaddset(&sigs, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-  const pthread_t main_thread = pthread_self();
 
   std::vector<std::unique_ptr<refapp::LoopThread>> loops;
   for (int i = 0; i < opt.threads; ++i) {
@@ -1012,206 +1100,266 @@ int main(int argc, char** argv) {
     }
   }
 
+  // The thread that takes signals and runs the scenario clock: the main
+  // thread, or refapp-ctl with --main-exit-at.
+  std::atomic<pthread_t> control_thread{pthread_self()};
   std::atomic<int> exited{0};
   for (auto& loop : loops) {
-    loop->start([&exited, main_thread] {
+    loop->start([&exited, &control_thread] {
       exited.fetch_add(1);
-      pthread_kill(main_thread, SIGUSR1);
+      pthread_kill(control_thread.load(), SIGUSR1);
     });
   }
   std::fprintf(stderr, "refapp: ready pid=%d\n", static_cast<int>(getpid()));
 
-  const char* reason = "duration";
-  bool started = false;
-  int64_t deadline = refapp::monotonicNs() + opt.start_delay_ms * 1000000;
-  for (;;) {
-    const int sig = waitSignal(sigs, deadline);
-    if (sig == SIGINT || sig == SIGTERM) {
-      reason = "signal";
-      break;
-    }
-    if (sig == 0) break;
+  // --main-exit-at: the main thread waits for this pipe, then exits alone.
+  int main_exit_pipe[2] = {-1, -1};
+  if (opt.main_exit_ms >= 0 && pipe2(main_exit_pipe, O_CLOEXEC) != 0) {
+    std::fprintf(stderr, "refapp: error: pipe: %s\n", std::strerror(errno));
+    return 1;
   }
-
-  if (std::string(reason) != "signal") {
-    started = true;
-    cfg.t0_ns = refapp::monotonicNs();
-    cfg.end_ns =
-        duration_applies ? cfg.t0_ns + opt.duration_ms * 1000000 : INT64_MAX;
-    nlohmann::json threads = nlohmann::json::array();
-    for (auto& loop : loops) {
-      nlohmann::json t = {{"index", loop->index()},
-                          {"tid", static_cast<int>(loop->tid())},
-                          {"name", loop->name()}};
-      if (loop->lockHolder() != nullptr) {
-        t["holder_tid"] = static_cast<int>(loop->lockHolder()->tid());
-      }
-      threads.push_back(t);
-    }
-    nlohmann::json stalls = nlohmann::json::array();
-    for (const StallSpec& s : opt.stalls) {
-      stalls.push_back({{"what", s.index},
-                        {"kind", refapp::stallKindName(s.kind)},
-                        {"function", refapp::stallFunctionName(s.kind)},
-                        {"requested_ms", s.ms},
-                        {"at_ms", s.at_ms},
-                        {"when_ns", cfg.t0_ns + s.at_ms * 1000000},
-                        {"thread", s.thread}});
-    }
-    nlohmann::json events = nlohmann::json::array();
-    for (const EventSpec& e : opt.events) {
-      nlohmann::json j = {{"event", refapp::eventKindName(e.kind)},
-                          {"index", e.index},
-                          {"at_ms", e.at_ms},
-                          {"when_ns", cfg.t0_ns + e.at_ms * 1000000},
-                          {"thread", e.thread}};
-      if (e.kind == EventKind::kIdleStall) {
-        j["kind"] = refapp::stallKindName(e.stall_kind);
-        j["function"] = refapp::stallFunctionName(e.stall_kind);
-        j["requested_ms"] = e.ms;
-      } else if (e.kind == EventKind::kBarrier) {
-        j["ms"] = e.ms;
-      } else if (e.kind == EventKind::kBurst) {
-        j["count"] = e.count;
-      }
-      events.push_back(j);
-    }
-    log.write(
-        {{"event", "start"},
-         {"pid", static_cast<int>(getpid())},
-         {"t0_ns", cfg.t0_ns},
-         {"mode", messages_mode ? "messages" : "rate"},
-         {"rate", opt.rate},
-         {"period_ns", cfg.period_ns},
-         {"duration_ms", duration_applies ? nlohmann::json(opt.duration_ms)
-                                          : nlohmann::json(nullptr)},
-         {"messages", messages_mode ? nlohmann::json(opt.messages)
-                                    : nlohmann::json(nullptr)},
-         {"nested", opt.nested},
-         {"nested_interval_ms", opt.nested_interval_ms},
-         {"seed", opt.seed},
-         {"log_slow_ms", opt.log_slow_ms},
-         {"threads", threads},
-         {"stalls", stalls},
-         {"idle_handlers", opt.idle_handlers},
-         {"async_rate", opt.async_rate},
-         {"async_period_ns", cfg.async_period_ns},
-         {"barrier_rate", opt.barrier_rate},
-         {"frame_period_ns", cfg.frame_period_ns},
-         {"barrier_report_ms", opt.barrier_report_ms},
-         {"events", events}});
-    if (input_enabled) {
-      nlohmann::json input_stalls = nlohmann::json::array();
-      for (const refapp::InputStallSpec& s : input_cfg.stalls) {
-        input_stalls.push_back({{"seq", s.seq}, {"ms", s.ms}});
-      }
-      log.write(
-          {{"event", "input_channel"},
-           {"pid", static_cast<int>(getpid())},
-           {"dispatcher_pid", static_cast<int>(input_channel.dispatcher_pid)},
-           {"app_inode", input_channel.app_inode},
-           {"dispatcher_inode", input_channel.dispatcher_inode},
-           {"app_fd", input_channel.app_fd},
-           {"dispatcher_fd", input_channel.dispatcher_fd},
-           {"sndbuf", input_channel.sndbuf},
-           {"rcvbuf", input_channel.rcvbuf},
-           {"tid", static_cast<int>(loops[0]->tid())},
-           {"thread", 0},
-           {"queue", refapp::hexAddress(&loops[0]->looper().queue())},
-           {"t0_ns", cfg.t0_ns},
-           {"rate", input_cfg.rate},
-           {"start_ms", input_cfg.start_ms},
-           {"duration_ms", input_cfg.duration_ms},
-           {"taps", input_cfg.taps},
-           {"type", refapp::inputTypeName(input_cfg.type)},
-           {"pointers", input_cfg.pointers},
-           {"stalls", input_stalls}});
-      refapp::startInputDispatcher(&input_channel, cfg.t0_ns);
-    }
-    for (auto& loop : loops) loop->schedule();
-
-    reason = messages_mode ? "done" : "duration";
+  // Everything from here to the summary (and --exec) runs on the control
+  // thread.
+  const auto control = [&]() -> int {
+    const char* reason = "duration";
+    bool started = false;
+    int64_t main_exit_ns = INT64_MAX;
+    int64_t deadline = refapp::monotonicNs() + opt.start_delay_ms * 1000000;
     for (;;) {
-      const int sig = waitSignal(sigs, cfg.end_ns);
+      const int sig = waitSignal(sigs, deadline);
       if (sig == SIGINT || sig == SIGTERM) {
         reason = "signal";
         break;
       }
-      if (sig == 0) {
-        reason = "duration";
-        break;
+      if (sig == 0) break;
+    }
+
+    if (std::string(reason) != "signal") {
+      started = true;
+      cfg.t0_ns = refapp::monotonicNs();
+      cfg.end_ns =
+          duration_applies ? cfg.t0_ns + opt.duration_ms * 1000000 : INT64_MAX;
+      nlohmann::json threads = nlohmann::json::array();
+      for (auto& loop : loops) {
+        nlohmann::json t = {{"index", loop->index()},
+                            {"tid", static_cast<int>(loop->tid())},
+                            {"name", loop->name()}};
+        if (loop->lockHolder() != nullptr) {
+          t["holder_tid"] = static_cast<int>(loop->lockHolder()->tid());
+        }
+        threads.push_back(t);
       }
-      if (exited.load() == static_cast<int>(loops.size())) break;
-    }
-  }
+      nlohmann::json stalls = nlohmann::json::array();
+      for (const StallSpec& s : opt.stalls) {
+        stalls.push_back({{"what", s.index},
+                          {"kind", refapp::stallKindName(s.kind)},
+                          {"function", refapp::stallFunctionName(s.kind)},
+                          {"requested_ms", s.ms},
+                          {"at_ms", s.at_ms},
+                          {"when_ns", cfg.t0_ns + s.at_ms * 1000000},
+                          {"thread", s.thread}});
+      }
+      nlohmann::json events = nlohmann::json::array();
+      for (const EventSpec& e : opt.events) {
+        nlohmann::json j = {{"event", refapp::eventKindName(e.kind)},
+                            {"index", e.index},
+                            {"at_ms", e.at_ms},
+                            {"when_ns", cfg.t0_ns + e.at_ms * 1000000},
+                            {"thread", e.thread}};
+        if (e.kind == EventKind::kIdleStall) {
+          j["kind"] = refapp::stallKindName(e.stall_kind);
+          j["function"] = refapp::stallFunctionName(e.stall_kind);
+          j["requested_ms"] = e.ms;
+        } else if (e.kind == EventKind::kBarrier) {
+          j["ms"] = e.ms;
+        } else if (e.kind == EventKind::kBurst) {
+          j["count"] = e.count;
+        }
+        events.push_back(j);
+      }
+      log.write(
+          {{"event", "start"},
+           {"pid", static_cast<int>(getpid())},
+           {"t0_ns", cfg.t0_ns},
+           {"mode", messages_mode ? "messages" : "rate"},
+           {"rate", opt.rate},
+           {"period_ns", cfg.period_ns},
+           {"duration_ms", duration_applies ? nlohmann::json(opt.duration_ms)
+                                            : nlohmann::json(nullptr)},
+           {"messages", messages_mode ? nlohmann::json(opt.messages)
+                                      : nlohmann::json(nullptr)},
+           {"nested", opt.nested},
+           {"nested_interval_ms", opt.nested_interval_ms},
+           {"seed", opt.seed},
+           {"log_slow_ms", opt.log_slow_ms},
+           {"threads", threads},
+           {"stalls", stalls},
+           {"idle_handlers", opt.idle_handlers},
+           {"async_rate", opt.async_rate},
+           {"async_period_ns", cfg.async_period_ns},
+           {"barrier_rate", opt.barrier_rate},
+           {"frame_period_ns", cfg.frame_period_ns},
+           {"barrier_report_ms", opt.barrier_report_ms},
+           {"events", events}});
+      if (input_enabled) {
+        nlohmann::json input_stalls = nlohmann::json::array();
+        for (const refapp::InputStallSpec& s : input_cfg.stalls) {
+          input_stalls.push_back({{"seq", s.seq}, {"ms", s.ms}});
+        }
+        log.write(
+            {{"event", "input_channel"},
+             {"pid", static_cast<int>(getpid())},
+             {"dispatcher_pid", static_cast<int>(input_channel.dispatcher_pid)},
+             {"app_inode", input_channel.app_inode},
+             {"dispatcher_inode", input_channel.dispatcher_inode},
+             {"app_fd", input_channel.app_fd},
+             {"dispatcher_fd", input_channel.dispatcher_fd},
+             {"sndbuf", input_channel.sndbuf},
+             {"rcvbuf", input_channel.rcvbuf},
+             {"tid", static_cast<int>(loops[0]->tid())},
+             {"thread", 0},
+             {"queue", refapp::hexAddress(&loops[0]->looper().queue())},
+             {"t0_ns", cfg.t0_ns},
+             {"rate", input_cfg.rate},
+             {"start_ms", input_cfg.start_ms},
+             {"duration_ms", input_cfg.duration_ms},
+             {"taps", input_cfg.taps},
+             {"type", refapp::inputTypeName(input_cfg.type)},
+             {"pointers", input_cfg.pointers},
+             {"stalls", input_stalls}});
+        refapp::startInputDispatcher(&input_channel, cfg.t0_ns);
+      }
+      for (auto& loop : loops) loop->schedule();
+      if (opt.main_exit_ms >= 0)
+        main_exit_ns = cfg.t0_ns + opt.main_exit_ms * 1000000;
 
-  // A dispatch in progress (e.g. a long stall) finishes first.
-  for (auto& loop : loops) loop->quit();
-  for (auto& loop : loops) loop->join();
-  const int64_t end_ns = refapp::monotonicNs();
-  for (auto& loop : loops) loop->logLeaks(end_ns);
-  // The dispatcher sees EOF (or is done) and logs its summary first.
-  int dispatcher_status = -1;
-  if (input_enabled)
-    dispatcher_status = refapp::closeInputChannel(&input_channel);
-
-  uint64_t total = 0;
-  nlohmann::json threads = nlohmann::json::array();
-  for (auto& loop : loops) {
-    const refapp::LoopStats& s = loop->stats();
-    const uint64_t n = loop->looper().dispatchCount();
-    const refapp::MessageQueue::Counters qc = loop->looper().queue().counters();
-    total += n;
-    nlohmann::json t = {
-        {"index", loop->index()},
-        {"tid", static_cast<int>(loop->tid())},
-        {"name", loop->name()},
-        {"dispatches", n},
-        {"max_background_ns", s.max_background_ns},
-        {"background", s.background},
-        {"triggers", s.triggers},
-        {"stalls", s.stalls},
-        {"nested_outer", s.nested_outer},
-        {"nested_inner", s.nested_inner},
-        {"idle_runs", qc.idle_runs},
-        {"idle_stalls", s.idle_stalls},
-        {"barriers_posted", qc.barriers_posted},
-        {"barriers_removed", qc.barriers_removed},
-        {"barrier_errors", qc.barrier_errors},
-        {"async_dispatches", loop->looper().asyncDispatchCount()},
-        {"async_background", s.async_background},
-        {"frames", s.frames},
-        {"idle_setup", s.idle_setup},
-        {"barrier_control", s.barrier_control},
-        {"barrier_watch", s.barrier_watch},
-        {"burst_posts", s.burst_posts},
-        {"burst_items", s.burst_items}};
-    if (input_handler != nullptr && loop->index() == 0) {
-      t["input_dispatches"] = input_handler->dispatches();
+      int64_t progress_ns = opt.progress_ms > 0
+                                ? cfg.t0_ns + opt.progress_ms * 1000000
+                                : INT64_MAX;
+      reason = messages_mode ? "done" : "duration";
+      for (;;) {
+        const int sig =
+            waitSignal(sigs, std::min({cfg.end_ns, main_exit_ns, progress_ns}));
+        if (sig == 0 && refapp::monotonicNs() >= progress_ns) {
+          logProgress(log, loops);
+          progress_ns += opt.progress_ms * 1000000;
+          continue;
+        }
+        if (sig == SIGINT || sig == SIGTERM) {
+          reason = "signal";
+          break;
+        }
+        if (sig == 0 && main_exit_ns != INT64_MAX &&
+            refapp::monotonicNs() >= main_exit_ns) {
+          main_exit_ns = INT64_MAX;
+          if (write(main_exit_pipe[1], "x", 1) != 1) {
+            std::fprintf(stderr, "refapp: error: releasing the main thread\n");
+          }
+          continue;
+        }
+        if (sig == 0) {
+          reason = "duration";
+          break;
+        }
+        if (exited.load() == static_cast<int>(loops.size())) break;
+      }
     }
-    threads.push_back(t);
+
+    // A dispatch in progress (e.g. a long stall) finishes first.
+    for (auto& loop : loops) loop->quit();
+    for (auto& loop : loops) loop->join();
+    const int64_t end_ns = refapp::monotonicNs();
+    for (auto& loop : loops) loop->logLeaks(end_ns);
+    // The dispatcher sees EOF (or is done) and logs its summary first.
+    int dispatcher_status = -1;
+    if (input_enabled)
+      dispatcher_status = refapp::closeInputChannel(&input_channel);
+
+    uint64_t total = 0;
+    nlohmann::json threads = nlohmann::json::array();
+    for (auto& loop : loops) {
+      const refapp::LoopStats& s = loop->stats();
+      const uint64_t n = loop->looper().dispatchCount();
+      const refapp::MessageQueue::Counters qc =
+          loop->looper().queue().counters();
+      total += n;
+      nlohmann::json t = {
+          {"index", loop->index()},
+          {"tid", static_cast<int>(loop->tid())},
+          {"name", loop->name()},
+          {"dispatches", n},
+          {"max_background_ns", s.max_background_ns},
+          {"background", s.background},
+          {"triggers", s.triggers},
+          {"stalls", s.stalls},
+          {"nested_outer", s.nested_outer},
+          {"nested_inner", s.nested_inner},
+          {"idle_runs", qc.idle_runs},
+          {"idle_stalls", s.idle_stalls},
+          {"barriers_posted", qc.barriers_posted},
+          {"barriers_removed", qc.barriers_removed},
+          {"barrier_errors", qc.barrier_errors},
+          {"async_dispatches", loop->looper().asyncDispatchCount()},
+          {"async_background", s.async_background},
+          {"frames", s.frames},
+          {"idle_setup", s.idle_setup},
+          {"barrier_control", s.barrier_control},
+          {"barrier_watch", s.barrier_watch},
+          {"burst_posts", s.burst_posts},
+          {"burst_items", s.burst_items}};
+      if (input_handler != nullptr && loop->index() == 0) {
+        t["input_dispatches"] = input_handler->dispatches();
+      }
+      threads.push_back(t);
+    }
+    nlohmann::json summary = {
+        {"event", "summary"},  {"pid", static_cast<int>(getpid())},
+        {"reason", reason},    {"started", started},
+        {"t0_ns", cfg.t0_ns},  {"end_ns", end_ns},
+        {"dispatches", total}, {"threads", threads}};
+    if (input_enabled) {
+      summary["input"] = {
+          {"received", input_receiver->received()},
+          {"finished", input_handler->finished()},
+          {"dispatches", input_handler->dispatches()},
+          {"invalid", input_receiver->invalid()},
+          {"finish_errors", input_handler->finishErrors()},
+          {"finish_eagain", input_handler->finishEagain()},
+          {"fd_events", loops[0]->looper().queue().counters().fd_events},
+          {"closed", input_receiver->closed()},
+          {"dispatcher_pid", static_cast<int>(input_channel.dispatcher_pid)},
+          {"dispatcher_status", dispatcher_status}};
+    }
+    log.write(summary);
+    std::fprintf(stderr, "refapp: exit reason=%s dispatches=%llu\n", reason,
+                 static_cast<unsigned long long>(total));
+    loops.clear();
+    if (!opt.exec_argv.empty() && std::string(reason) != "signal") {
+      return execProgram(opt.exec_argv, log);
+    }
+    return 0;
+  };  // control
+
+  if (opt.main_exit_ms < 0) return control();
+  // The main thread leaves at --main-exit-at; refapp-ctl carries on and ends
+  // the process with exit(), which also runs the destructors of what the
+  // main thread built (it never unwinds: it leaves by the exit system call).
+  std::atomic<pid_t> control_tid{0};
+  std::thread ctl([&] {
+    pthread_setname_np(pthread_self(), "refapp-ctl");
+    control_tid.store(gettid());
+    control_thread.store(pthread_self());
+    std::exit(control());
+  });
+  ctl.detach();
+  char c = 0;
+  if (read(main_exit_pipe[0], &c, 1) == 1) {
+    log.write({{"event", "main_exit"},
+               {"pid", static_cast<int>(getpid())},
+               {"tid", static_cast<int>(gettid())},
+               {"at_ns", refapp::monotonicNs()},
+               {"control_tid", static_cast<int>(control_tid.load())}});
   }
-  nlohmann::json summary = {
-      {"event", "summary"},  {"pid", static_cast<int>(getpid())},
-      {"reason", reason},    {"started", started},
-      {"t0_ns", cfg.t0_ns},  {"end_ns", end_ns},
-      {"dispatches", total}, {"threads", threads}};
-  if (input_enabled) {
-    summary["input"] = {
-        {"received", input_receiver->received()},
-        {"finished", input_handler->finished()},
-        {"dispatches", input_handler->dispatches()},
-        {"invalid", input_receiver->invalid()},
-        {"finish_errors", input_handler->finishErrors()},
-        {"finish_eagain", input_handler->finishEagain()},
-        {"fd_events", loops[0]->looper().queue().counters().fd_events},
-        {"closed", input_receiver->closed()},
-        {"dispatcher_pid", static_cast<int>(input_channel.dispatcher_pid)},
-        {"dispatcher_status", dispatcher_status}};
-  }
-  log.write(summary);
-  std::fprintf(stderr, "refapp: exit reason=%s dispatches=%llu\n", reason,
-               static_cast<unsigned long long>(total));
-  loops.clear();
+  syscall(SYS_exit, 0);
   return 0;
 }

@@ -2,11 +2,13 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cinttypes>
+#include <cstring>
 #include <future>
 #include <utility>
 
@@ -643,6 +645,64 @@ void AsyncHandler::onDispatched(Message* msg) {
   loop_.logIfSlow(msg, kAsyncTarget, nullptr);
 }
 
+// ---- ForkHandler -----------------------------------------------------------
+
+ForkHandler::ForkHandler(std::string name, LoopThread& loop)
+    : Handler(std::move(name), &loop.looper()), loop_(loop) {}
+
+ForkHandler::~ForkHandler() = default;
+
+void ForkHandler::postFork() {
+  const Config& cfg = loop_.config();
+  sendMessageAtTime(obtainMessage(0), cfg.t0_ns + cfg.fork_at_ns);
+}
+
+void ForkHandler::handleMessage(Message* msg) {
+  if (msg->what == 1) {  // in the child, at --duration
+    loop_.looper().quit();
+    return;
+  }
+  dispatches_at_fork_ = loop_.looper().dispatchCount();
+  child_ = fork();
+  fork_errno_ = child_ < 0 ? errno : 0;
+  fork_ns_ = monotonicNs();
+  if (child_ != 0) return;
+  loop_.noteForked();
+  // The child: this thread alone. The main thread, which would quit the
+  // loop and take signals, is not here.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_UNBLOCK, &sigs, nullptr);
+  const Config& cfg = loop_.config();
+  sendMessageAtTime(obtainMessage(1), cfg.end_ns);
+}
+
+uint64_t ForkHandler::childDispatches() const {
+  return loop_.looper().dispatchCount() - dispatches_at_fork_;
+}
+
+void ForkHandler::onDispatched(Message* msg) {
+  if (msg->what != 0) return;
+  const int pid = static_cast<int>(getpid());
+  nlohmann::json line = {{"event", child_ == 0 ? "forked" : "fork"},
+                         {"pid", pid},
+                         {"tid", static_cast<int>(gettid())},
+                         {"thread", loop_.index()},
+                         {"start_ns", msg->dispatch_start_ns},
+                         {"fork_ns", fork_ns_},
+                         {"end_ns", msg->dispatch_end_ns},
+                         {"dispatches_before", dispatches_at_fork_}};
+  if (child_ == 0) {
+    line["parent_pid"] = static_cast<int>(getppid());
+  } else {
+    line["child_pid"] = static_cast<int>(child_);
+    if (child_ < 0) line["error"] = std::strerror(fork_errno_);
+  }
+  loop_.log().write(line);
+}
+
 // ---- LoopThread ------------------------------------------------------------
 
 LoopThread::LoopThread(int index, const Config& config, GroundTruthLog& log,
@@ -661,7 +721,8 @@ LoopThread::LoopThread(int index, const Config& config, GroundTruthLog& log,
       barrier_watch_("barrier-watch" + std::to_string(index), *this),
       frame_("frame" + std::to_string(index), *this),
       burst_("burst" + std::to_string(index), *this),
-      async_("async" + std::to_string(index), *this) {
+      async_("async" + std::to_string(index), *this),
+      fork_("fork" + std::to_string(index), *this) {
   std::seed_seq seq{static_cast<uint32_t>(config.seed),
                     static_cast<uint32_t>(config.seed >> 32),
                     static_cast<uint32_t>(index)};
@@ -729,7 +790,27 @@ void LoopThread::start(std::function<void()> on_exit) {
 
 void LoopThread::run(std::function<void()> on_exit) {
   looper_.loop();
+  if (fork_.inChild()) exitForkedChild();
   if (on_exit) on_exit();
+}
+
+void LoopThread::exitForkedChild() {
+  const uint64_t n = fork_.childDispatches();
+  const int pid = static_cast<int>(getpid());
+  log_.write({{"event", "summary"},
+              {"pid", pid},
+              {"reason", "forked-child"},
+              {"started", true},
+              {"t0_ns", config_.t0_ns},
+              {"end_ns", monotonicNs()},
+              {"dispatches", n},
+              {"threads",
+               {{{"index", index_},
+                 {"tid", pid},
+                 {"name", name_},
+                 {"dispatches", n}}}}});
+  // The parent's objects are copies whose threads do not exist here.
+  _exit(0);
 }
 
 void LoopThread::schedule() {
@@ -777,6 +858,7 @@ void LoopThread::schedule() {
     async_.postAsync(0);
     if (index_ == 0) frame_.postSchedule(0);
   }
+  if (index_ == 0 && config_.fork_at_ns >= 0) fork_.postFork();
 }
 
 void LoopThread::logBarrierOp(const MessageQueue::BarrierOp& op,
@@ -872,6 +954,17 @@ void LoopThread::logIfSlow(const Message* msg, const char* target,
               {"pid", static_cast<int>(getpid())},
               {"tid", static_cast<int>(tid_)},
               {"thread", index_}});
+}
+
+int64_t LoopThread::cpuNs() {
+  clockid_t clock;
+  struct timespec ts;
+  if (!thread_.joinable() ||
+      pthread_getcpuclockid(thread_.native_handle(), &clock) != 0 ||
+      clock_gettime(clock, &ts) != 0) {
+    return 0;
+  }
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
 void LoopThread::join() {

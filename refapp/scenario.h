@@ -73,6 +73,7 @@ struct Config {
   int64_t async_period_ns = 0;  // 1/--async-rate; 0 = no async stream
   int64_t frame_period_ns = 0;  // 1/--barrier-rate (thread 0); 0 = none
   int64_t barrier_report_ns = 3000000000;  // barrier_stalled after this
+  int64_t fork_at_ns = -1;  // --fork-at (thread 0), after t0; -1: never
 };
 
 // JSON lines, one write(2) per line to a file opened with O_APPEND, shared
@@ -314,6 +315,30 @@ class AsyncHandler : public Handler {
   LoopThread& loop_;
 };
 
+// --fork-at (thread 0): the message (what = 0) forks inside its dispatch.
+// The child is the loop thread alone, in the middle of this dispatch: it
+// returns into its loop and keeps dispatching its copy of the queue until
+// --duration, when a message this handler posts in the child (what = 1)
+// quits the loop; then the child logs its own summary and exits 0.
+class ForkHandler : public Handler {
+ public:
+  ForkHandler(std::string name, LoopThread& loop);
+  ~ForkHandler() override;
+  void handleMessage(Message* msg) override;
+  void onDispatched(Message* msg) override;
+  void postFork();
+  // In the child: dispatches of this loop since fork() returned.
+  uint64_t childDispatches() const;
+  bool inChild() const { return child_ == 0; }
+
+ private:
+  LoopThread& loop_;
+  pid_t child_ = -1;  // in the parent: the child's pid; 0 in the child
+  int fork_errno_ = 0;
+  int64_t fork_ns_ = 0;  // when fork() returned
+  uint64_t dispatches_at_fork_ = 0;
+};
+
 // "queue":"0x..." in the log: the MessageQueue's address (arg0 of its
 // probe points).
 std::string hexAddress(const void* p);
@@ -340,7 +365,14 @@ class LoopThread {
   // A finite (non-background) message finished; in --messages mode the loop
   // quits after the last one.
   void finishOne();
+  // In a --fork-at child: this thread is the child's only one.
+  void noteForked() { tid_ = gettid(); }
+  // In a --fork-at child, once its loop returned: its summary, then exit.
+  [[noreturn]] void exitForkedChild();
 
+  // CPU time the loop thread has used (its thread CPU clock), 0 if it is
+  // not running.
+  int64_t cpuNs();
   int index() const { return index_; }
   const std::string& name() const { return name_; }
   pid_t tid() const { return tid_; }
@@ -405,6 +437,7 @@ class LoopThread {
   FrameHandler frame_;
   BurstHandler burst_;
   AsyncHandler async_;
+  ForkHandler fork_;
   std::thread thread_;
 };
 

@@ -62,6 +62,7 @@ enum lt_record_type {
 	LT_REC_SPAN_DROP = 3, /* a sampled span ended fast: drop its samples */
 	LT_REC_POINT = 4,     /* a call of a point-role probe */
 	LT_REC_IO = 5,	      /* a message moved on an input channel */
+	LT_REC_EXEC = 6,      /* a traced process exec'd: its mappings changed */
 };
 
 /* Base of a key expression. */
@@ -136,7 +137,11 @@ struct lt_config {
 	 * ring buffer (its poll timeout collects the rest): at high event
 	 * rates a wakeup per record costs more than the record. */
 	__u32 io_wakeup_bytes;
-	__u32 pad1;
+	/* 1: spans only of processes in lt_tgids (-p, a command, and what they
+	 * fork); the uprobes are attached for every process, since the
+	 * kernel's own per-process filter loses a process whose main thread
+	 * exits; 0: every process. */
+	__u32 span_tgid_filter;
 	struct lt_probe_cfg probes[LT_MAX_PROBES];
 	/* Raw syscall tracepoints: LT_IO_TRACED | LT_IO_* of each traced
 	 * system call by number, 0 for the rest. */
@@ -193,6 +198,10 @@ struct lt_span_rec {
 /* The span read from a raw input channel (or was the first to start after
  * such a read): it consumed that input. Recorded even when fast. */
 #define LT_SPAN_INPUT 1u
+/* Cut short: the thread exited (or was killed) inside the span, or exec'd
+ * another program. The record is sent then; its end is that moment. */
+#define LT_SPAN_EXIT 2u
+#define LT_SPAN_EXEC 4u
 
 struct lt_sample_rec {
 	struct lt_rec_header hdr; /* ts_ns = sample time */
@@ -205,6 +214,11 @@ struct lt_sample_rec {
 struct lt_span_drop_rec {
 	struct lt_rec_header hdr;
 	__u64 span_id;
+};
+
+/* A successful exec of a traced process (hdr: the new program, its time). */
+struct lt_exec_rec {
+	struct lt_rec_header hdr;
 };
 
 /* One in-flight span (task storage; userspace reads it for spans still
@@ -371,6 +385,10 @@ struct lt_thread {
 	/* A raw-channel read happened outside any span: the next outermost
 	 * span consumes it. */
 	__u32 input_next;
+	/* With span_tgid_filter: 1 its process is traced, 2 it is not, 0 not
+	 * known yet (one lt_tgids lookup per thread, not per call). */
+	__u32 traced;
+	__u32 pad;
 	struct lt_frame stack[LT_MAX_DEPTH];
 	struct lt_io_pending io; /* the input call in progress */
 };

@@ -17,6 +17,7 @@ static_assert(sizeof(lt_span_rec) % 8 == 0);
 static_assert(offsetof(lt_span_rec, keys) % 8 == 0);
 static_assert(sizeof(lt_sample_rec) == 24 + 16 + 8 * LT_MAX_STACK);
 static_assert(sizeof(lt_hist) == 32 + 24 + 8 * LT_HIST_SLOTS);
+static_assert(sizeof(lt_exec_rec) == sizeof(lt_rec_header));
 
 TEST(HistSlot, SmallValuesHaveTheirOwnSlot) {
   for (uint64_t v = 0; v < LT_HIST_SUB; ++v) EXPECT_EQ(lt_hist_slot(v), v);

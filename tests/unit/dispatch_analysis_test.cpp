@@ -357,3 +357,69 @@ TEST(DispatchAnalysisInFlight, ReportedNotCounted) {
 
 }  // namespace
 }  // namespace looptrace
+
+namespace looptrace {
+namespace {
+
+DispatchAnalyzer analyzer_16ms() {
+  DispatchOptions opts;
+  opts.slow_ns = {16 * kMs, 16 * kMs, 16 * kMs};
+  return DispatchAnalyzer(opts);
+}
+
+// A thread killed inside a stall: its span arrives cut short (LT_SPAN_EXIT)
+// with the samples taken before, reported as slow, not counted as a
+// completed span; a cut-short span under the threshold only frees its
+// samples.
+TEST(DispatchAnalysisCutShort, ExitReportedWithSamplesNotCounted) {
+  DispatchAnalyzer an = analyzer_16ms();
+  an.consume(sample(1, 5, 10 * kMs, {0xa}));
+  an.consume(sample(1, 5, 11 * kMs, {0xa}));
+  SpanEvent killed = span(1, 5, 0, 2000 * kMs);
+  killed.flags = LT_SPAN_EXIT;
+  an.consume(killed);
+  an.consume(sample(2, 9, 10 * kMs, {0xb}));
+  SpanEvent young = span(2, 9, 0, 12 * kMs);
+  young.flags = LT_SPAN_EXEC;
+  an.consume(young);
+  DispatchAnalysis a =
+      an.finish({hist(1, 0, LT_ROLE_DISPATCH, {kMs, kMs})}, Counters{});
+  ASSERT_EQ(a.slow.size(), 1u);
+  EXPECT_TRUE(a.slow[0].span.cut_short());
+  EXPECT_FALSE(a.slow[0].span.in_flight);
+  EXPECT_EQ(a.slow[0].nsamples, 2u);
+  EXPECT_EQ(a.orphan_samples, 0u);
+  EXPECT_EQ(a.cut_short, 2u);
+  ASSERT_EQ(a.threads.size(), 1u);
+  EXPECT_EQ(a.threads[0].count, 2u) << "only the completed spans";
+  EXPECT_EQ(a.threads[0].slow_count, 0u);
+}
+
+// --max-threads too small: a thread without a histogram slot is counted
+// from the spans that crossed the ring buffer (the kernel counts the others
+// as lost.hist_full), and so is a probe of a thread that got a slot for
+// another probe only; a counted span is never counted twice.
+TEST(DispatchAnalysisHistFull, StreamCountsWhatNoHistogramHolds) {
+  DispatchAnalyzer an = analyzer_16ms();
+  an.consume(span(1, 1, 0, 20 * kMs));  // thread 1 has a kernel histogram
+  SpanEvent other_probe = span(1, 2, 50 * kMs, 30 * kMs);
+  other_probe.probe_id = 1;  // ... for probe 0 only
+  an.consume(other_probe);
+  an.consume(span(2, 1, 0, 40 * kMs));  // thread 2 has none
+  an.consume(span(2, 2, 90 * kMs, 17 * kMs));
+  DispatchAnalysis a = an.finish(
+      {hist(1, 0, LT_ROLE_DISPATCH, {kMs, 2 * kMs, 20 * kMs})}, Counters{});
+  ASSERT_EQ(a.threads.size(), 2u);
+  EXPECT_EQ(a.threads[0].tid, 1u);
+  EXPECT_EQ(a.threads[0].count, 4u) << "3 in its histogram + 1 of probe 1";
+  EXPECT_EQ(a.threads[0].sum_ns, 53 * kMs);
+  EXPECT_EQ(a.threads[0].pct.max, 30 * kMs);
+  EXPECT_EQ(a.threads[1].tid, 2u);
+  EXPECT_EQ(a.threads[1].count, 2u);
+  EXPECT_EQ(a.threads[1].sum_ns, 57 * kMs);
+  EXPECT_EQ(a.threads[1].slow_count, 2u);
+  EXPECT_EQ(a.slow.size(), 4u);
+}
+
+}  // namespace
+}  // namespace looptrace

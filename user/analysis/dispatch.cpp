@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
 #include <type_traits>
 #include <utility>
 
@@ -75,10 +76,12 @@ void DispatchAnalyzer::on_span(const SpanEvent& ev) {
   note_time(ev.start_ns);
   std::vector<SampleEvent> samples = take_samples({ev.pid, ev.tid, ev.span_id});
 
-  // A span still running when tracing stopped (a hang): reported if it is
+  // A span still running when tracing stopped (a hang), or cut short by its
+  // thread's exit (an app killed for hanging) or exec: reported if it is
   // already slow, but not counted in the distribution, which holds only
   // completed spans.
-  if (ev.in_flight) {
+  if (ev.unfinished()) {
+    if (ev.cut_short()) cut_short_++;
     if (ev.duration_ns < slow_threshold(ev.role)) return;
     SlowSpan slow;
     slow.span = ev;
@@ -87,6 +90,17 @@ void DispatchAnalyzer::on_span(const SpanEvent& ev) {
     slow_.push_back(std::move(slow));
     return;
   }
+
+  span_records_++;
+  ThreadHistogram& h = stream_hists_[{ev.pid, ev.tid, ev.role, ev.probe_id}];
+  if (h.count == 0) {
+    h.pid = ev.pid;
+    h.tid = ev.tid;
+    h.comm = ev.comm;
+    h.probe_id = ev.probe_id;
+    h.role = ev.role;
+  }
+  histogram_add(h, ev.duration_ns);
 
   Seen& seen = seen_[{ev.pid, ev.tid, ev.role}];
   if (seen.comm.empty()) seen.comm = ev.comm;
@@ -153,55 +167,67 @@ std::vector<StackGroup> group_stacks(std::vector<SampleEvent> samples,
 }
 
 ThreadSummary DispatchAnalyzer::summarize(const RoleKey& key,
-                                          const ThreadHistogram* hist,
+                                          const ThreadHistogram& h,
                                           const Seen* seen,
                                           bool tail_trusted) const {
   ThreadSummary t;
   std::tie(t.pid, t.tid, t.role) = key;
-  if (hist != nullptr) t.comm = hist->comm;
+  t.comm = h.comm;
   if (t.comm.empty() && seen != nullptr) t.comm = seen->comm;
   if (seen != nullptr) t.slow_count = seen->slow;
-
-  if (hist == nullptr) {
-    // No histogram (its table was full, counted as hist_full): only the
-    // spans in the stream are known, and those exactly.
-    ThreadHistogram h;
-    ExactTail all;
-    for (uint64_t d : seen->slow_durations) all.durations.push_back(d);
-    for (uint64_t d : seen->fast_durations) all.durations.push_back(d);
-    for (uint64_t d : all.durations) histogram_add(h, d);
-    t.count = seen->spans;
-    t.sum_ns = seen->sum_ns;
-    t.pct = compute_percentiles(h, &all);
-    return t;
-  }
-
-  t.count = hist->count;
-  t.sum_ns = hist->sum_ns;
+  t.count = h.count;
+  t.sum_ns = h.sum_ns;
   if (seen == nullptr || !tail_trusted) {
-    t.pct = compute_percentiles(*hist);
+    t.pct = compute_percentiles(h);
     return t;
   }
   // Every span in the stream (--record-all): all ranks exact.
-  if (seen->fast_complete && seen->spans == hist->count) {
+  if (seen->fast_complete && seen->spans == h.count) {
     ExactTail all{0, seen->slow_durations};
     all.durations.insert(all.durations.end(), seen->fast_durations.begin(),
                          seen->fast_durations.end());
-    PercentileEstimator est(*hist, &all);
+    PercentileEstimator est(h, &all);
     if (est.exact_tail_used()) {
       t.pct = est.percentiles();
       return t;
     }
   }
   ExactTail slow{slow_threshold(t.role), seen->slow_durations};
-  t.pct = compute_percentiles(*hist, &slow);
+  t.pct = compute_percentiles(h, &slow);
   return t;
 }
 
+std::vector<ThreadHistogram> DispatchAnalyzer::with_stream_histograms(
+    const std::vector<ThreadHistogram>& hists) const {
+  std::vector<ThreadHistogram> all = hists;
+  std::set<HistKey> in_kernel;
+  // A delivery's histogram is the enqueue probe's, its span record names
+  // the dispatch probe: for that role a thread's histogram is any probe's.
+  std::set<RoleKey> deliveries;
+  for (const ThreadHistogram& h : hists) {
+    in_kernel.insert({h.pid, h.tid, h.role, h.probe_id});
+    if (h.role == LT_ROLE_DELIVERY) deliveries.insert({h.pid, h.tid, h.role});
+  }
+  for (const auto& [key, h] : stream_hists_) {
+    const auto& [pid, tid, role, probe] = key;
+    bool counted = role == LT_ROLE_DELIVERY
+                       ? deliveries.count({pid, tid, role}) != 0
+                       : in_kernel.count(key) != 0;
+    if (!counted) all.push_back(h);
+  }
+  return all;
+}
+
 DispatchAnalysis DispatchAnalyzer::finish(
-    const std::vector<ThreadHistogram>& hists, const Counters& counters) {
+    const std::vector<ThreadHistogram>& kernel_hists,
+    const Counters& counters) {
+  const std::vector<ThreadHistogram> hists =
+      with_stream_histograms(kernel_hists);
+  stream_hists_.clear();
   DispatchAnalysis out;
   out.counters = counters;
+  out.cut_short = cut_short_;
+  out.span_records = span_records_;
   out.sample_overflow = sample_overflow_;
   out.first_event_ns = first_event_ns_;
   for (const auto& [key, samples] : pending_)
@@ -225,11 +251,7 @@ DispatchAnalysis DispatchAnalyzer::finish(
   for (const auto& [key, h] : merged) {
     auto s = seen_.find(key);
     out.threads.push_back(summarize(
-        key, &h, s == seen_.end() ? nullptr : &s->second, tail_trusted));
-  }
-  for (const auto& [key, seen] : seen_) {
-    if (!merged.count(key))
-      out.threads.push_back(summarize(key, nullptr, &seen, tail_trusted));
+        key, h, s == seen_.end() ? nullptr : &s->second, tail_trusted));
   }
   std::sort(out.threads.begin(), out.threads.end(),
             [](const ThreadSummary& a, const ThreadSummary& b) {

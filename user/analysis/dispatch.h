@@ -53,6 +53,12 @@ struct DispatchAnalysis {
   Counters counters;
   // Samples whose span never ended or was lost (no SpanEvent/SpanDropEvent).
   uint64_t orphan_samples = 0;
+  // Spans cut short by their thread's exit or exec (in `slow` if slow).
+  uint64_t cut_short = 0;
+  // Completed spans that reached the stream (slow ones, every one with
+  // --record-all); with counters.bpf[LT_CNT_RB_FULL] the ring buffer's
+  // account: records sent = received + lost.
+  uint64_t span_records = 0;
   // Samples dropped because a thread had too many waiting for their span.
   uint64_t sample_overflow = 0;
   // Earliest timestamp in the stream (span start or sample), 0 if none.
@@ -87,6 +93,8 @@ class DispatchAnalyzer {
   using ThreadKey = std::pair<uint32_t, uint32_t>;           // pid, tid
   using SpanKey = std::tuple<uint32_t, uint32_t, uint64_t>;  // + span_id
   using RoleKey = std::tuple<uint32_t, uint32_t, uint32_t>;  // pid, tid, role
+  // pid, tid, role, probe: what the kernel keeps one histogram for.
+  using HistKey = std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>;
 
   // What the stream says about one thread in one role.
   struct Seen {
@@ -108,16 +116,25 @@ class DispatchAnalyzer {
   std::vector<SampleEvent> take_samples(const SpanKey& key);
   void note_time(uint64_t ns);
   uint64_t slow_threshold(uint32_t role) const;
-  ThreadSummary summarize(const RoleKey& key, const ThreadHistogram* hist,
+  ThreadSummary summarize(const RoleKey& key, const ThreadHistogram& hist,
                           const Seen* seen, bool tail_trusted) const;
+  // The kernel's histograms plus, for spans whose thread got no histogram
+  // slot (lost.hist_full), the ones built from the spans in the stream:
+  // every span is counted once, in a histogram, here, or as lost.
+  std::vector<ThreadHistogram> with_stream_histograms(
+      const std::vector<ThreadHistogram>& hists) const;
 
   DispatchOptions options_;
   std::map<SpanKey, std::vector<SampleEvent>> pending_;
   std::map<ThreadKey, size_t> pending_per_thread_;
   uint64_t sample_overflow_ = 0;
+  uint64_t cut_short_ = 0;
+  uint64_t span_records_ = 0;
   uint64_t first_event_ns_ = 0;
   std::vector<SlowSpan> slow_;
   std::map<RoleKey, Seen> seen_;
+  // Completed spans in the stream, counted the way the kernel counts them.
+  std::map<HistKey, ThreadHistogram> stream_hists_;
 };
 
 // Groups samples (any order) into stacks, sorted as SlowSpan::stacks.

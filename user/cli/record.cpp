@@ -462,6 +462,11 @@ int run_record(const RecordArgs& a) {
   if (a.pid > 0 && !proc::pid_exists(static_cast<uint32_t>(a.pid)))
     return fail(Status::Error(fmt::format("pid {} not found", a.pid),
                               ErrorKind::kUsage));
+  // Every thread exited, not yet reaped: nothing left to trace.
+  if (a.pid > 0 && !proc::pid_running(static_cast<uint32_t>(a.pid)))
+    return fail(
+        Status::Error(fmt::format("process {} has exited (zombie)", a.pid),
+                      ErrorKind::kUsage));
   if (Status st = check_bpf_environment(); !st.ok()) return fail(st);
 
   ResolveContext rctx;
@@ -556,6 +561,9 @@ int run_record(const RecordArgs& a) {
       // exit.
       if (seen_pids.insert(pid).second) symbolizer.snapshot(pid);
     }
+    // A new program in a process seen before: its mappings, while it runs.
+    if (std::holds_alternative<ExecEvent>(ev) && seen_pids.count(pid))
+      symbolizer.snapshot(pid);
     analyzer.consume(ev);
     barriers.consume(ev);
     if (has_input) inputs.consume(ev);
@@ -591,6 +599,15 @@ int run_record(const RecordArgs& a) {
                  input.c_str(), what.c_str());
   }
 
+  // The target lives while any of its processes does: the command, or -p's
+  // process even after its main thread exited, and what they forked.
+  auto target_alive = [&] {
+    bool command_runs = child && !child->exited();
+    if (command_runs) return true;
+    for (uint32_t tgid : (*tracer)->traced_processes())
+      if (proc::pid_running(tgid)) return true;
+    return false;
+  };
   Status run_status;
   std::string stop_reason;
   uint64_t last_alive_check = 0, last_stall_check = 0;
@@ -608,12 +625,9 @@ int run_record(const RecordArgs& a) {
     uint64_t now = monotonic_ns();
     if (now - last_alive_check >= 50'000'000) {
       last_alive_check = now;
-      if (child && child->exited()) {
-        stop_reason = "command exited";
-        break;
-      }
-      if (a.pid > 0 && !proc::pid_running(static_cast<uint32_t>(a.pid))) {
-        stop_reason = fmt::format("pid {} exited", a.pid);
+      if ((child || a.pid > 0) && !target_alive()) {
+        stop_reason = child ? std::string("command exited")
+                            : fmt::format("pid {} exited", a.pid);
         break;
       }
     }
@@ -647,11 +661,8 @@ int run_record(const RecordArgs& a) {
   // A loop stuck in a dispatch right now is the most important finding of
   // all: report spans still in flight on every thread we know of.
   for (const ThreadHistogram& h : hists) seen_threads.emplace(h.pid, h.tid);
-  pid_t target = child ? child->pid() : a.pid;
-  if (target > 0) {
-    for (uint32_t tid : proc::thread_ids(static_cast<uint32_t>(target)))
-      seen_threads.emplace(static_cast<uint32_t>(target), tid);
-  }
+  for (uint32_t tgid : (*tracer)->traced_processes())
+    for (uint32_t tid : proc::thread_ids(tgid)) seen_threads.emplace(tgid, tid);
   for (SpanEvent& ev : (*tracer)->read_in_flight(seen_threads, monotonic_ns()))
     sink(Event(std::move(ev)));
   tracer->reset();

@@ -233,7 +233,12 @@ struct Tracer::Impl {
     return 0;
   }
 
-  Status attach_probe(const ProbeDef& p, pid_t pid) {
+  // In every process: the kernel's per-process uprobe filter follows the
+  // memory of the task attached to, which a process loses when its main
+  // thread exits (its other threads would run on untraced), and it follows
+  // neither forks nor an exec from another thread. lt_tgids filters in BPF
+  // instead (span_tgid_filter).
+  Status attach_probe(const ProbeDef& p) {
     for (bool ret : {false, true}) {
       // Removals and enqueues are complete at entry: no return probe.
       if (ret &&
@@ -242,8 +247,8 @@ struct Tracer::Impl {
       LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = p.id, .retprobe = ret);
       bpf_program* prog =
           ret ? skel->progs.lt_span_return : skel->progs.lt_span_entry;
-      bpf_link* link = bpf_program__attach_uprobe_opts(
-          prog, pid, p.path.c_str(), p.file_offset, &uo);
+      bpf_link* link = bpf_program__attach_uprobe_opts(prog, -1, p.path.c_str(),
+                                                       p.file_offset, &uo);
       if (!link) {
         int err = errno;
         return Status::Errno(
@@ -268,6 +273,27 @@ struct Tracer::Impl {
         return Status::Error(fmt::format("unknown system call {}", call));
       cfg->sys_op[*nr] = static_cast<uint8_t>(*op | LT_IO_TRACED);
     }
+    return Status::Ok();
+  }
+
+  // Threads that exit or exec (their spans cut short) and processes that
+  // fork (children followed, spans in flight handed over); then the target,
+  // if any, joins the traced set: its forks are followed from the start.
+  Status attach_lifecycle(pid_t target) {
+    const std::pair<bpf_program*, const char*> hooks[] = {
+        {skel->progs.lt_exit, "sched_process_exit"},
+        {skel->progs.lt_exec, "sched_process_exec"},
+        {skel->progs.lt_fork, "sched_process_fork"}};
+    for (const auto& [prog, name] : hooks) {
+      bpf_link* l = bpf_program__attach(prog);
+      if (!l) return Status::Errno(fmt::format("attaching to {}", name), errno);
+      links.emplace_back(l);
+    }
+    if (target <= 0) return Status::Ok();
+    uint32_t tgid = static_cast<uint32_t>(target), one = 1;
+    if (bpf_map_update_elem(bpf_map__fd(skel->maps.lt_tgids), &tgid, &one,
+                            BPF_ANY) != 0)
+      return Status::Errno("filling lt_tgids", errno);
     return Status::Ok();
   }
 
@@ -489,7 +515,7 @@ Result<std::unique_ptr<Tracer>> Tracer::CreateWith(const TraceOptions& opts,
         "loader", "input entry programs: {}, {}", impl->input_hook,
         typed ? "typed loads (bpf_rdonly_cast)" : "bpf_probe_read_kernel");
   }
-  bpf_program__set_autoload(skel->progs.lt_fork, cfg.input_tgid_filter != 0);
+  cfg.span_tgid_filter = opts.pid > 0;
 
   err = looptrace_bpf::load(skel);
   if (err)
@@ -505,18 +531,13 @@ Result<std::unique_ptr<Tracer>> Tracer::CreateWith(const TraceOptions& opts,
   bpf_link* wk = bpf_program__attach(skel->progs.lt_sched_wakeup);
   if (!wk) return Status::Errno("attaching to sched_wakeup", errno);
   impl->links.emplace_back(wk);
+  LT_RETURN_IF_ERROR(impl->attach_lifecycle(opts.pid));
   if (cfg.input_on) {
     LT_RETURN_IF_ERROR(impl->fill_input_maps(in));
-    // Children first, so none forked meanwhile escapes the filter.
-    if (cfg.input_tgid_filter) {
-      bpf_link* fk = bpf_program__attach(skel->progs.lt_fork);
-      if (!fk) return Status::Errno("attaching to sched_process_fork", errno);
-      impl->links.emplace_back(fk);
-    }
     LT_RETURN_IF_ERROR(impl->attach_input(in));
   }
   for (const ProbeDef& p : opts.probes)
-    LT_RETURN_IF_ERROR(impl->attach_probe(p, opts.pid));
+    LT_RETURN_IF_ERROR(impl->attach_probe(p));
   if (opts.sample_hz) LT_RETURN_IF_ERROR(impl->attach_sampler(opts.sample_hz));
 
   impl->rb.reset(ring_buffer__new(bpf_map__fd(skel->maps.lt_events),
@@ -656,6 +677,24 @@ Tracer::Waiting Tracer::sync_waiting(uint32_t pid, uint64_t queue,
 }
 
 const std::string& Tracer::input_hook() const { return impl_->input_hook; }
+
+std::vector<uint32_t> Tracer::traced_processes() const {
+  bpf_map* map = impl_->skel->maps.lt_tgids;
+  int fd = bpf_map__fd(map);
+  // The kernel deletes entries meanwhile; a walk whose key was deleted
+  // starts over, so it is bounded and its keys deduplicated.
+  std::set<uint32_t> seen;
+  uint32_t key = 0, next = 0;
+  const void* prev = nullptr;
+  for (uint32_t n = 0; n < 2 * bpf_map__max_entries(map) &&
+                       bpf_map_get_next_key(fd, prev, &next) == 0;
+       ++n) {
+    seen.insert(next);
+    key = next;
+    prev = &key;
+  }
+  return {seen.begin(), seen.end()};
+}
 
 Counters Tracer::read_counters() const {
   Counters c;

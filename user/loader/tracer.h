@@ -64,7 +64,9 @@ std::optional<uint32_t> input_call_op(const std::string& name);
 
 struct TraceOptions {
   std::vector<ProbeDef> probes;  // resolved: path and file_offset set
-  pid_t pid = -1;                // -1: every process that maps the binary
+  // The target and what it forks from then on; -1: every process that maps
+  // the binary.
+  pid_t pid = -1;
   std::array<uint64_t, LT_ROLE_MAX> slow_ns{16'000'000, 16'000'000, 16'000'000};
   uint64_t sample_after_ns = 8'000'000;
   uint32_t sample_hz = 1000;  // 0: no stack sampling
@@ -107,6 +109,9 @@ class Tracer {
   // How input calls are probed, for the user: "raw syscall tracepoints",
   // "syscall tracepoints", "uprobes"; empty without input.
   const std::string& input_hook() const;
+  // With a target (-p, a command): it and the processes it forked, minus
+  // those whose last thread has exited (the kernel keeps this set).
+  std::vector<uint32_t> traced_processes() const;
 
   // Synchronous messages of (pid, queue) enqueued, due by now_ns and not yet
   // dispatched (from the enqueue probe's map); -1 without an enqueue probe.

@@ -108,7 +108,9 @@ Result<std::vector<MapEntry>> parse_maps(std::string_view text) {
 }
 
 Result<std::vector<MapEntry>> read_maps(uint32_t pid) {
-  std::string path = fmt::format("/proc/{}/maps", pid);
+  // A main thread that exited has no mm: its maps file is empty while the
+  // process runs on in its other threads.
+  std::string path = live_proc_dir(pid) + "/maps";
   Result<std::string> text = read_text_file(path);
   if (!text.ok()) return text.status();
   Result<std::vector<MapEntry>> maps = parse_maps(*text);

@@ -38,20 +38,39 @@ bool pid_exists(uint32_t pid) {
   return kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
 }
 
-bool pid_running(uint32_t pid) {
-  if (!pid_exists(pid)) return false;
-  // An exited process whose parent has not reaped it yet is a zombie: it
-  // still has a /proc entry and answers kill(0), but it has exited.
-  auto stat = read_text_file(fmt::format("/proc/{}/stat", pid));
-  if (!stat.ok()) return true;
+namespace {
+
+// A thread that exited keeps a /proc entry (and answers kill(0)) until it
+// is reaped, in state Z or X; a thread gone altogether has no stat.
+bool thread_running(uint32_t pid, uint32_t tid) {
+  auto stat = read_text_file(fmt::format("/proc/{}/task/{}/stat", pid, tid));
+  if (!stat.ok()) return false;
   size_t paren = stat->rfind(')');
-  if (paren == std::string::npos || paren + 2 >= stat->size()) return true;
+  if (paren == std::string::npos || paren + 2 >= stat->size()) return false;
   char state = (*stat)[paren + 2];
   return state != 'Z' && state != 'X';
 }
 
+}  // namespace
+
+uint32_t live_thread(uint32_t pid) {
+  if (!pid_exists(pid)) return 0;
+  if (thread_running(pid, pid)) return pid;  // the main thread, usually
+  for (uint32_t tid : thread_ids(pid))
+    if (tid != pid && thread_running(pid, tid)) return tid;
+  return 0;
+}
+
+bool pid_running(uint32_t pid) { return live_thread(pid) != 0; }
+
+std::string live_proc_dir(uint32_t pid) {
+  uint32_t tid = live_thread(pid);
+  if (tid == 0 || tid == pid) return fmt::format("/proc/{}", pid);
+  return fmt::format("/proc/{}/task/{}", pid, tid);
+}
+
 Result<std::string> exe_path(uint32_t pid) {
-  std::string link = fmt::format("/proc/{}/exe", pid);
+  std::string link = live_proc_dir(pid) + "/exe";
   char buf[PATH_MAX];
   ssize_t n = readlink(link.c_str(), buf, sizeof buf - 1);
   if (n < 0) return Status::Errno("readlink " + link, errno);

@@ -11,12 +11,21 @@ namespace looptrace::proc {
 
 // True while the pid exists (zombies included); pid 0 never does.
 bool pid_exists(uint32_t pid);
-// Exists and has not exited (a zombie has).
+// Some thread of the process has not exited. A process whose main thread
+// exited (a zombie leader) lives on while another thread runs; one whose
+// threads have all exited (a zombie, not yet reaped) has exited.
 bool pid_running(uint32_t pid);
+// A thread of the process that has not exited, the main thread if it has
+// not; 0 if none.
+uint32_t live_thread(uint32_t pid);
+// The /proc directory that shows the process as it is: /proc/PID, or
+// /proc/PID/task/TID of a live thread when the main thread has exited (its
+// maps are then empty and its root, exe and fd links unreadable).
+std::string live_proc_dir(uint32_t pid);
 // Thread ids of a process (/proc/PID/task); empty if it is gone.
 std::vector<uint32_t> thread_ids(uint32_t pid);
 
-// Target of /proc/PID/exe, without a " (deleted)" suffix.
+// Target of the process's exe link, without a " (deleted)" suffix.
 Result<std::string> exe_path(uint32_t pid);
 
 // The thread's name from /proc/PID/task/TID/comm (tid 0: the process's);

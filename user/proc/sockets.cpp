@@ -13,6 +13,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "proc/process.h"
+
 namespace looptrace::proc {
 namespace {
 
@@ -34,7 +36,7 @@ std::string read_link(const std::string& path) {
 }  // namespace
 
 Result<uint64_t> fd_socket_inode(uint32_t pid, int fd) {
-  std::string path = fmt::format("/proc/{}/fd/{}", pid, fd);
+  std::string path = fmt::format("{}/fd/{}", live_proc_dir(pid), fd);
   std::string link = read_link(path);
   if (link.empty())
     return Status::Error(fmt::format("pid {} has no fd {}", pid, fd),
@@ -49,7 +51,7 @@ Result<uint64_t> fd_socket_inode(uint32_t pid, int fd) {
 
 std::vector<uint64_t> socket_inodes(uint32_t pid) {
   std::vector<uint64_t> out;
-  std::string dir = fmt::format("/proc/{}/fd", pid);
+  std::string dir = live_proc_dir(pid) + "/fd";
   DIR* d = opendir(dir.c_str());
   if (!d) return out;
   while (dirent* de = readdir(d)) {

@@ -75,7 +75,9 @@ Result<std::string> resolve_binary(const std::string& binary,
         proc::find_mapped_library(static_cast<uint32_t>(ctx.pid), binary);
     if (mapped.ok()) {
       // Through the process's root, so a binary inside a container resolves.
-      std::string via_root = fmt::format("/proc/{}/root{}", ctx.pid, *mapped);
+      std::string via_root =
+          proc::live_proc_dir(static_cast<uint32_t>(ctx.pid)) + "/root" +
+          *mapped;
       if (access(via_root.c_str(), R_OK) == 0) return via_root;
       return mapped;
     }

@@ -27,6 +27,13 @@ json frames_json(uint32_t pid, const std::vector<uint64_t>& frames,
   return out;
 }
 
+// Why a span ended without returning: its thread exited or exec'd.
+json cut_short_json(const SpanEvent& e) {
+  if (e.flags & LT_SPAN_EXIT) return "exit";
+  if (e.flags & LT_SPAN_EXEC) return "exec";
+  return nullptr;
+}
+
 json span_json(const SlowSpan& s, const ReportContext& ctx,
                report::FrameNames& names) {
   const SpanEvent& e = s.span;
@@ -55,6 +62,7 @@ json span_json(const SlowSpan& s, const ReportContext& ctx,
       {"steal_ns", e.steal_ns},
       {"blocked_ns", e.blocked_ns()},
       {"in_flight", e.in_flight},
+      {"cut_short", cut_short_json(e)},
       {"target", target.text},
       {"keys", keys},
       {"depth", e.depth},
@@ -156,7 +164,10 @@ json to_json(const DispatchAnalysis& a, const ReportContext& ctx) {
       {"slow_deliveries", std::move(deliveries)},
       {"lost", std::move(lost)},
       {"totals",
-       {{"spans", total_spans}, {"samples", a.counters.bpf[LT_CNT_SAMPLES]}}},
+       {{"spans", total_spans},
+        {"samples", a.counters.bpf[LT_CNT_SAMPLES]},
+        {"span_records", a.span_records},
+        {"cut_short", a.cut_short}}},
   };
 }
 

@@ -276,6 +276,8 @@ void write_slow(std::ostream& os, const DispatchAnalysis& a,
         format_duration(e.duration_ns), e.pid, e.tid, e.comm);
     if (e.depth != 0) line += fmt::format("  depth {}", e.depth);
     if (e.in_flight) line += "  STILL RUNNING";
+    if (e.flags & LT_SPAN_EXIT) line += "  THREAD EXITED";
+    if (e.flags & LT_SPAN_EXEC) line += "  CUT BY EXEC";
     put(os, line);
     put(os, "    " + report::describe_target(e, ctx).text);
     // Where the wall time went: on a CPU, waiting for one, or blocked.

@@ -14,6 +14,9 @@ namespace {
 // Results are cheap to recompute; the cap only stops a long session that
 // sees many distinct addresses (garbage key pointers) from growing forever.
 constexpr size_t kMaxCachedResults = 1 << 20;
+// Mapping sets kept per pid: a process that execs again and again keeps the
+// programs of its last few.
+constexpr size_t kMaxMappingSets = 8;
 
 std::string file_key(const proc::MapEntry& m) {
   return m.inode ? fmt::format("{}:{}", m.dev, m.inode) : m.path;
@@ -29,12 +32,23 @@ bool ProcSymbolizer::read_maps(uint32_t pid) {
   }
   // A zombie's maps are empty; keep the last good snapshot instead.
   if (maps->empty()) return false;
-  std::vector<proc::MapEntry>& kept = maps_[pid];
-  kept = std::move(*maps);
-  std::sort(kept.begin(), kept.end(),
+  std::sort(maps->begin(), maps->end(),
             [](const proc::MapEntry& a, const proc::MapEntry& b) {
               return a.start < b.start;
             });
+  std::vector<Mappings>& sets = maps_[pid];
+  auto same = [](const proc::MapEntry& a, const proc::MapEntry& b) {
+    return a.start == b.start && a.end == b.end && a.pgoff == b.pgoff &&
+           a.inode == b.inode && a.path == b.path;
+  };
+  if (!sets.empty() && std::equal(maps->begin(), maps->end(),
+                                  sets.back().begin(), sets.back().end(), same))
+    return true;
+  // A library loaded since, or an exec, makes a new set; the old ones stay
+  // for the addresses recorded before (an exec'd program is gone from /proc,
+  // not from the stream).
+  if (sets.size() >= kMaxMappingSets) sets.erase(sets.begin());
+  sets.push_back(std::move(*maps));
   return true;
 }
 
@@ -42,7 +56,7 @@ void ProcSymbolizer::snapshot(uint32_t pid) {
   if (!read_maps(pid)) return;
   // Open every mapped file while /proc/PID/root and map_files still lead to
   // it: data mappings matter too (vtables live in read-only data).
-  for (const proc::MapEntry& m : maps_[pid])
+  for (const proc::MapEntry& m : maps_[pid].back())
     if (m.is_file()) elf_for(pid, m);
 }
 
@@ -56,13 +70,16 @@ const proc::MapEntry* ProcSymbolizer::find_mapping(uint32_t pid,
                                                    uint64_t addr) const {
   auto it = maps_.find(pid);
   if (it == maps_.end()) return nullptr;
-  const std::vector<proc::MapEntry>& maps = it->second;
-  auto next = std::upper_bound(
-      maps.begin(), maps.end(), addr,
-      [](uint64_t a, const proc::MapEntry& m) { return a < m.start; });
-  if (next == maps.begin()) return nullptr;
-  const proc::MapEntry& m = *std::prev(next);
-  return m.contains(addr) ? &m : nullptr;
+  for (auto set = it->second.rbegin(); set != it->second.rend(); ++set) {
+    const Mappings& maps = *set;
+    auto next = std::upper_bound(
+        maps.begin(), maps.end(), addr,
+        [](uint64_t a, const proc::MapEntry& m) { return a < m.start; });
+    if (next == maps.begin()) continue;
+    const proc::MapEntry& m = *std::prev(next);
+    if (m.contains(addr)) return &m;
+  }
+  return nullptr;
 }
 
 const elf::ElfFile* ProcSymbolizer::elf_for(uint32_t pid,
@@ -82,7 +99,7 @@ const elf::ElfFile* ProcSymbolizer::elf_for(uint32_t pid,
   };
   std::vector<Candidate> candidates;
   if (!m.deleted) {
-    candidates.push_back({fmt::format("/proc/{}/root{}", pid, m.path), false});
+    candidates.push_back({proc::live_proc_dir(pid) + "/root" + m.path, false});
     candidates.push_back({m.path, m.inode != 0});
   }
   candidates.push_back(

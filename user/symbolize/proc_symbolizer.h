@@ -52,8 +52,11 @@ class ProcSymbolizer : public Symbolizer {
   const elf::ElfFile* elf_for(uint32_t pid, const proc::MapEntry& map);
   Frame lookup(uint32_t pid, uint64_t addr);
 
-  // Sorted by start, as the kernel lists them.
-  std::unordered_map<uint32_t, std::vector<proc::MapEntry>> maps_;
+  // Per pid, every different set of mappings read, oldest first, each
+  // sorted by start: a process that execs keeps its old program's mappings
+  // for the addresses recorded before (the newest set is searched first).
+  using Mappings = std::vector<proc::MapEntry>;
+  std::unordered_map<uint32_t, std::vector<Mappings>> maps_;
   // Keyed by "dev:inode" (or the path for inode 0). nullptr remembers a
   // file that could not be opened as ELF (locale archives, fonts, ...).
   std::map<std::string, std::unique_ptr<elf::ElfFile>> files_;

@@ -116,6 +116,12 @@ bool decode_record(const void* data, size_t size, Event* out) {
       *out = std::move(ev);
       return true;
     }
+    case LT_REC_EXEC: {
+      lt_exec_rec r;
+      if (!read_rec(data, size, &r)) return false;
+      *out = ExecEvent{r.hdr.pid, r.hdr.tid, r.hdr.ts_ns};
+      return true;
+    }
     default:
       return false;
   }

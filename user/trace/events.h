@@ -39,6 +39,13 @@ struct SpanEvent {
   uint32_t flags = 0;  // LT_SPAN_*: LT_SPAN_INPUT consumed a raw-channel read
   // Still running when tracing stopped: duration_ns is its age then.
   bool in_flight = false;
+  // Cut short (LT_SPAN_EXIT / LT_SPAN_EXEC): the thread exited, was killed
+  // or exec'd inside the span; duration_ns runs to that moment.
+  bool cut_short() const {
+    return (flags & (LT_SPAN_EXIT | LT_SPAN_EXEC)) != 0;
+  }
+  // Never completed (in flight or cut short): reported if slow, not counted.
+  bool unfinished() const { return in_flight || cut_short(); }
 };
 
 // A user stack sampled while a span was running.
@@ -93,8 +100,15 @@ struct IoEvent {
   bool is_send() const { return (op & LT_IO_SEND) != 0; }
 };
 
-using Event =
-    std::variant<SpanEvent, SampleEvent, SpanDropEvent, PointEvent, IoEvent>;
+// A traced process exec'd another program: its mappings are new.
+struct ExecEvent {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint64_t ts_ns = 0;
+};
+
+using Event = std::variant<SpanEvent, SampleEvent, SpanDropEvent, PointEvent,
+                           IoEvent, ExecEvent>;
 
 // Read from the lt_hists map at the end of a run: every span of one thread
 // at one probe, fast and slow.

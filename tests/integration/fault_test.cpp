@@ -1,0 +1,597 @@
+// The fault matrix (issue 9): looptrace and its target under faults, each
+// checked against the reference app's own log. The tracer killed mid-run;
+// a target that exits, execs, forks, is killed inside a stall, loses its
+// main thread, runs 64 loop threads; a full ring buffer and a full
+// histogram table, where every span the app made is counted or counted as
+// lost, exactly.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "harness.h"
+
+namespace lt_test {
+namespace {
+
+constexpr const char* kDispatchSymbol =
+    "_ZN6refapp6Looper15dispatchMessageEPNS_7MessageE";
+constexpr int64_t kDurationToleranceNs = 500'000;  // as dispatch_test
+constexpr int64_t kMatchWindowNs = 2'000'000;
+
+uint64_t now_ns() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+void sleep_ms(int ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
+const nlohmann::json* summary_of(const std::vector<nlohmann::json>& log,
+                                 uint64_t pid) {
+  for (const auto& j : log)
+    if (j.value("event", "") == "summary" && j["pid"] == pid) return &j;
+  return nullptr;
+}
+
+// Completed dispatch spans looptrace counted for a process (its threads'
+// histograms and the spans it saw in the stream).
+uint64_t counted(const nlohmann::json& report, uint64_t pid) {
+  uint64_t n = 0;
+  for (const auto& t : report["threads"])
+    if (t["pid"] == pid && t["role"] == "dispatch")
+      n += t["count"].get<uint64_t>();
+  return n;
+}
+
+uint64_t counted_tid(const nlohmann::json& report, uint64_t tid) {
+  uint64_t n = 0;
+  for (const auto& t : report["threads"])
+    if (t["tid"] == tid && t["role"] == "dispatch")
+      n += t["count"].get<uint64_t>();
+  return n;
+}
+
+// The reported slow dispatch of `pid` starting within kMatchWindowNs of
+// start_ns.
+const nlohmann::json* slow_at(const nlohmann::json& report, uint64_t pid,
+                              uint64_t start_ns,
+                              int64_t window = kMatchWindowNs) {
+  for (const auto& s : report["slow_dispatches"])
+    if (s["pid"] == pid && std::llabs(diff(s["start_ns"], start_ns)) < window)
+      return &s;
+  return nullptr;
+}
+
+// The app's own stall line matched in the report: same thread, same
+// duration within the tolerance dispatch_test uses.
+void expect_stall_found(const nlohmann::json& report,
+                        const nlohmann::json& stall) {
+  const nlohmann::json* m =
+      slow_at(report, stall["pid"], stall["start_ns"].get<uint64_t>());
+  ASSERT_NE(m, nullptr) << "stall not reported: " << stall.dump() << "\n"
+                        << report["slow_dispatches"].dump();
+  EXPECT_EQ((*m)["tid"], stall["tid"]);
+  EXPECT_LE(std::llabs(diff((*m)["duration_ns"], stall["duration_ns"])),
+            kDurationToleranceNs)
+      << (*m).dump() << " vs " << stall.dump();
+  EXPECT_NE((*m)["target"].get<std::string>().find("refapp::StallHandler"),
+            std::string::npos)
+      << (*m)["target"];
+}
+
+std::vector<nlohmann::json> stalls_of(const std::vector<nlohmann::json>& log,
+                                      uint64_t pid) {
+  std::vector<nlohmann::json> out;
+  for (const auto& s : events(log, "stall"))
+    if (s["pid"] == pid) out.push_back(s);
+  return out;
+}
+
+// Waits until the app's log has a line with this event; the line or null.
+nlohmann::json wait_for_event(const std::string& log, const std::string& event,
+                              int timeout_ms) {
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream in(log);
+    std::string line;
+    while (std::getline(in, line)) {
+      nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+      if (!j.is_discarded() && j.value("event", "") == event) return j;
+    }
+    sleep_ms(20);
+  }
+  return nullptr;
+}
+
+class Fault : public ::testing::Test {
+ protected:
+  void SetUp() override { LT_REQUIRE_BPF(); }
+  std::vector<std::string> record(std::vector<std::string> extra) {
+    std::vector<std::string> cmd = {looptrace_bin(), "record"};
+    cmd.insert(cmd.end(), extra.begin(), extra.end());
+    return cmd;
+  }
+  TempDir dir_;
+};
+
+// ---- the tracer killed ------------------------------------------------------
+
+// "prog_id: N" / "link_id: N" in the fdinfo of a process's descriptors: the
+// BPF programs and links it holds (bpftool here cannot name owners).
+std::set<uint64_t> held_bpf_ids(pid_t pid, const std::string& field) {
+  std::set<uint64_t> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(
+           "/proc/" + std::to_string(pid) + "/fdinfo", ec)) {
+    std::ifstream in(e.path());
+    std::string line;
+    while (std::getline(in, line))
+      if (line.rfind(field + ":", 0) == 0)
+        out.insert(std::stoull(line.substr(field.size() + 1)));
+  }
+  return out;
+}
+
+// Ids of every BPF program or link loaded, from bpftool.
+std::set<uint64_t> loaded_bpf_ids(const std::string& kind) {
+  RunResult r = run({"bpftool", "-j", kind, "show"});
+  std::set<uint64_t> out;
+  nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+  if (j.is_discarded()) return out;
+  for (const auto& e : j) out.insert(e["id"].get<uint64_t>());
+  return out;
+}
+
+// The byte at `addr` in pid's memory: a uprobe is an int3 (0xcc) written
+// into the process's copy of the page, and gone when it is unregistered.
+int byte_at(pid_t pid, uint64_t addr) {
+  std::ifstream mem("/proc/" + std::to_string(pid) + "/mem", std::ios::binary);
+  mem.seekg(static_cast<std::streamoff>(addr));
+  char c = 0;
+  if (!mem.read(&c, 1)) return -1;
+  return static_cast<unsigned char>(c);
+}
+
+// Where refapp::Looper::dispatchMessage sits in pid: its file offset (nm,
+// readelf) through the mapping of the file that covers it.
+uint64_t dispatch_address(pid_t pid) {
+  uint64_t off = file_offset_of(refapp_bin(), kDispatchSymbol);
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.find(std::filesystem::path(refapp_bin()).filename().string()) ==
+        std::string::npos)
+      continue;
+    std::istringstream f(line);
+    std::string range, perms, pgoff;
+    f >> range >> perms >> pgoff;
+    uint64_t start = std::stoull(range.substr(0, range.find('-')), nullptr, 16);
+    uint64_t end = std::stoull(range.substr(range.find('-') + 1), nullptr, 16);
+    uint64_t po = std::stoull(pgoff, nullptr, 16);
+    if (off >= po && off < po + (end - start)) return start + (off - po);
+  }
+  return 0;
+}
+
+// Dispatches per CPU-second of the loop thread between two progress lines
+// of the app, for every 100 ms window inside [from, to); the median.
+double median_rate(const std::vector<nlohmann::json>& progress, uint64_t from,
+                   uint64_t to) {
+  std::vector<double> rates;
+  for (size_t i = 1; i < progress.size(); ++i) {
+    uint64_t a = progress[i - 1]["at_ns"], b = progress[i]["at_ns"];
+    if (a < from || b > to) continue;
+    double cpu = progress[i]["cpu_ns"].get<double>() -
+                 progress[i - 1]["cpu_ns"].get<double>();
+    double n = progress[i]["dispatches"].get<double>() -
+               progress[i - 1]["dispatches"].get<double>();
+    if (cpu > 10e6) rates.push_back(n / (cpu / 1e9));
+  }
+  if (rates.empty()) return 0;
+  std::sort(rates.begin(), rates.end());
+  return rates[rates.size() / 2];
+}
+
+// SIGKILL gives the tracer no chance to clean up: the kernel must. The
+// target runs on at its untraced speed, without breakpoints, and no
+// program or link of the tracer stays loaded.
+TEST_F(Fault, TracerKilledLeavesTargetUntouched) {
+  const std::string log = dir_.file("app.jsonl");
+  // Back-to-back tiny dispatches: a uprobe trap costs many times a
+  // dispatch, so its presence shows in the rate.
+  Process app({refapp_bin(), "--messages", "100000000", "--rate", "0",
+               "--duration", "9000", "--progress", "100", "--log", log},
+              dir_.file("app.out"), dir_.file("app.err"));
+  ASSERT_FALSE(wait_for_event(log, "start", 10000).is_null());
+  const uint64_t addr = dispatch_address(app.pid());
+  ASSERT_NE(addr, 0u);
+  const int original = byte_at(app.pid(), addr);
+  ASSERT_EQ(original, 0x55) << "dispatchMessage starts with push %rbp";
+  sleep_ms(1200);
+  const uint64_t untraced_end = now_ns();
+
+  Process tracer(record({"--profile", "refapp", "-p", std::to_string(app.pid()),
+                         "--json", dir_.file("r.json")}),
+                 dir_.file("lt.out"), dir_.file("lt.err"));
+  ASSERT_TRUE(wait_for_text(dir_.file("lt.err"), "tracing", 20000))
+      << read_file(dir_.file("lt.err"));
+  const uint64_t traced_start = now_ns();
+  EXPECT_EQ(byte_at(app.pid(), addr), 0xcc) << "a uprobe is an int3";
+  std::set<uint64_t> progs = held_bpf_ids(tracer.pid(), "prog_id");
+  std::set<uint64_t> links = held_bpf_ids(tracer.pid(), "link_id");
+  EXPECT_FALSE(progs.empty());
+  EXPECT_FALSE(links.empty());
+  sleep_ms(1200);
+  const uint64_t traced_end = now_ns();
+  tracer.signal(SIGKILL);
+  EXPECT_EQ(tracer.wait(5000), 128 + SIGKILL);
+
+  // The kernel tears down what the dead tracer held: at most a moment.
+  bool clean = false;
+  for (int i = 0; i < 100 && !clean; ++i) {
+    std::set<uint64_t> loaded = loaded_bpf_ids("prog");
+    std::set<uint64_t> loaded_links = loaded_bpf_ids("link");
+    clean = byte_at(app.pid(), addr) == original;
+    for (uint64_t id : progs) clean = clean && !loaded.count(id);
+    for (uint64_t id : links) clean = clean && !loaded_links.count(id);
+    if (!clean) sleep_ms(30);
+  }
+  EXPECT_EQ(byte_at(app.pid(), addr), original) << "breakpoint left behind";
+  std::set<uint64_t> loaded = loaded_bpf_ids("prog");
+  for (uint64_t id : progs) EXPECT_FALSE(loaded.count(id)) << "prog " << id;
+  std::set<uint64_t> loaded_links = loaded_bpf_ids("link");
+  for (uint64_t id : links)
+    EXPECT_FALSE(loaded_links.count(id)) << "link " << id;
+  const uint64_t after_start = now_ns();
+  sleep_ms(1200);
+  app.signal(SIGTERM);
+  ASSERT_EQ(app.wait(10000), 0);
+
+  auto progress = events(read_jsonl(log), "progress");
+  double untraced = median_rate(progress, 0, untraced_end);
+  double traced = median_rate(progress, traced_start, traced_end);
+  double after = median_rate(progress, after_start, UINT64_MAX);
+  ASSERT_GT(untraced, 0);
+  // Rates per CPU-second of the loop thread, so that other work on the
+  // machine does not move them. Tracing must have slowed the loop (else
+  // this test could not tell a leftover probe), and the rate after the
+  // kill is the untraced one within 25% (cache and frequency effects).
+  EXPECT_LT(traced, 0.5 * untraced)
+      << "traced " << traced << "/s vs untraced " << untraced << "/s";
+  EXPECT_GT(after, 0.75 * untraced)
+      << "after the kill " << after << "/s vs untraced " << untraced << "/s";
+}
+
+// ---- the target exits, is killed, loses its main thread ---------------------
+
+// A command that runs to its end: every dispatch of every thread counted,
+// its stall found, and looptrace stops with it.
+TEST_F(Fault, TargetExitsNormally) {
+  const std::string log = dir_.file("app.jsonl");
+  RunResult r =
+      run(record({"--profile", "refapp", "--json", dir_.file("r.json"), "--",
+                  refapp_bin(), "--messages", "300", "--threads", "3", "--rate",
+                  "1000", "--stall", "busy:30@100:1", "--log", log}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("stopped: command exited"), std::string::npos) << r.err;
+  auto truth = read_jsonl(log);
+  nlohmann::json report = read_json(dir_.file("r.json"));
+  ASSERT_EQ(events(truth, "summary").size(), 1u);
+  for (const auto& t : events(truth, "summary")[0]["threads"])
+    EXPECT_EQ(counted_tid(report, t["tid"]), t["dispatches"]) << t.dump();
+  auto stalls = events(truth, "stall");
+  ASSERT_EQ(stalls.size(), 1u);
+  expect_stall_found(report, stalls[0]);
+}
+
+// An app killed for hanging (issue 9 item 4): the dispatch it was stuck in
+// is reported, cut short by the exit, with its age, CPU and stack.
+TEST_F(Fault, KilledInsideAStallIsReported) {
+  const std::string log = dir_.file("app.jsonl");
+  const std::string json = dir_.file("r.json");
+  Process app(
+      {refapp_bin(), "--rate", "500", "--duration", "20000", "--start-delay",
+       "1500", "--stall", "busy:3000@500", "--log", log},
+      dir_.file("app.out"), dir_.file("app.err"));
+  ASSERT_TRUE(wait_for_text(dir_.file("app.err"), "ready pid=", 10000));
+  Process tracer(record({"--profile", "refapp", "-p", std::to_string(app.pid()),
+                         "--json", json}),
+                 dir_.file("lt.out"), dir_.file("lt.err"));
+  ASSERT_TRUE(wait_for_text(dir_.file("lt.err"), "tracing", 20000));
+  nlohmann::json start = wait_for_event(log, "start", 10000);
+  ASSERT_FALSE(start.is_null());
+  const uint64_t due = start["stalls"][0]["when_ns"];
+  ASSERT_LT(now_ns(), due) << "attaching took longer than the start delay";
+  // One second into the 3 s stall.
+  while (now_ns() < due + 1'000'000'000) sleep_ms(10);
+  const uint64_t killed_at = now_ns();
+  app.signal(SIGKILL);
+  EXPECT_EQ(app.wait(5000), 128 + SIGKILL);
+  ASSERT_EQ(tracer.wait(15000), 0) << read_file(dir_.file("lt.err"));
+  EXPECT_NE(read_file(dir_.file("lt.err"))
+                .find("pid " + std::to_string(app.pid()) + " exited"),
+            std::string::npos);
+  EXPECT_NE(read_file(dir_.file("lt.out")).find("THREAD EXITED"),
+            std::string::npos)
+      << read_file(dir_.file("lt.out"));
+
+  nlohmann::json report = read_json(json);
+  // The stall dispatch starts when due, give or take the background
+  // dispatch before it (2 ms at most) and scheduling on a busy machine.
+  const nlohmann::json* m =
+      slow_at(report, app.pid(), due + 25'000'000, 25'000'000);
+  ASSERT_NE(m, nullptr) << report["slow_dispatches"].dump();
+  EXPECT_GE((*m)["start_ns"].get<uint64_t>(), due);
+  EXPECT_EQ((*m)["cut_short"], "exit");
+  EXPECT_FALSE((*m)["in_flight"].get<bool>());
+  EXPECT_NE((*m)["target"].get<std::string>().find("refapp::StallHandler"),
+            std::string::npos);
+  // It lasted until the kill: SIGKILL reaches a spinning thread within a
+  // scheduler tick or two.
+  uint64_t end =
+      (*m)["start_ns"].get<uint64_t>() + (*m)["duration_ns"].get<uint64_t>();
+  EXPECT_GE(end, killed_at);
+  EXPECT_LT(end, killed_at + 50'000'000);
+  // A spinning thread: on a CPU or waiting for one, never blocked.
+  EXPECT_LT((*m)["blocked_ns"].get<uint64_t>(), 5'000'000u) << m->dump();
+  EXPECT_GT((*m)["samples"].get<uint64_t>(), 0u);
+  bool busy = false;
+  for (const auto& f : (*m)["stack"])
+    busy = busy ||
+           f.get<std::string>().find("refapp::busyStall") != std::string::npos;
+  EXPECT_TRUE(busy) << (*m)["stack"].dump();
+  EXPECT_EQ(report["totals"]["cut_short"], 1);
+}
+
+// A main thread that exits while the loops run on (issue 9 item 6), under a
+// command: every dispatch counted, the stall after the exit found.
+TEST_F(Fault, MainThreadExitsUnderCommand) {
+  const std::string log = dir_.file("app.jsonl");
+  RunResult r = run(record({"--profile", "refapp", "--json",
+                            dir_.file("r.json"), "--", refapp_bin(), "--rate",
+                            "500", "--duration", "1500", "--main-exit-at",
+                            "300", "--stall", "busy:100@800", "--log", log}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto truth = read_jsonl(log);
+  ASSERT_EQ(events(truth, "main_exit").size(), 1u);
+  const nlohmann::json* summary = summary_of(truth, truth[0]["pid"]);
+  ASSERT_NE(summary, nullptr);
+  nlohmann::json report = read_json(dir_.file("r.json"));
+  EXPECT_EQ(counted(report, (*summary)["pid"]), (*summary)["dispatches"]);
+  auto stalls = events(truth, "stall");
+  ASSERT_EQ(stalls.size(), 1u);
+  expect_stall_found(report, stalls[0]);
+}
+
+// The same with -p: tracing runs on after the main thread's exit until the
+// last thread exits, and counts every dispatch of the run.
+TEST_F(Fault, MainThreadExitsWhileAttached) {
+  const std::string log = dir_.file("app.jsonl");
+  const std::string json = dir_.file("r.json");
+  Process app({refapp_bin(), "--rate", "500", "--duration", "1500",
+               "--start-delay", "2000", "--main-exit-at", "300", "--stall",
+               "busy:100@800", "--log", log},
+              dir_.file("app.out"), dir_.file("app.err"));
+  ASSERT_TRUE(wait_for_text(dir_.file("app.err"), "ready pid=", 10000));
+  Process tracer(record({"--profile", "refapp", "-p", std::to_string(app.pid()),
+                         "--json", json}),
+                 dir_.file("lt.out"), dir_.file("lt.err"));
+  ASSERT_TRUE(wait_for_text(dir_.file("lt.err"), "tracing", 20000));
+  const uint64_t attached = now_ns();
+  EXPECT_EQ(app.wait(15000), 0);
+  ASSERT_EQ(tracer.wait(15000), 0) << read_file(dir_.file("lt.err"));
+  auto truth = read_jsonl(log);
+  ASSERT_LT(attached, truth[0]["t0_ns"].get<uint64_t>())
+      << "attaching took longer than the start delay";
+  const nlohmann::json* summary = summary_of(truth, app.pid());
+  ASSERT_NE(summary, nullptr);
+  nlohmann::json report = read_json(json);
+  EXPECT_EQ(counted(report, app.pid()), (*summary)["dispatches"]);
+  auto stalls = events(truth, "stall");
+  ASSERT_EQ(stalls.size(), 1u);
+  expect_stall_found(report, stalls[0]);
+}
+
+// -p of a process whose main thread already exited: its binary is found
+// through a live thread, and the process is traced until it ends.
+TEST_F(Fault, AttachAfterTheMainThreadExited) {
+  const std::string log = dir_.file("app.jsonl");
+  const std::string json = dir_.file("r.json");
+  Process app({refapp_bin(), "--rate", "500", "--duration", "3500",
+               "--main-exit-at", "0", "--stall", "busy:80@2500", "--log", log},
+              dir_.file("app.out"), dir_.file("app.err"));
+  ASSERT_FALSE(wait_for_event(log, "main_exit", 10000).is_null());
+  RunResult r = run(record({"--profile", "refapp", "-p",
+                            std::to_string(app.pid()), "--json", json}),
+                    20000);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(app.wait(5000), 0);
+  auto stalls = events(read_jsonl(log), "stall");
+  ASSERT_EQ(stalls.size(), 1u);
+  expect_stall_found(read_json(json), stalls[0]);
+}
+
+// A process that has exited but is not reaped has nothing left to trace.
+TEST_F(Fault, ZombiePidIsRefused) {
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  ASSERT_GT(child, 0);
+  // Not reaped yet: a zombie until waitpid below.
+  for (int i = 0; i < 100; ++i) {
+    std::string stat = read_file("/proc/" + std::to_string(child) + "/stat");
+    if (stat.find(") Z") != std::string::npos) break;
+    sleep_ms(10);
+  }
+  RunResult r = run(
+      record({"--profile", "refapp", "-p", std::to_string(child), "-d", "1s"}));
+  waitpid(child, nullptr, 0);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("looptrace: error: process " + std::to_string(child) +
+                       " has exited (zombie)"),
+            std::string::npos)
+      << r.err;
+}
+
+// ---- exec, fork, many threads -----------------------------------------------
+
+// A command that execs another program (here: refapp again) once its run
+// is over: both programs' dispatches are counted under the one pid, and
+// each program's stall is found with its own handler's name.
+TEST_F(Fault, TargetExecs) {
+  const std::string log1 = dir_.file("first.jsonl");
+  const std::string log2 = dir_.file("second.jsonl");
+  RunResult r = run(
+      record({"--profile",  "refapp",       "--json",     dir_.file("r.json"),
+              "--",         refapp_bin(),   "--rate",     "500",
+              "--duration", "1000",         "--stall",    "busy:60@200",
+              "--log",      log1,           "--",         refapp_bin(),
+              "--rate",     "300",          "--duration", "800",
+              "--stall",    "sleep:70@400", "--log",      log2}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto first = read_jsonl(log1);
+  auto second = read_jsonl(log2);
+  ASSERT_EQ(events(first, "exec").size(), 1u);
+  const uint64_t pid = first[0]["pid"];
+  const nlohmann::json* s1 = summary_of(first, pid);
+  const nlohmann::json* s2 = summary_of(second, pid);
+  ASSERT_NE(s1, nullptr);
+  ASSERT_NE(s2, nullptr) << "the exec'd program keeps the pid";
+  nlohmann::json report = read_json(dir_.file("r.json"));
+  EXPECT_EQ(counted(report, pid), (*s1)["dispatches"].get<uint64_t>() +
+                                      (*s2)["dispatches"].get<uint64_t>());
+  for (const auto* log : {&first, &second}) {
+    auto stalls = events(*log, "stall");
+    ASSERT_EQ(stalls.size(), 1u);
+    expect_stall_found(report, stalls[0]);
+  }
+  EXPECT_EQ(report["lost"]["unmatched_returns"], 0);
+}
+
+// A dispatch that forks: the child keeps looping on its copy of the queue.
+// Both processes are traced (children follow, as perf record -- COMMAND),
+// each dispatch counted in its own process, the fork's own dispatch
+// returning in both; looptrace waits for the child too.
+TEST_F(Fault, TargetForksAndTheChildKeepsLooping) {
+  const std::string log = dir_.file("app.jsonl");
+  RunResult r = run(
+      record({"--profile", "refapp", "--json", dir_.file("r.json"), "--",
+              refapp_bin(), "--rate", "500", "--duration", "1500", "--fork-at",
+              "500", "--stall", "busy:60@1000", "--log", log}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto truth = read_jsonl(log);
+  auto forks = events(truth, "fork");
+  ASSERT_EQ(forks.size(), 1u);
+  const uint64_t parent = forks[0]["pid"], child = forks[0]["child_pid"];
+  const nlohmann::json* ps = summary_of(truth, parent);
+  const nlohmann::json* cs = summary_of(truth, child);
+  ASSERT_NE(ps, nullptr);
+  ASSERT_NE(cs, nullptr) << "the child logs its own summary";
+  nlohmann::json report = read_json(dir_.file("r.json"));
+  EXPECT_EQ(counted(report, parent), (*ps)["dispatches"]);
+  EXPECT_EQ(counted(report, child), (*cs)["dispatches"]);
+  EXPECT_EQ(report["lost"]["unmatched_returns"], 0);
+  auto parent_stalls = stalls_of(truth, parent);
+  auto child_stalls = stalls_of(truth, child);
+  ASSERT_EQ(parent_stalls.size(), 1u);
+  ASSERT_EQ(child_stalls.size(), 1u);
+  expect_stall_found(report, parent_stalls[0]);
+  expect_stall_found(report, child_stalls[0]);
+}
+
+// 64 loop threads: each thread's dispatches counted exactly, under its own
+// tid.
+TEST_F(Fault, SixtyFourLoopThreads) {
+  const std::string log = dir_.file("app.jsonl");
+  RunResult r =
+      run(record({"--profile", "refapp", "--json", dir_.file("r.json"), "--",
+                  refapp_bin(), "--threads", "64", "--messages", "100",
+                  "--rate", "500", "--stall", "busy:40@100:63", "--log", log}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto truth = read_jsonl(log);
+  ASSERT_EQ(events(truth, "summary").size(), 1u);
+  nlohmann::json report = read_json(dir_.file("r.json"));
+  const nlohmann::json threads = events(truth, "summary")[0]["threads"];
+  ASSERT_EQ(threads.size(), 64u);
+  for (const auto& t : threads)
+    EXPECT_EQ(counted_tid(report, t["tid"]), t["dispatches"]) << t.dump();
+  auto stalls = events(truth, "stall");
+  ASSERT_EQ(stalls.size(), 1u);
+  EXPECT_EQ(stalls[0]["tid"], threads[63]["tid"]);
+  expect_stall_found(report, stalls[0]);
+  for (const auto& [k, v] : report["lost"].items()) EXPECT_EQ(v, 0) << k;
+}
+
+// ---- full ring buffer, full histogram table ---------------------------------
+
+// A 4 KB ring buffer and every span recorded: records are lost, and each
+// lost one is counted. The histograms still count every dispatch; the
+// records that arrived plus the ones counted lost are every dispatch too.
+TEST_F(Fault, FullRingBufferLosesOnlyWhatItCounts) {
+  const std::string log = dir_.file("app.jsonl");
+  RunResult r = run(
+      record({"--dispatch", std::string("refapp:") + kDispatchSymbol,
+              "--record-all", "--ringbuf-size", "4K", "--sample-freq", "0",
+              "--json", dir_.file("r.json"), "--", refapp_bin(), "--threads",
+              "2", "--messages", "50000", "--rate", "0", "--log", log}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto truth = read_jsonl(log);
+  const nlohmann::json* s = summary_of(truth, truth[0]["pid"]);
+  ASSERT_NE(s, nullptr);
+  const uint64_t made = (*s)["dispatches"];
+  ASSERT_EQ(made, 100000u);
+  nlohmann::json report = read_json(dir_.file("r.json"));
+  const uint64_t lost = report["lost"]["ringbuf_full"];
+  EXPECT_GT(lost, 0u) << "the buffer must overflow for this test to mean "
+                         "anything";
+  EXPECT_EQ(counted(report, (*s)["pid"]), made);
+  EXPECT_EQ(report["totals"]["span_records"].get<uint64_t>() + lost, made);
+}
+
+// A histogram table for 4 threads and 16 loop threads: spans of the threads
+// without a slot are counted from their records when slow and as lost
+// otherwise, each exactly once; a slow one is still reported; the report
+// says how to fix it.
+TEST_F(Fault, FullHistogramTableLosesOnlyWhatItCounts) {
+  const std::string log = dir_.file("app.jsonl");
+  RunResult r = run(
+      record({"--dispatch", std::string("refapp:") + kDispatchSymbol,
+              "--max-threads", "4", "--json", dir_.file("r.json"), "--",
+              refapp_bin(), "--threads", "16", "--messages", "300", "--rate",
+              "1000", "--stall", "busy:40@150:15", "--log", log}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("(raise --max-threads)"), std::string::npos) << r.out;
+  auto truth = read_jsonl(log);
+  const nlohmann::json* s = summary_of(truth, truth[0]["pid"]);
+  ASSERT_NE(s, nullptr);
+  nlohmann::json report = read_json(dir_.file("r.json"));
+  const uint64_t lost = report["lost"]["hist_full"];
+  EXPECT_GT(lost, 0u);
+  EXPECT_EQ(counted(report, (*s)["pid"]) + lost,
+            (*s)["dispatches"].get<uint64_t>());
+  auto stalls = events(truth, "stall");
+  ASSERT_EQ(stalls.size(), 1u);
+  const nlohmann::json* m =
+      slow_at(report, stalls[0]["pid"], stalls[0]["start_ns"]);
+  ASSERT_NE(m, nullptr) << "a slot-less thread's slow span is still reported";
+  EXPECT_EQ((*m)["tid"], stalls[0]["tid"]);
+}
+
+}  // namespace
+}  // namespace lt_test
