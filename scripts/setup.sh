@@ -7,7 +7,7 @@ packages=(
   build-essential cmake pkg-config git
   clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev
   libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev
-  linux-perf bpftrace binutils procps time
+  linux-perf bpftrace binutils procps time util-linux jq bc
   python3-gi gir1.2-glib-2.0 clang-format
 )
 
