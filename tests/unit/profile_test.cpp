@@ -210,6 +210,13 @@ TEST(ProfileTypes, SyntaxErrorSaysWhere) {
       "{\"probes\": [\n  {\"binary\": \"a\" \"symbol\": 1}]}", "p.json");
   expect_one_line_usage(p, "p.json: not valid JSON at line 2");
   expect_one_line_usage(parse_profile(" \n", "p.json"), "empty file");
+  // Found by fuzz_profile: a number past a double's range is not a syntax
+  // error to the parser but its own exception (out_of_range.406).
+  expect_one_line_usage(
+      parse_profile(R"({"probes": [{"binary": "a", "symbol": "f",
+                                    "async_mask": 77E777777}]})",
+                    "p.json"),
+      "p.json: not valid JSON: number overflow parsing '77E777777'");
 }
 
 // A temporary directory removed with its files.

@@ -371,6 +371,14 @@ Result<Profile> parse_profile(std::string_view text,
         origin, fmt::format("not valid JSON at {}{}",
                             text_position(text, e.byte ? e.byte - 1 : 0),
                             syntax_detail(e.what())));
+  } catch (const Json::exception& e) {
+    // Valid syntax the parser still cannot hold: a number past a double's
+    // range ("1e999") is out_of_range.406.
+    std::string_view what(e.what());
+    if (size_t end = what.find("] "); end != std::string_view::npos)
+      what.remove_prefix(end + 2);
+    return profile_error(
+        origin, fmt::format("not valid JSON: {}", log::printable(what, 120)));
   }
   return ProfileReader(origin).profile(j);
 }
