@@ -203,6 +203,14 @@ TEST(ProfileTypes, MoreProbesThanTheKernelTableHolds) {
   json += "]}";
   expect_one_line_usage(parse_profile(json, "p.json"),
                         "probes: 200 probes; at most 32 can be attached");
+  // Input roles are socket-call probes: no entry in the table.
+  std::string input = R"({"probes": [)";
+  for (int i = 0; i < 40; ++i)
+    input += std::string(i ? "," : "") +
+             R"({"role": "input.recv", "binary": "a", "symbol": "f"})";
+  input += "]}";
+  auto p = parse_profile(input, "p.json");
+  EXPECT_TRUE(p.ok()) << p.status().message();
 }
 
 TEST(ProfileTypes, SyntaxErrorSaysWhere) {

@@ -308,18 +308,22 @@ class ProfileReader {
                                  : fmt::format("expected a non-empty array, "
                                                "got {}",
                                                it->type_name()));
-    // More than the kernel's probe table holds can never be attached; a
-    // glob can only add more.
-    if (it->size() > LT_MAX_PROBES)
-      return error("probes",
-                   fmt::format("{} probes; at most {} can be attached in one "
-                               "run",
-                               it->size(), LT_MAX_PROBES));
     for (size_t i = 0; i < it->size(); ++i) {
       auto def = probe((*it)[i], at("probes", i));
       if (!def.ok()) return def.status();
       p.probes.push_back(std::move(*def));
     }
+    // More than the kernel's probe table holds can never be attached (a
+    // glob can only add more); input roles take no entry in it.
+    auto spans =
+        std::count_if(p.probes.begin(), p.probes.end(), [](const ProbeDef& d) {
+          return d.role != LT_ROLE_INPUT_RECV && d.role != LT_ROLE_INPUT_SEND;
+        });
+    if (spans > LT_MAX_PROBES)
+      return error("probes",
+                   fmt::format("{} probes; at most {} can be attached in one "
+                               "run",
+                               spans, LT_MAX_PROBES));
     return p;
   }
 
