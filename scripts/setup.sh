@@ -9,6 +9,7 @@ packages=(
   libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev
   linux-perf bpftrace binutils procps time util-linux jq bc
   python3-gi gir1.2-glib-2.0 clang-format
+  libclang-rt-14-dev # libFuzzer and the sanitizer runtimes for clang 14
 )
 
 missing=()

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test: unit tests, the privileged BPF
-# integration tests, then the unit tests again under ASan + UBSan.
+# integration tests, the unit tests again under ASan + UBSan, then each
+# fuzzer on its corpus for a short time (docs/fuzzing.md; about 2 minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -9,3 +10,5 @@ ctest --test-dir build --output-on-failure "$@"
 BUILD_DIR=build-asan BUILD_TYPE=Debug TARGET=looptrace_unit_tests \
   scripts/build.sh -DLOOPTRACE_SANITIZE=ON
 ctest --test-dir build-asan --output-on-failure -L unit
+scripts/fuzz.sh build
+ctest --test-dir build-fuzz --output-on-failure -L fuzz

@@ -511,3 +511,73 @@ TEST(ElfResolveSymbols, GlobNamesEveryMatch) {
 
 }  // namespace
 }  // namespace looptrace::elf
+
+namespace looptrace::elf {
+namespace {
+
+// The first `n` bytes of `src` in a temporary file, removed afterwards.
+class TruncatedCopy {
+ public:
+  TruncatedCopy(const std::string& src, size_t n)
+      : path_(std::filesystem::temp_directory_path() /
+              ("lt_trunc_" + std::to_string(getpid()) + "_" +
+               std::to_string(n))) {
+    std::ifstream in(src, std::ios::binary);
+    std::string bytes(n, '\0');
+    in.read(bytes.data(), static_cast<std::streamsize>(n));
+    std::ofstream(path_, std::ios::binary)
+        .write(bytes.data(), static_cast<std::streamsize>(n));
+  }
+  ~TruncatedCopy() { std::filesystem::remove(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// A file cut short (a failed copy, a full disk) lost its section headers,
+// which sit at its end: it was called "stripped".
+TEST(ElfTruncated, IsCalledTruncatedNotStripped) {
+  const auto size = static_cast<size_t>(std::filesystem::file_size(kPie));
+  for (size_t n : {size_t{100}, size_t{1000}, size / 2, size - 1}) {
+    TruncatedCopy copy(kPie, n);
+    Result<ElfFile> f = ElfFile::Open(copy.path());
+    ASSERT_FALSE(f.ok()) << n;
+    EXPECT_NE(f.status().message().find("truncated ELF file"),
+              std::string::npos)
+        << f.status().message();
+    EXPECT_NE(f.status().message().find("the file has " + std::to_string(n)),
+              std::string::npos)
+        << f.status().message();
+    EXPECT_EQ(f.status().kind(), ErrorKind::kUsage);
+    Result<SymbolMatch> m = resolve_symbol(copy.path(), "lt_plain_function");
+    ASSERT_FALSE(m.ok());
+    EXPECT_EQ(m.status().message().find("stripped"), std::string::npos)
+        << m.status().message();
+  }
+  // The whole file still opens.
+  EXPECT_TRUE(ElfFile::Open(kPie).ok());
+}
+
+TEST(ElfResolveTest, NulInAPatternIsRefusedEscaped) {
+  Result<SymbolMatch> m =
+      resolve_symbol(kPie, std::string("lt_plain_function\0x", 19));
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().message(),
+            "symbol 'lt_plain_function\\0x' contains a NUL byte");
+  auto g = resolve_symbols(kPie, std::string("lt_*\0x", 6), 32);
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("contains a NUL byte"),
+            std::string::npos);
+}
+
+TEST(ElfResolveSymbols, OneMatchIsSingular) {
+  auto capped = resolve_symbols(kPie, "lt_plain_func*", 0);
+  ASSERT_FALSE(capped.ok());
+  EXPECT_NE(capped.status().message().find("matches 1 function in"),
+            std::string::npos)
+      << capped.status().message();
+}
+
+}  // namespace
+}  // namespace looptrace::elf

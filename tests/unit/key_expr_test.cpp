@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
 
 namespace looptrace {
 namespace {
@@ -89,6 +90,65 @@ TEST(KeyDef, NameExprFormat) {
   EXPECT_EQ(r->spec.size, 4);
   EXPECT_FALSE(parse_key_def("=arg1").ok());
   EXPECT_FALSE(parse_key_def("x=arg1:float").ok());
+}
+
+}  // namespace
+}  // namespace looptrace
+
+namespace looptrace {
+namespace {
+
+// 30000 nested '*' or parentheses overflowed the stack (a segfault); the
+// depth is bounded with a clear error and a message of bounded length.
+TEST(KeyExpr, DeepNestingIsRefused) {
+  const std::string stars = std::string(30000, '*') + "arg1";
+  const std::string parens =
+      std::string(30000, '(') + "arg1" + std::string(30000, ')');
+  const std::string derefs = [] {
+    std::string s = "arg1";
+    for (int i = 0; i < 30000; ++i) s = "*(" + s + ")";
+    return s;
+  }();
+  for (const std::string& e : {stars, parens, derefs}) {
+    auto r = parse_key_expr(e);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().kind(), ErrorKind::kUsage);
+    EXPECT_NE(r.status().message().find("nested deeper than"),
+              std::string::npos)
+        << r.status().message();
+    EXPECT_LT(r.status().message().size(), 200u);
+    auto d = parse_key_def("x=" + e);
+    ASSERT_FALSE(d.ok());
+    EXPECT_NE(d.status().message().find("nested deeper than"),
+              std::string::npos);
+  }
+  // Redundant parentheses within the bound still parse.
+  auto ok = parse_key_expr("((((*((((arg1+8))))))))");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->off[0], 8);
+}
+
+// Offsets are __s32 fields of lt_key_spec: a sum outside that range is an
+// error, never a wrapped value ("*((arg0+0x7fffffff)+0x7fffffff)" read at
+// offset -2).
+TEST(KeyExpr, OffsetsAreRangeCheckedAgainstTheAbiField) {
+  static_assert(sizeof(lt_key_spec::off[0]) == 4);
+  static_assert(sizeof(lt_key_spec::add) == 4);
+  for (const char* e :
+       {"*((arg0+0x7fffffff)+0x7fffffff)", "*((arg0+0x7fffffff)+1)",
+        "((arg0-0x7fffffff)-0x7fffffff)", "*(arg0+0x80000000)",
+        "arg0+99999999999999999999999", "*(arg1+0x1ffffffffffffffffff)"}) {
+    auto r = parse_key_expr(e);
+    ASSERT_FALSE(r.ok()) << e << " parsed, off[0]=" << r->off[0];
+    EXPECT_NE(r.status().message().find("out of range"), std::string::npos)
+        << e << ": " << r.status().message();
+  }
+  auto max = parse_key_expr("*((arg0+0x7ffffff0)+0xf)");
+  ASSERT_TRUE(max.ok()) << max.status().message();
+  EXPECT_EQ(max->off[0], 0x7fffffff);
+  auto min = parse_key_expr("(arg0-0x7fffffff)");
+  ASSERT_TRUE(min.ok()) << min.status().message();
+  EXPECT_EQ(min->add, -0x7fffffff);
 }
 
 }  // namespace

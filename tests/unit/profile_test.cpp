@@ -2,7 +2,11 @@
 #include "profiles/profile.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace looptrace {
@@ -51,6 +55,228 @@ TEST(Profile, BadRoleAndBadBufferAreOneLineErrors) {
   EXPECT_NE(bad_buffer.status().message().find("msghdr"), std::string::npos)
       << bad_buffer.status().message();
   EXPECT_EQ(bad_buffer.status().message().find('\n'), std::string::npos);
+}
+
+}  // namespace
+}  // namespace looptrace
+
+namespace looptrace {
+namespace {
+
+// One clear line, exit code 2 (usage), naming `where`.
+void expect_one_line_usage(const Result<Profile>& p, const std::string& where) {
+  ASSERT_FALSE(p.ok()) << where;
+  const std::string& m = p.status().message();
+  EXPECT_EQ(p.status().kind(), ErrorKind::kUsage) << m;
+  EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  EXPECT_NE(m.find(where), std::string::npos)
+      << "expected '" << where << "' in: " << m;
+}
+
+TEST(ProfileTypes, WrongTypesNameTheField) {
+  struct Case {
+    const char* json;
+    const char* where;
+  };
+  const Case cases[] = {
+      {R"({"name": 5, "probes": [{"binary": "a", "symbol": "f"}]})",
+       "name: expected a string, got number"},
+      {R"({"description": [1], "probes": [{"binary": "a", "symbol": "f"}]})",
+       "description: expected a string, got array"},
+      {R"({"probes": [{"role": 7, "binary": "a", "symbol": "f"}]})",
+       "probes[0].role: expected a string"},
+      {R"({"probes": [{"binary": "a", "symbol": "f"},
+                      {"binary": null, "symbol": "f"}]})",
+       "probes[1].binary: expected a string, got null"},
+      {R"({"probes": [{"binary": "a"}]})", "probes[0].symbol: missing"},
+      {R"({"probes": [{"binary": "a", "symbol": "f",
+                       "keys": [{"name": "x", "expr": "arg1", "format": 3}]}]})",
+       "probes[0].keys[0].format: expected a string, got number"},
+      {R"({"probes": [{"binary": "a", "symbol": "f",
+                       "keys": [{"name": "x", "expr": "arg1"}, 7]}]})",
+       "probes[0].keys[1]: expected an object"},
+      {R"({"probes": [{"binary": "a", "symbol": "f",
+                       "keys": [{"name": "x", "expr": {}}]}]})",
+       "probes[0].keys[0].expr: expected a string, got object"},
+      {R"({"probes": [{"binary": "a", "symbol": "f", "keys": {"a": 1}}]})",
+       "probes[0].keys: expected an array, got object"},
+      {R"({"probes": [{"binary": "a", "symbol": "f", "buffer": 1}]})",
+       "probes[0].buffer: expected a string"},
+      {R"({"probes": {"binary": "a", "symbol": "f"}})",
+       "probes: expected a non-empty array, got object"},
+      {R"({"probes": []})", "probes: a non-empty array is required"},
+      {R"({"probes": [null]})", "probes[0]: expected an object, got null"},
+      {R"({"probes": [[]]})", "probes[0]: expected an object, got array"},
+      {"null", "expected a JSON object, got null"},
+      {"[]", "expected a JSON object, got array"},
+      {"\"x\"", "expected a JSON object, got string"},
+      {R"({"probes": [{"binary": "a", "symbol": "f", "asyncmask": 2}]})",
+       "probes[0]: unknown field \"asyncmask\""},
+      {R"({"probes": [{"binary": "", "symbol": "f"}]})",
+       "probes[0].binary: empty"},
+      {R"({"probes": [{"binary": "a", "symbol": "f",
+                       "keys": [{"name": "x", "expr": "arg9"}]}]})",
+       "probes[0].keys[0].expr: bad key expression"},
+  };
+  for (const Case& c : cases)
+    expect_one_line_usage(parse_profile(c.json, "p.json"), c.where);
+}
+
+// Every value of a valid profile replaced in turn by a value of each other
+// JSON type (the experiment that crashed 285 of 970 mutated profiles):
+// each parse ends in a profile or in one usage line, never an exception.
+TEST(ProfileTypes, StructuralMutationsNeverThrow) {
+  const nlohmann::json base = nlohmann::json::parse(R"json({
+    "name": "m", "description": "d",
+    "probes": [
+      {"role": "dispatch", "binary": "a", "symbol": "f",
+       "keys": [{"name": "target", "expr": "*(arg1+0)", "format": "vtable"}]
+},
+      {"role": "enqueue", "binary": "a", "symbol": "g", "async_mask": 2,
+       "keys": [{"name": "msg", "expr": "arg1", "format": "ptr"}]},
+      {"role": "input.recv", "binary": "a", "symbol": "r", "buffer": "plain"}
+    ]
+})json");
+  const nlohmann::json replacements[] = {nullptr,
+                                         5,
+                                         -1,
+                                         1.5,
+                                         true,
+                                         "x",
+                                         nlohmann::json::array(),
+                                         nlohmann::json::object(),
+                                         nlohmann::json::array({1, "a"}),
+                                         uint64_t{1} << 40};
+  const nlohmann::json flat = base.flatten();
+  int parsed = 0, refused = 0;
+  for (const auto& [pointer, value] : flat.items()) {
+    // The value itself and each object or array containing it.
+    nlohmann::json::json_pointer ptr(pointer);
+    for (; !ptr.empty(); ptr = ptr.parent_pointer()) {
+      for (const nlohmann::json& r : replacements) {
+        nlohmann::json mutated = base;
+        mutated[ptr] = r;
+        Result<Profile> p = parse_profile(mutated.dump(), "m.json");
+        if (p.ok()) {
+          ++parsed;
+          continue;
+        }
+        ++refused;
+        EXPECT_EQ(p.status().kind(), ErrorKind::kUsage) << p.status().message();
+        EXPECT_EQ(p.status().message().find('\n'), std::string::npos);
+      }
+    }
+  }
+  // The replacements that keep a valid profile (a string for a string)
+  // parse; the rest are refused.
+  EXPECT_GT(parsed, 0);
+  EXPECT_GT(refused, 200);
+}
+
+TEST(ProfileTypes, AsyncMaskIsTheAbi32BitField) {
+  auto with_mask = [](const std::string& mask) {
+    return parse_profile(R"({"probes": [{"role": "enqueue", "binary": "a",
+                             "symbol": "f", "async_mask": )" +
+                             mask + "}]}",
+                         "p.json");
+  };
+  auto max = with_mask("4294967295");
+  ASSERT_TRUE(max.ok()) << max.status().message();
+  EXPECT_EQ(max->probes[0].async_mask, 0xffffffffu);
+  static_assert(sizeof(lt_probe_cfg::async_mask) == 4);
+  for (const char* bad : {"4294967296", "1099511627776", "-1", "1.5", "\"2\""})
+    expect_one_line_usage(with_mask(bad),
+                          "probes[0].async_mask: expected an "
+                          "integer 0..4294967295");
+}
+
+TEST(ProfileTypes, NulInAStringIsRefusedAndShownEscaped) {
+  auto p = parse_profile(
+      R"({"probes": [{"binary": "a", "symbol": "main\u0000bar"}]})", "p.json");
+  expect_one_line_usage(p, R"(probes[0].symbol: "main\0bar" contains a NUL)");
+}
+
+TEST(ProfileTypes, MoreProbesThanTheKernelTableHolds) {
+  std::string json = R"({"probes": [)";
+  for (int i = 0; i < 200; ++i)
+    json += std::string(i ? "," : "") + R"({"binary": "a", "symbol": "f"})";
+  json += "]}";
+  expect_one_line_usage(parse_profile(json, "p.json"),
+                        "probes: 200 probes; at most 32 can be attached");
+  // Input roles are socket-call probes: no entry in the table.
+  std::string input = R"({"probes": [)";
+  for (int i = 0; i < 40; ++i)
+    input += std::string(i ? "," : "") +
+             R"({"role": "input.recv", "binary": "a", "symbol": "f"})";
+  input += "]}";
+  auto p = parse_profile(input, "p.json");
+  EXPECT_TRUE(p.ok()) << p.status().message();
+}
+
+TEST(ProfileTypes, SyntaxErrorSaysWhere) {
+  auto p = parse_profile(
+      "{\"probes\": [\n  {\"binary\": \"a\" \"symbol\": 1}]}", "p.json");
+  expect_one_line_usage(p, "p.json: not valid JSON at line 2");
+  expect_one_line_usage(parse_profile(" \n", "p.json"), "empty file");
+  // Found by fuzz_profile: a number past a double's range is not a syntax
+  // error to the parser but its own exception (out_of_range.406).
+  expect_one_line_usage(
+      parse_profile(R"({"probes": [{"binary": "a", "symbol": "f",
+                                    "async_mask": 77E777777}]})",
+                    "p.json"),
+      "p.json: not valid JSON: number overflow parsing '77E777777'");
+}
+
+// A temporary directory removed with its files.
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/lt_profile_XXXXXX";
+    path_ = mkdtemp(tmpl);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TEST(ProfileFile, NonRegularFilesAreRefusedBeforeReading) {
+  TempDir dir;
+  std::string fifo = dir.file("fifo");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  struct Case {
+    std::string path;
+    const char* what;
+  };
+  for (const Case& c : {Case{"/dev/zero",
+                             "not a regular file (a character "
+                             "device)"},
+                        Case{fifo, "not a regular file (a FIFO)"},
+                        Case{dir.path(), "not a regular file (a directory)"}}) {
+    auto p = load_profile(c.path);
+    expect_one_line_usage(p, c.path + ": " + c.what);
+    EXPECT_NE(p.status().hint().find("refapp"), std::string::npos);
+  }
+}
+
+TEST(ProfileFile, SizeLimit) {
+  TempDir dir;
+  std::string big = dir.file("big.json");
+  std::ofstream(big).put(' ');
+  std::filesystem::resize_file(big, kMaxProfileBytes + 1);
+  expect_one_line_usage(load_profile(big),
+                        big + ": 1048577 bytes, over the limit of 1048576");
+  // At the limit a file is read (and judged on its content).
+  std::filesystem::resize_file(big, kMaxProfileBytes);
+  expect_one_line_usage(load_profile(big), "not valid JSON");
+}
+
+TEST(ProfileFile, MissingFileNamesTheBuiltins) {
+  auto p = load_profile("/nonexistent/p.json");
+  expect_one_line_usage(p, "open /nonexistent/p.json: No such file");
+  EXPECT_NE(p.status().hint().find("refapp"), std::string::npos);
 }
 
 }  // namespace

@@ -18,7 +18,7 @@ Result<uint64_t> parse_duration(std::string_view s);
 
 // Compact human form with three significant digits: "850ns", "12.3us",
 // "16.0ms", "1.25s", "125s"; whole seconds from 1000s on ("3600s"). At most
-// 6 characters below 100000s.
+// 6 characters below 99999.5s (from there it rounds to "100000s").
 std::string format_duration(uint64_t ns);
 
 }  // namespace looptrace

@@ -36,7 +36,32 @@ bool debug_enabled(std::string_view area) {
   return g_all_areas || g_areas.find(area) != g_areas.end();
 }
 
-void write(Level l, std::string_view area, const std::string& line) {
+std::string printable(std::string_view s, size_t max_len) {
+  std::string out;
+  bool cut = s.size() > max_len;
+  if (cut) s = s.substr(0, max_len);
+  out.reserve(s.size());
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u != 0x7f) {
+      out += c;
+    } else if (c == '\0') {
+      out += "\\0";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else {
+      out += fmt::format("\\x{:02x}", u);
+    }
+  }
+  if (cut) out += "...";
+  return out;
+}
+
+void write(Level l, std::string_view area, const std::string& raw) {
+  // Debug lines keep their newlines: libbpf's verifier log is many lines.
+  std::string line = l == Level::kDebug ? raw : printable(raw);
   std::lock_guard<std::mutex> lock(g_mu);
   const char* prefix = "";
   switch (l) {
@@ -53,11 +78,11 @@ void write(Level l, std::string_view area, const std::string& line) {
       prefix = "looptrace: debug: ";
       break;
   }
-  if (!area.empty())
-    std::fprintf(stderr, "%s[%.*s] %s\n", prefix, static_cast<int>(area.size()),
-                 area.data(), line.c_str());
-  else
-    std::fprintf(stderr, "%s%s\n", prefix, line.c_str());
+  std::string out = prefix;
+  if (!area.empty()) out += fmt::format("[{}] ", area);
+  out += line;
+  out += '\n';
+  std::fwrite(out.data(), 1, out.size(), stderr);
 }
 
 }  // namespace looptrace::log

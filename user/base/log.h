@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -16,7 +18,15 @@ Level level();
 // Comma-separated areas ("elf,loader" or "all"); enables debug for them.
 void enable_debug_areas(std::string_view areas);
 bool debug_enabled(std::string_view area);
+// Writes one line; control bytes in it (a NUL or a newline inside a name
+// read from a file) are escaped so the line stays whole and one line.
+// Debug lines are written as they are (libbpf's verifier log has many).
 void write(Level level, std::string_view area, const std::string& line);
+
+// s with control bytes escaped: NUL as \0, newline as \n, tab as \t,
+// others as \xNN, and cut to max_len bytes (then "..." follows). For
+// quoting untrusted names in messages.
+std::string printable(std::string_view s, size_t max_len = SIZE_MAX);
 
 template <typename... Args>
 void error(fmt::format_string<Args...> f, Args&&... args) {

@@ -4,11 +4,14 @@
 #include <fmt/format.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <optional>
+#include <string_view>
 #include <tuple>
 #include <utility>
 
@@ -60,6 +63,21 @@ std::string build_id_in(Elf_Data* data) {
     off = next;
   }
   return "";
+}
+
+// a + b, or nullopt when it overflows (a hostile header's offsets).
+std::optional<uint64_t> add(uint64_t a, uint64_t b) {
+  uint64_t sum = 0;
+  if (__builtin_add_overflow(a, b, &sum)) return std::nullopt;
+  return sum;
+}
+
+// Start + count * entry size of a header table, or nullopt on overflow.
+std::optional<uint64_t> table_end(uint64_t start, uint64_t count,
+                                  uint64_t entry) {
+  uint64_t bytes = 0;
+  if (__builtin_mul_overflow(count, entry, &bytes)) return std::nullopt;
+  return add(start, bytes);
 }
 
 }  // namespace
@@ -116,12 +134,66 @@ Result<ElfFile> ElfFile::Open(const std::string& path) {
   return file;
 }
 
+Status ElfFile::check_extents() const {
+  GElf_Ehdr ehdr;
+  if (!gelf_getehdr(elf_, &ehdr))
+    return Status::Error(
+        fmt::format("{}: bad ELF header: {}", path_, elf_errmsg(-1)),
+        ErrorKind::kUsage);
+  struct stat st;
+  if (fstat(fd_, &st) != 0) return Status::Errno("stat " + path_, errno);
+  const auto size = static_cast<uint64_t>(st.st_size);
+  // Without this a file cut short (a copy that failed, a full disk) loses
+  // its section headers, which sit at the end, and would be reported as
+  // "stripped".
+  auto beyond = [&](std::optional<uint64_t> end, std::string_view what) {
+    if (end && *end <= size) return Status::Ok();
+    return Status::Error(
+        end ? fmt::format("{}: truncated ELF file: {} end at byte {}, the "
+                          "file has {}",
+                          path_, what, *end, size)
+            : fmt::format("{}: corrupt ELF file: {} lie past 2^64", path_,
+                          what),
+        ErrorKind::kUsage);
+  };
+  if (ehdr.e_phoff != 0)
+    LT_RETURN_IF_ERROR(
+        beyond(table_end(ehdr.e_phoff, ehdr.e_phnum, ehdr.e_phentsize),
+               "the program headers"));
+  if (ehdr.e_shoff != 0)
+    LT_RETURN_IF_ERROR(
+        beyond(table_end(ehdr.e_shoff, ehdr.e_shnum, ehdr.e_shentsize),
+               "the section headers"));
+  size_t nphdr = 0;
+  if (elf_getphdrnum(elf_, &nphdr) != 0)
+    return Status::Error(
+        fmt::format("{}: bad program headers: {}", path_, elf_errmsg(-1)),
+        ErrorKind::kUsage);
+  for (size_t i = 0; i < nphdr; i++) {
+    GElf_Phdr ph;
+    if (!gelf_getphdr(elf_, static_cast<int>(i), &ph) || ph.p_type != PT_LOAD)
+      continue;
+    LT_RETURN_IF_ERROR(beyond(add(ph.p_offset, ph.p_filesz),
+                              fmt::format("loadable segment {}", i)));
+  }
+  for (Elf_Scn* scn = elf_nextscn(elf_, nullptr); scn;
+       scn = elf_nextscn(elf_, scn)) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS) continue;
+    LT_RETURN_IF_ERROR(beyond(add(sh.sh_offset, sh.sh_size),
+                              fmt::format("section {}", elf_ndxscn(scn))));
+  }
+  return Status::Ok();
+}
+
 Status ElfFile::load() {
   GElf_Ehdr ehdr;
   if (!gelf_getehdr(elf_, &ehdr))
     return Status::Error(
-        fmt::format("{}: bad ELF header: {}", path_, elf_errmsg(-1)));
+        fmt::format("{}: bad ELF header: {}", path_, elf_errmsg(-1)),
+        ErrorKind::kUsage);
   is_dyn_ = ehdr.e_type == ET_DYN;
+  LT_RETURN_IF_ERROR(check_extents());
 
   size_t nphdr = 0;
   if (elf_getphdrnum(elf_, &nphdr) != 0)

@@ -75,6 +75,8 @@ class ElfFile {
  private:
   ElfFile(std::string path, int fd, Elf* elf);
   Status load();
+  // Every header table, loadable segment and section lies inside the file.
+  Status check_extents() const;
   Status load_symbols();
   void load_build_id();
   const Segment* segment_for_offset(uint64_t offset) const;

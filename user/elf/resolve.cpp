@@ -11,6 +11,7 @@
 #include <set>
 #include <vector>
 
+#include "base/log.h"
 #include "elf/elf_file.h"
 
 namespace looptrace::elf {
@@ -189,6 +190,18 @@ std::map<uint64_t, const Symbol*> match(const ElfFile& file,
   return {};
 }
 
+// No ELF symbol name holds a NUL (the string table is NUL-separated), and
+// fnmatch() would stop at one and match a shorter pattern.
+Status check_pattern(const std::string& pattern) {
+  if (pattern.empty())
+    return Status::Error("empty symbol name", ErrorKind::kUsage);
+  if (pattern.find('\0') != std::string::npos)
+    return Status::Error(
+        fmt::format("symbol '{}' contains a NUL byte", log::printable(pattern)),
+        ErrorKind::kUsage);
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string strip_params(const std::string& demangled) {
@@ -207,8 +220,7 @@ std::string strip_params(const std::string& demangled) {
 
 Result<SymbolMatch> resolve_symbol(const std::string& path,
                                    const std::string& pattern) {
-  if (pattern.empty())
-    return Status::Error("empty symbol name", ErrorKind::kUsage);
+  LT_RETURN_IF_ERROR(check_pattern(pattern));
   Result<ElfFile> file = ElfFile::Open(path);
   if (!file.ok()) return file.status();
   return resolve_symbol(*file, pattern);
@@ -217,8 +229,7 @@ Result<SymbolMatch> resolve_symbol(const std::string& path,
 Result<SymbolMatch> resolve_symbol(const ElfFile& file,
                                    const std::string& pattern) {
   const std::string& path = file.path();
-  if (pattern.empty())
-    return Status::Error("empty symbol name", ErrorKind::kUsage);
+  LT_RETURN_IF_ERROR(check_pattern(pattern));
   if (pattern.size() >= 2 && pattern[0] == '0' &&
       (pattern[1] == 'x' || pattern[1] == 'X'))
     return resolve_offset(file, pattern);
@@ -276,6 +287,7 @@ Result<SymbolMatch> resolve_symbol(const ElfFile& file,
 Result<std::vector<SymbolMatch>> resolve_symbols(const std::string& path,
                                                  const std::string& pattern,
                                                  size_t max_matches) {
+  LT_RETURN_IF_ERROR(check_pattern(pattern));
   Result<ElfFile> file = ElfFile::Open(path);
   if (!file.ok()) return file.status();
   if (!is_glob(pattern)) {
@@ -287,9 +299,10 @@ Result<std::vector<SymbolMatch>> resolve_symbols(const std::string& path,
   if (found.empty()) return resolve_symbol(*file, pattern).status();
   if (found.size() > max_matches)
     return Status::Error(
-        fmt::format("glob '{}' matches {} functions in {}; at most {} can be "
-                    "probed at once",
-                    pattern, found.size(), path, max_matches),
+        fmt::format("glob '{}' matches {} function{} in {}; at most {} can "
+                    "be probed here",
+                    pattern, found.size(), found.size() == 1 ? "" : "s", path,
+                    max_matches),
         ErrorKind::kUsage);
   std::vector<SymbolMatch> out;
   for (auto& [vaddr, s] : found) {

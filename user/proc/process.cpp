@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <climits>
@@ -29,6 +30,20 @@ class ScopedFd {
  private:
   int fd_;
 };
+
+const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a plain file";
+}
+
+ErrorKind kind_for_errno(int err) {
+  return err == EACCES || err == EPERM ? ErrorKind::kPermission
+                                       : ErrorKind::kUsage;
+}
 
 }  // namespace
 
@@ -116,6 +131,43 @@ std::vector<uint32_t> thread_ids(uint32_t pid) {
     if (end && *end == '\0' && v > 0) out.push_back(static_cast<uint32_t>(v));
   }
   return out;
+}
+
+Result<std::string> read_regular_file(const std::string& path,
+                                      size_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
+  // writer before fstat could tell what it is.
+  ScopedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (fd.get() < 0) {
+    int err = errno;
+    return Status::Errno("open " + path, err, kind_for_errno(err));
+  }
+  struct stat st;
+  if (fstat(fd.get(), &st) != 0) {
+    int err = errno;
+    return Status::Errno("stat " + path, err, kind_for_errno(err));
+  }
+  if (!S_ISREG(st.st_mode))
+    return Status::Error(
+        fmt::format("{}: not a regular file ({})", path, file_kind(st.st_mode)),
+        ErrorKind::kUsage);
+  if (static_cast<uint64_t>(st.st_size) > max_bytes)
+    return Status::Error(fmt::format("{}: {} bytes, over the limit of {}", path,
+                                     st.st_size, max_bytes),
+                         ErrorKind::kUsage);
+  // The file may grow while it is read: stop one byte past the limit.
+  std::string out;
+  char buf[16384];
+  while (out.size() <= max_bytes) {
+    ssize_t n = read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::Errno("read " + path, errno);
+    if (n == 0) return out;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return Status::Error(
+      fmt::format("{}: grew past {} bytes while it was read", path, max_bytes),
+      ErrorKind::kUsage);
 }
 
 }  // namespace looptrace::proc

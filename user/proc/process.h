@@ -35,4 +35,13 @@ std::string comm(uint32_t pid, uint32_t tid);
 // A whole /proc (or other) text file; "open /proc/1/maps: No such file...".
 Result<std::string> read_text_file(const std::string& path);
 
+// A whole regular file of at most max_bytes, for files a user names
+// (profiles). Refused before anything is read: a FIFO (whose open or read
+// would wait for a writer), a device (/dev/zero never ends), a directory,
+// and a file larger than max_bytes. Errors are kUsage except EACCES/EPERM
+// (kPermission) and name the path: "/dev/zero: not a regular file (a
+// character device)".
+Result<std::string> read_regular_file(const std::string& path,
+                                      size_t max_bytes);
+
 }  // namespace looptrace::proc

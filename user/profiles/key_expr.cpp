@@ -2,7 +2,10 @@
 
 #include <cctype>
 #include <charconv>
+#include <cstdint>
 #include <vector>
+
+#include "base/log.h"
 
 namespace looptrace {
 namespace {
@@ -12,8 +15,12 @@ class Parser {
   explicit Parser(std::string_view s) : s_(s) {}
 
   Status error(std::string_view what) const {
+    // A long expression is cut: the column says where the problem is.
+    constexpr size_t kShown = 60;
+    std::string shown(s_.substr(0, kShown));
+    if (s_.size() > kShown) shown += "...";
     return Status::Error(fmt::format("bad key expression '{}': {} at column {}",
-                                     s_, what, pos_ + 1),
+                                     shown, what, pos_ + 1),
                          ErrorKind::kUsage);
   }
 
@@ -64,10 +71,14 @@ class Parser {
     uint64_t v = 0;
     auto [p, ec] =
         std::from_chars(s_.data() + pos_, s_.data() + s_.size(), v, base);
+    if (ec == std::errc::result_out_of_range ||
+        (ec == std::errc() && v > INT32_MAX))
+      return error(
+          "offset out of range (a key offset is a signed 32-bit "
+          "value)");
     if (ec != std::errc() || p == s_.data() + pos_)
       return error("expected a number");
     pos_ = p - s_.data();
-    if (v > 0x7fffffff) return error("offset too large");
     *off = neg ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
     return Status::Ok();
   }
@@ -77,6 +88,33 @@ class Parser {
   // Without parentheses '*' binds tighter than '+', as in C: "*arg1+8" is
   // (*arg1)+8.
   Status term(lt_key_spec* spec, int64_t* pending, bool allow_offset = true) {
+    // Every '*' and '(' recurses once; a bound keeps a hostile expression
+    // ("((((...") from exhausting the stack.
+    if (depth_ >= kMaxNesting)
+      return error(fmt::format("nested deeper than {} levels", kMaxNesting));
+    ++depth_;
+    Status st = term_at_depth(spec, pending, allow_offset);
+    --depth_;
+    return st;
+  }
+
+ private:
+  // More than a sensible expression needs: three dereferences with
+  // parentheses around each are nine levels.
+  static constexpr int kMaxNesting = 32;
+
+  // A dereference's offset and the final addition are __s32 fields of
+  // lt_key_spec: a sum outside that range must not wrap.
+  Status check_range(int64_t v) const {
+    if (v < INT32_MIN || v > INT32_MAX)
+      return error(
+          fmt::format("offset {} out of range (a key offset is a "
+                      "signed 32-bit value)",
+                      v));
+    return Status::Ok();
+  }
+
+  Status term_at_depth(lt_key_spec* spec, int64_t* pending, bool allow_offset) {
     if (eat('*')) {
       int64_t inner = 0;
       if (eat('(')) {
@@ -87,6 +125,7 @@ class Parser {
       }
       if (spec->nderef >= LT_MAX_DEREF)
         return error(fmt::format("more than {} dereferences", LT_MAX_DEREF));
+      LT_RETURN_IF_ERROR(check_range(inner));
       spec->off[spec->nderef++] = static_cast<int32_t>(inner);
       return allow_offset ? offset(pending) : Status::Ok();
     }
@@ -96,7 +135,7 @@ class Parser {
       int64_t more = 0;
       LT_RETURN_IF_ERROR(offset(&more));
       *pending += more;
-      return Status::Ok();
+      return check_range(*pending);
     }
     if (spec->base != LT_KEY_NONE) return error("two bases");
     if (eat_word("sp")) {
@@ -115,9 +154,9 @@ class Parser {
     return allow_offset ? offset(pending) : Status::Ok();
   }
 
- private:
   std::string_view s_;
   size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace
@@ -139,7 +178,11 @@ Result<lt_key_spec> parse_key_expr(std::string_view text) {
   if (!p.at_end()) return p.error("unexpected text");
   if (size && size != 8 && spec.nderef == 0)
     return p.error("a width needs a dereference");
-  if (add < INT32_MIN || add > INT32_MAX) return p.error("offset too large");
+  if (add < INT32_MIN || add > INT32_MAX)
+    return p.error(
+        fmt::format("offset {} out of range (a key offset is a "
+                    "signed 32-bit value)",
+                    add));
   spec.add = static_cast<int32_t>(add);
   spec.size = size == 8 ? 0 : size;
   return spec;
@@ -177,7 +220,7 @@ Result<KeyFormat> parse_key_format(std::string_view text) {
   if (text == "ptr" || text == "pointer") return KeyFormat::kPointer;
   return Status::Error(
       fmt::format("bad key format '{}': expected int, hex, sym, vtable or ptr",
-                  text),
+                  log::printable(text, 60)),
       ErrorKind::kUsage);
 }
 

@@ -1,9 +1,13 @@
 #include "profiles/profile.h"
 
-#include <fstream>
+#include <algorithm>
+#include <initializer_list>
+#include <limits>
 #include <nlohmann/json.hpp>
-#include <sstream>
+#include <optional>
 
+#include "base/log.h"
+#include "proc/process.h"
 #include "profiles/key_expr.h"
 
 namespace looptrace {
@@ -115,7 +119,7 @@ Result<uint32_t> parse_role(std::string_view name) {
   return Status::Error(
       fmt::format("unknown role '{}': expected dispatch, idle, barrier.post, "
                   "barrier.remove, enqueue, input.recv or input.send",
-                  name),
+                  log::printable(name, 60)),
       ErrorKind::kUsage);
 }
 
@@ -125,96 +129,283 @@ std::vector<std::string> builtin_profile_names() {
   return out;
 }
 
+namespace {
+
+using Json = nlohmann::json;
+
+// Bytes of a value from the file quoted in a message: enough to recognise
+// it, and a message stays one readable line.
+constexpr size_t kQuoted = 60;
+
+// A JSON location for messages: "probes[2].keys[0].format".
+std::string at(const std::string& parent, std::string_view field) {
+  return parent.empty() ? std::string(field)
+                        : fmt::format("{}.{}", parent, field);
+}
+std::string at(const std::string& parent, size_t index) {
+  return fmt::format("{}[{}]", parent, index);
+}
+
+// Reads one profile's JSON tree; every error names the file and the JSON
+// path of the value at fault, on one line.
+class ProfileReader {
+ public:
+  explicit ProfileReader(const std::string& origin) : origin_(origin) {}
+
+  Status error(const std::string& where, std::string_view what) const {
+    return profile_error(origin_, fmt::format("{}: {}", where, what));
+  }
+
+  // Fields outside `known` are refused: a misspelt "async_mask" would
+  // otherwise be ignored without a word.
+  Status only_known(const Json& obj, const std::string& where,
+                    std::initializer_list<std::string_view> known) const {
+    for (const auto& [key, value] : obj.items()) {
+      if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+      std::string list;
+      for (std::string_view k : known)
+        list += fmt::format("{}\"{}\"", list.empty() ? "" : ", ", k);
+      return error(where.empty() ? "top level" : where,
+                   fmt::format("unknown field \"{}\" (expected {})",
+                               log::printable(key, kQuoted), list));
+    }
+    return Status::Ok();
+  }
+
+  // A string member; `fallback` when absent (nullopt: required).
+  Result<std::string> string(const Json& obj, const std::string& parent,
+                             std::string_view key,
+                             std::optional<std::string> fallback) const {
+    std::string where = at(parent, key);
+    auto it = obj.find(key);
+    if (it == obj.end()) {
+      if (fallback) return *fallback;
+      return error(where, "missing (a string is required)");
+    }
+    if (!it->is_string())
+      return error(where,
+                   fmt::format("expected a string, got {}", it->type_name()));
+    const std::string& v = it->get_ref<const std::string&>();
+    // A C API (open, fnmatch) would stop at the NUL and quietly use a
+    // shorter name.
+    if (v.find('\0') != std::string::npos)
+      return error(where, fmt::format("\"{}\" contains a NUL byte",
+                                      log::printable(v, kQuoted)));
+    return v;
+  }
+
+  Result<KeyDef> key(const Json& jk, const std::string& where) const {
+    if (!jk.is_object())
+      return error(where, fmt::format("expected an object with \"name\" and "
+                                      "\"expr\", got {}",
+                                      jk.type_name()));
+    LT_RETURN_IF_ERROR(only_known(jk, where, {"name", "expr", "format"}));
+    KeyDef k;
+    auto name = string(jk, where, "name", std::nullopt);
+    if (!name.ok()) return name.status();
+    k.name = std::move(*name);
+    auto expr = string(jk, where, "expr", std::nullopt);
+    if (!expr.ok()) return expr.status();
+    k.expr = std::move(*expr);
+    auto spec = parse_key_expr(k.expr);
+    if (!spec.ok()) return error(at(where, "expr"), spec.status().message());
+    k.spec = *spec;
+    auto format = string(jk, where, "format", "hex");
+    if (!format.ok()) return format.status();
+    auto f = parse_key_format(*format);
+    if (!f.ok()) return error(at(where, "format"), f.status().message());
+    k.format = *f;
+    return k;
+  }
+
+  Status keys(const Json& jp, const std::string& where, ProbeDef* def) const {
+    auto it = jp.find("keys");
+    if (it == jp.end()) return Status::Ok();
+    std::string keys_at = at(where, "keys");
+    if (!it->is_array())
+      return error(keys_at,
+                   fmt::format("expected an array, got {}", it->type_name()));
+    if (it->size() > LT_MAX_KEYS)
+      return error(keys_at,
+                   fmt::format("{} keys; at most {}", it->size(), LT_MAX_KEYS));
+    for (size_t i = 0; i < it->size(); ++i) {
+      auto k = key((*it)[i], at(keys_at, i));
+      if (!k.ok()) return k.status();
+      def->keys.push_back(std::move(*k));
+    }
+    return Status::Ok();
+  }
+
+  // "async_mask" is lt_probe_cfg.async_mask, a __u32 in the ABI.
+  Status async_mask(const Json& jp, const std::string& where,
+                    ProbeDef* def) const {
+    auto it = jp.find("async_mask");
+    if (it == jp.end()) return Status::Ok();
+    std::string mask_at = at(where, "async_mask");
+    if (!it->is_number_unsigned() ||
+        it->get<uint64_t>() > std::numeric_limits<uint32_t>::max())
+      return error(mask_at,
+                   fmt::format("expected an integer 0..{} (a 32-bit mask), "
+                               "got {}",
+                               std::numeric_limits<uint32_t>::max(),
+                               it->is_number() ? it->dump() : it->type_name()));
+    def->async_mask = it->get<uint32_t>();
+    return Status::Ok();
+  }
+
+  Result<ProbeDef> probe(const Json& jp, const std::string& where) const {
+    if (!jp.is_object())
+      return error(where,
+                   fmt::format("expected an object, got {}", jp.type_name()));
+    LT_RETURN_IF_ERROR(only_known(
+        jp, where,
+        {"role", "binary", "symbol", "async_mask", "buffer", "keys"}));
+    ProbeDef def;
+    auto role_text = string(jp, where, "role", "dispatch");
+    if (!role_text.ok()) return role_text.status();
+    auto role = parse_role(*role_text);
+    if (!role.ok()) return error(at(where, "role"), role.status().message());
+    def.role = *role;
+    auto binary = string(jp, where, "binary", std::nullopt);
+    if (!binary.ok()) return binary.status();
+    def.binary = std::move(*binary);
+    auto symbol = string(jp, where, "symbol", std::nullopt);
+    if (!symbol.ok()) return symbol.status();
+    def.symbol = std::move(*symbol);
+    if (def.binary.empty()) return error(at(where, "binary"), "empty");
+    if (def.symbol.empty()) return error(at(where, "symbol"), "empty");
+    LT_RETURN_IF_ERROR(async_mask(jp, where, &def));
+    if (jp.contains("buffer")) {
+      auto buffer = string(jp, where, "buffer", std::nullopt);
+      if (!buffer.ok()) return buffer.status();
+      if (*buffer != "msghdr" && *buffer != "plain")
+        return error(at(where, "buffer"),
+                     fmt::format("\"{}\": expected \"plain\" or \"msghdr\"",
+                                 log::printable(*buffer, kQuoted)));
+      def.msghdr = *buffer == "msghdr";
+    }
+    LT_RETURN_IF_ERROR(keys(jp, where, &def));
+    return def;
+  }
+
+  Result<Profile> profile(const Json& j) const {
+    if (!j.is_object())
+      return profile_error(
+          origin_,
+          fmt::format("expected a JSON object, got {}", j.type_name()));
+    LT_RETURN_IF_ERROR(only_known(j, "", {"name", "description", "probes"}));
+    Profile p;
+    auto name = string(j, "", "name", origin_);
+    if (!name.ok()) return name.status();
+    p.name = std::move(*name);
+    auto description = string(j, "", "description", "");
+    if (!description.ok()) return description.status();
+    p.description = std::move(*description);
+    auto it = j.find("probes");
+    if (it == j.end() || !it->is_array() || it->empty())
+      return error("probes", it == j.end() || it->is_array()
+                                 ? "a non-empty array is required"
+                                 : fmt::format("expected a non-empty array, "
+                                               "got {}",
+                                               it->type_name()));
+    for (size_t i = 0; i < it->size(); ++i) {
+      auto def = probe((*it)[i], at("probes", i));
+      if (!def.ok()) return def.status();
+      p.probes.push_back(std::move(*def));
+    }
+    // More than the kernel's probe table holds can never be attached (a
+    // glob can only add more); input roles take no entry in it.
+    auto spans =
+        std::count_if(p.probes.begin(), p.probes.end(), [](const ProbeDef& d) {
+          return d.role != LT_ROLE_INPUT_RECV && d.role != LT_ROLE_INPUT_SEND;
+        });
+    if (spans > LT_MAX_PROBES)
+      return error("probes",
+                   fmt::format("{} probes; at most {} can be attached in one "
+                               "run",
+                               spans, LT_MAX_PROBES));
+    return p;
+  }
+
+ private:
+  const std::string& origin_;
+};
+
+// "line 3, column 7" of a byte offset, for a JSON syntax error.
+std::string text_position(std::string_view text, size_t byte) {
+  size_t line = 1;
+  size_t column = 1;
+  for (size_t i = 0; i < byte && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return fmt::format("line {}, column {}", line, column);
+}
+
+// What the parser expected, from its message ("... column 5: syntax error
+// while parsing value - invalid literal; last read: '...'"): without the
+// "last read" part, which can be a whole long string of the file.
+std::string syntax_detail(const char* what) {
+  std::string_view w(what);
+  size_t col = w.find("column ");
+  size_t start = col == std::string_view::npos ? col : w.find(": ", col);
+  if (start == std::string_view::npos) return "";
+  w.remove_prefix(start + 2);
+  w = w.substr(0, w.find("; last read"));
+  constexpr size_t kMax = 120;
+  return fmt::format(": {}", w.substr(0, kMax));
+}
+
+}  // namespace
+
 Result<Profile> parse_profile(std::string_view text,
                               const std::string& origin) {
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded()) return profile_error(origin, "not valid JSON");
-  if (!j.is_object()) return profile_error(origin, "expected a JSON object");
-  Profile p;
-  p.name = j.value("name", origin);
-  p.description = j.value("description", "");
-  if (!j.contains("probes") || !j["probes"].is_array() || j["probes"].empty())
-    return profile_error(origin, "needs a non-empty \"probes\" array");
-  for (const auto& jp : j["probes"]) {
-    size_t idx = p.probes.size();
-    if (!jp.is_object() || !jp.contains("binary") || !jp.contains("symbol") ||
-        !jp["binary"].is_string() || !jp["symbol"].is_string())
-      return profile_error(
-          origin,
-          fmt::format("probe {} needs \"binary\" and \"symbol\" strings", idx));
-    ProbeDef def;
-    auto role = parse_role(jp.value("role", "dispatch"));
-    if (!role.ok())
-      return profile_error(
-          origin, fmt::format("probe {}: {}", idx, role.status().message()));
-    def.role = *role;
-    def.binary = jp["binary"].get<std::string>();
-    def.symbol = jp["symbol"].get<std::string>();
-    if (jp.contains("async_mask")) {
-      if (!jp["async_mask"].is_number_unsigned())
-        return profile_error(
-            origin,
-            fmt::format("probe {}: \"async_mask\" must be a number", idx));
-      def.async_mask = jp["async_mask"].get<uint32_t>();
-    }
-    if (jp.contains("buffer")) {
-      std::string b = jp["buffer"].is_string() ? jp["buffer"].get<std::string>()
-                                               : std::string();
-      if (b != "msghdr" && b != "plain")
-        return profile_error(
-            origin,
-            fmt::format("probe {}: \"buffer\" is \"plain\" or \"msghdr\"",
-                        idx));
-      def.msghdr = b == "msghdr";
-    }
-    if (jp.contains("keys")) {
-      if (!jp["keys"].is_array())
-        return profile_error(
-            origin, fmt::format("probe {}: \"keys\" must be an array", idx));
-      for (const auto& jk : jp["keys"]) {
-        if (!jk.is_object() || !jk.contains("name") || !jk.contains("expr") ||
-            !jk["name"].is_string() || !jk["expr"].is_string())
-          return profile_error(
-              origin,
-              fmt::format("probe {}: a key needs \"name\" and \"expr\"", idx));
-        KeyDef k;
-        k.name = jk["name"].get<std::string>();
-        k.expr = jk["expr"].get<std::string>();
-        auto spec = parse_key_expr(k.expr);
-        if (!spec.ok()) return profile_error(origin, spec.status().message());
-        k.spec = *spec;
-        auto f = parse_key_format(jk.value("format", "hex"));
-        if (!f.ok()) return profile_error(origin, f.status().message());
-        k.format = *f;
-        def.keys.push_back(std::move(k));
-      }
-      if (def.keys.size() > LT_MAX_KEYS)
-        return profile_error(
-            origin, fmt::format("probe {}: at most {} keys", idx, LT_MAX_KEYS));
-    }
-    p.probes.push_back(std::move(def));
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos)
+    return profile_error(origin, "empty file: expected a JSON object");
+  Json j;
+  try {
+    j = Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    // e.byte counts from 1 and points at the last byte read.
+    return profile_error(
+        origin, fmt::format("not valid JSON at {}{}",
+                            text_position(text, e.byte ? e.byte - 1 : 0),
+                            syntax_detail(e.what())));
+  } catch (const Json::exception& e) {
+    // Valid syntax the parser still cannot hold: a number past a double's
+    // range ("1e999") is out_of_range.406.
+    std::string_view what(e.what());
+    if (size_t end = what.find("] "); end != std::string_view::npos)
+      what.remove_prefix(end + 2);
+    return profile_error(
+        origin, fmt::format("not valid JSON: {}", log::printable(what, 120)));
   }
-  return p;
+  return ProfileReader(origin).profile(j);
 }
 
 Result<Profile> load_profile(const std::string& name_or_file) {
   for (const Builtin& b : kBuiltins) {
     if (name_or_file == b.name) return parse_profile(b.json, b.name);
   }
-  std::ifstream in(name_or_file);
-  if (!in) {
+  auto text = proc::read_regular_file(name_or_file, kMaxProfileBytes);
+  if (!text.ok()) {
     std::string names;
     for (const Builtin& b : kBuiltins)
       names += std::string(names.empty() ? "" : ", ") + b.name;
-    return Status::Error(
-        fmt::format("profile '{}' is neither a built-in ({}) nor a readable "
-                    "file",
-                    name_or_file, names),
-        ErrorKind::kUsage);
+    Status st =
+        Status::Error(fmt::format("profile: {}", text.status().message()),
+                      text.status().kind());
+    st.with_hint(
+        fmt::format("--profile takes a built-in name ({}) or a JSON "
+                    "file of at most {} KiB",
+                    names, kMaxProfileBytes / 1024));
+    return st;
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_profile(ss.str(), name_or_file);
+  return parse_profile(*text, name_or_file);
 }
 
 Result<ProbeDef> parse_probe_arg(std::string_view arg, uint32_t role) {

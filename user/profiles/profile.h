@@ -3,6 +3,7 @@
 // the same format (docs/profiles.md).
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,7 +19,13 @@ struct Profile {
   std::vector<ProbeDef> probes;  // unresolved: binary + symbol + keys
 };
 
-// A built-in name ("refapp") or a path to a JSON profile file.
+// A profile file larger than this is refused before it is read: real
+// profiles are a few KiB, and the limit keeps a wrong path (a log, an
+// image) from being read whole.
+constexpr size_t kMaxProfileBytes = 1 << 20;
+
+// A built-in name ("refapp") or a path to a JSON profile file: a regular
+// file (not a FIFO, device or directory) of at most kMaxProfileBytes.
 Result<Profile> load_profile(const std::string& name_or_file);
 Result<Profile> parse_profile(std::string_view json_text,
                               const std::string& origin);

@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 
@@ -103,13 +105,42 @@ Result<std::string> resolve_binary(const std::string& binary,
 
 Status resolve_probes(std::vector<ProbeDef>* probes,
                       const ResolveContext& ctx) {
+  // Input roles are socket-call probes: they take no entry in the kernel's
+  // probe table, the others one each (a glob one per function).
+  auto takes_slot = [](const ProbeDef& p) {
+    return p.role != LT_ROLE_INPUT_RECV && p.role != LT_ROLE_INPUT_SEND;
+  };
+  size_t given = static_cast<size_t>(
+      std::count_if(probes->begin(), probes->end(), takes_slot));
+  if (given > LT_MAX_PROBES)
+    return Status::Error(fmt::format("{} probes given; at most {} can be "
+                                     "attached in one run",
+                                     given, LT_MAX_PROBES),
+                         ErrorKind::kUsage);
   std::vector<ProbeDef> out;
+  size_t slots = 0;        // taken by the probes resolved so far
+  size_t pending = given;  // probes not yet resolved that need one
   for (const ProbeDef& p : *probes) {
     auto path = resolve_binary(p.binary, ctx);
     if (!path.ok()) return path.status();
-    size_t room = out.size() < LT_MAX_PROBES ? LT_MAX_PROBES - out.size() : 0;
-    auto matches = elf::resolve_symbols(*path, p.symbol, room);
+    auto matches = elf::resolve_symbols(*path, p.symbol, SIZE_MAX);
     if (!matches.ok()) return matches.status();
+    if (takes_slot(p)) {
+      --pending;
+      if (slots + matches->size() + pending > LT_MAX_PROBES)
+        return Status::Error(
+                   fmt::format("glob '{}' matches {} function{} in {}; with "
+                               "the {} other probe{} that is {}, and at most "
+                               "{} can be attached in one run",
+                               p.symbol, matches->size(),
+                               matches->size() == 1 ? "" : "s", *path,
+                               slots + pending, slots + pending == 1 ? "" : "s",
+                               slots + pending + matches->size(),
+                               LT_MAX_PROBES),
+                   ErrorKind::kUsage)
+            .with_hint("narrow the glob, or name the functions one by one");
+      slots += matches->size();
+    }
     // A glob becomes one probe per function it matches.
     for (const elf::SymbolMatch& m : *matches) {
       ProbeDef r = p;

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Regenerates the binary seeds of tests/fuzz/corpus: the ELF files of
+# fuzz_elf (small: a 64-byte page size and no debug info keep each a few KB;
+# they are seeds, not programs to run) and the records of fuzz_decode (from
+# include/looptrace/abi.h: rerun this when the ABI changes). The text seeds
+# are written by hand.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+seeds=$here/seeds
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+small=(-Wl,--build-id -Wl,-z,max-page-size=64 -Wl,-z,common-page-size=64
+       -Wl,-z,noseparate-code)
+elf=$here/corpus/elf
+mkdir -p "$elf"
+g++ -O1 -shared -fPIC -nostdlib "${small[@]}" \
+  -Wl,--version-script="$seeds/seed_lib.map" -o "$elf/lib.so" \
+  "$seeds/seed_lib.cpp"
+gcc -O1 -fPIE -pie "${small[@]}" -o "$elf/pie" "$seeds/seed_prog.c"
+gcc -O1 -fno-pie -no-pie "${small[@]}" -o "$elf/nopie" "$seeds/seed_prog.c"
+strip --strip-debug -R .comment "$elf/lib.so" "$elf/pie" "$elf/nopie"
+strip -o "$elf/stripped" "$elf/pie"
+
+decode=$here/corpus/decode
+mkdir -p "$decode"
+g++ -std=c++20 -I"$root/include" -o "$tmp/make_decode_seeds" \
+  "$seeds/make_decode_seeds.cpp"
+"$tmp/make_decode_seeds" "$decode"
+
+ls -l "$elf" "$decode"
