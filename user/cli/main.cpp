@@ -91,13 +91,14 @@ int main(int argc, char** argv) {
   // Parsed here, strictly: CLI11 would take "0x10" as 16, and an empty or
   // non-positive pid would mean every process.
   rec->add_option_function<std::string>(
-      "-p,--pid",
-      [&ra](const std::string& text) {
-        auto pid = looptrace::proc::parse_pid(text);
-        if (!pid.ok()) throw CLI::ValidationError(pid.status().message());
-        ra.pid = *pid;
-      },
-      "Trace this process");
+         "-p,--pid",
+         [&ra](const std::string& text) {
+           auto pid = looptrace::proc::parse_pid(text);
+           if (!pid.ok()) throw CLI::ValidationError(pid.status().message());
+           ra.pid = *pid;
+         },
+         "Trace this process")
+      ->type_name("PID");
   rec->add_flag("-a,--system-wide", ra.system_wide,
                 "Trace every process that maps the binaries (the default "
                 "without -p or a command)");
