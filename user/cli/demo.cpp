@@ -72,6 +72,11 @@ const nlohmann::json* find_reported(const nlohmann::json& slow,
 }  // namespace
 
 int run_demo(const std::string& self_dir, const std::string& json_path) {
+  // The demo reads its report back to compare it with the app's log.
+  if (json_path == "-") {
+    log::error("demo --json: give a file name; the demo reads it back");
+    return 2;
+  }
   ResolveContext rctx;
   rctx.self_dir = self_dir;
   auto refapp = resolve_binary("refapp", rctx);

@@ -4,11 +4,13 @@
 
 #include <CLI/CLI.hpp>
 #include <climits>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 
 #include "base/log.h"
 #include "cli/record.h"
+#include "proc/pid.h"
 
 namespace {
 
@@ -42,6 +44,8 @@ int main(int argc, char** argv) {
   CLI::App app{"looptrace: find where an event loop loses time"};
   app.footer(kExamples);
   app.require_subcommand(1);
+  app.set_version_flag("--version", "looptrace " LOOPTRACE_VERSION,
+                       "Print the version and exit");
   bool verbose = false;
   std::string debug_areas;
   app.add_flag("-v,--verbose", verbose, "Print progress and libbpf messages");
@@ -84,7 +88,17 @@ int main(int argc, char** argv) {
   rec->add_option("--when-arg", ra.when_arg,
                   "Argument holding the due time in --enqueue")
       ->capture_default_str();
-  rec->add_option("-p,--pid", ra.pid, "Trace this process");
+  // Parsed here, strictly: CLI11 would take "0x10" as 16, and an empty or
+  // non-positive pid would mean every process.
+  rec->add_option_function<std::string>(
+         "-p,--pid",
+         [&ra](const std::string& text) {
+           auto pid = looptrace::proc::parse_pid(text);
+           if (!pid.ok()) throw CLI::ValidationError(pid.status().message());
+           ra.pid = *pid;
+         },
+         "Trace this process")
+      ->type_name("PID");
   rec->add_flag("-a,--system-wide", ra.system_wide,
                 "Trace every process that maps the binaries (the default "
                 "without -p or a command)");
@@ -161,7 +175,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version end parsing with a "success" exit.
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::fprintf(stderr, "looptrace: error: %s\n", e.what());
+    return 2;
   }
   if (verbose) looptrace::log::set_level(looptrace::log::Level::kInfo);
   if (!debug_areas.empty()) looptrace::log::enable_debug_areas(debug_areas);

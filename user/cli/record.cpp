@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <fmt/ranges.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -11,7 +12,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <set>
@@ -21,9 +21,11 @@
 #include "analysis/input.h"
 #include "base/duration.h"
 #include "base/log.h"
+#include "base/output_file.h"
 #include "elf/resolve.h"
 #include "loader/tracer.h"
 #include "proc/maps.h"
+#include "proc/pid.h"
 #include "proc/process.h"
 #include "proc/sockets.h"
 #include "profiles/key_expr.h"
@@ -48,6 +50,12 @@ void install_stop_handlers() {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  // A closed terminal or a dropped ssh session: stop and report, as for
+  // Ctrl-C, rather than die with nothing written.
+  sigaction(SIGHUP, &sa, nullptr);
+  // A reader that went away (a pipe, a FIFO for --events, the terminal's
+  // ssh channel) is a write error to report, not a silent death.
+  signal(SIGPIPE, SIG_IGN);
 }
 
 uint64_t monotonic_ns() {
@@ -89,7 +97,8 @@ Result<uint32_t> parse_size(const std::string& s) {
 }
 
 // A command started stopped: it execs only when released, after the probes
-// are attached, so its first dispatch is already traced.
+// are attached, so its first dispatch is already traced. An exec failure
+// comes back through a close-on-exec pipe: EOF means the exec happened.
 class Child {
  public:
   ~Child() {
@@ -98,31 +107,26 @@ class Child {
       waitpid(pid_, nullptr, 0);
     }
     if (go_fd_ >= 0) close(go_fd_);
+    if (exec_fd_ >= 0) close(exec_fd_);
   }
 
-  Status start(const std::vector<std::string>& argv) {
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) return Status::Errno("pipe", errno);
+  // `path` is the resolved executable, `argv` what the command sees.
+  Status start(const std::string& path, const std::vector<std::string>& argv) {
+    int go[2], ex[2];
+    if (pipe2(go, O_CLOEXEC) != 0) return Status::Errno("pipe", errno);
+    if (pipe2(ex, O_CLOEXEC) != 0) {
+      int err = errno;
+      close(go[0]);
+      close(go[1]);
+      return Status::Errno("pipe", err);
+    }
     pid_ = fork();
     if (pid_ < 0) return Status::Errno("fork", errno);
-    if (pid_ == 0) {
-      close(fds[1]);
-      char c;
-      // EOF without a byte: the tracer gave up; do not run the command.
-      if (read(fds[0], &c, 1) != 1) _exit(127);
-      std::vector<char*> args;
-      for (const std::string& a : argv)
-        args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      signal(SIGINT, SIG_DFL);
-      signal(SIGTERM, SIG_DFL);
-      execvp(args[0], args.data());
-      std::fprintf(stderr, "looptrace: error: cannot run %s: %s\n", args[0],
-                   std::strerror(errno));
-      _exit(127);
-    }
-    close(fds[0]);
-    go_fd_ = fds[1];
+    if (pid_ == 0) run_child(path, argv, go[0], ex[1]);
+    close(go[0]);
+    close(ex[1]);
+    go_fd_ = go[1];
+    exec_fd_ = ex[0];
     return Status::Ok();
   }
   void release() {
@@ -130,6 +134,18 @@ class Child {
     if (write(go_fd_, "g", 1) != 1) log::warn("could not release the command");
     close(go_fd_);
     go_fd_ = -1;
+  }
+  // After release(): waits until the command has exec'd; 0, or the errno
+  // of the failed exec.
+  int wait_exec() {
+    int err = 0;
+    ssize_t n;
+    do {
+      n = read(exec_fd_, &err, sizeof err);
+    } while (n < 0 && errno == EINTR);
+    close(exec_fd_);
+    exec_fd_ = -1;
+    return n == static_cast<ssize_t>(sizeof err) ? err : 0;
   }
   // True once the child has exited (reaps it).
   bool exited() {
@@ -142,8 +158,9 @@ class Child {
     }
     return reaped_;
   }
-  void terminate() {
-    if (exited()) return;
+  // Ends the command if it still runs; true if it had ended on its own.
+  bool terminate() {
+    if (exited()) return true;
     kill(pid_, SIGTERM);
     for (int i = 0; i < 300 && !exited(); ++i) usleep(10'000);
     if (!exited()) {
@@ -151,34 +168,99 @@ class Child {
       waitpid(pid_, &status_, 0);
       reaped_ = true;
     }
+    return false;
   }
   pid_t pid() const { return pid_; }
   int status() const { return status_; }
 
  private:
+  [[noreturn]] static void run_child(const std::string& path,
+                                     const std::vector<std::string>& argv,
+                                     int go_fd, int exec_fd) {
+    char c;
+    // EOF without a byte: the tracer gave up; do not run the command.
+    if (read(go_fd, &c, 1) != 1) _exit(127);
+    std::vector<char*> args;
+    for (const std::string& a : argv)
+      args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    // An ignored signal stays ignored across exec: the tracer's choices
+    // are not the command's.
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
+    execv(path.c_str(), args.data());
+    int err = errno;
+    if (write(exec_fd, &err, sizeof err) < 0) _exit(126);
+    _exit(127);
+  }
+
   pid_t pid_ = -1;
   int go_fd_ = -1;
+  int exec_fd_ = -1;
   bool reaped_ = false;
   int status_ = 0;
 };
 
+// "exited with status 3", "killed by signal 9 (Killed)".
+std::string describe_end(int status) {
+  if (WIFSIGNALED(status))
+    return fmt::format("killed by signal {} ({})", WTERMSIG(status),
+                       strsignal(WTERMSIG(status)));
+  return fmt::format("exited with status {}", WEXITSTATUS(status));
+}
+
+// As a shell gives it: the exit status, or 128 + the signal.
+int shell_status(int status) {
+  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+}
+
+Status command_error(const std::string& name, int err) {
+  Status st =
+      Status::Errno(fmt::format("cannot run {}", name), err, ErrorKind::kUsage);
+  // The file is there: what is missing is its interpreter or loader.
+  if (err == ENOENT && access(name.c_str(), F_OK) == 0)
+    st.with_hint(
+        "its #! interpreter or its ELF loader (PT_INTERP) does not exist");
+  return st;
+}
+
+// 0 if `path` can be executed (a regular file with an execute bit), else
+// the errno execve would give.
+int exec_error(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return errno;
+  if (S_ISDIR(st.st_mode)) return EISDIR;
+  if (!S_ISREG(st.st_mode)) return EACCES;
+  return access(path.c_str(), X_OK) == 0 ? 0 : errno;
+}
+
+// The command's file, found as execvp finds it: checked now, before
+// anything is attached, so a typo is one line and exit 2, not an empty
+// trace.
 Result<std::string> find_command(const std::string& name) {
+  if (name.empty())
+    return Status::Error("empty command name", ErrorKind::kUsage);
   if (name.find('/') != std::string::npos) {
-    if (access(name.c_str(), X_OK) != 0)
-      return Status::Errno(fmt::format("command {}", name), errno,
-                           ErrorKind::kUsage);
+    if (int err = exec_error(name); err != 0) return command_error(name, err);
     return std::filesystem::absolute(name).string();
   }
   const char* path = std::getenv("PATH");
   std::string dirs = path ? path : "/usr/bin:/bin";
+  int denied = 0;  // a match that cannot be executed, as shells report it
   size_t pos = 0;
   while (pos <= dirs.size()) {
     size_t colon = dirs.find(':', pos);
     if (colon == std::string::npos) colon = dirs.size();
-    std::string cand = dirs.substr(pos, colon - pos) + "/" + name;
-    if (access(cand.c_str(), X_OK) == 0) return cand;
+    std::string dir = dirs.substr(pos, colon - pos);
+    std::string cand = (dir.empty() ? "." : dir) + "/" + name;
+    int err = exec_error(cand);
+    if (err == 0) return std::filesystem::absolute(cand).string();
+    if (err != ENOENT && err != ENOTDIR && !denied) denied = err;
     pos = colon + 1;
   }
+  if (denied) return command_error(name, denied);
   return Status::Error(fmt::format("command '{}' not found in PATH", name),
                        ErrorKind::kUsage);
 }
@@ -447,6 +529,99 @@ std::string join_command(const std::vector<std::string>& argv) {
   return s;
 }
 
+// The output files, opened before tracing starts.
+struct Outputs {
+  std::unique_ptr<OutputFile> json;
+  std::unique_ptr<OutputFile> events;  // live events, JSON lines
+};
+
+Status open_outputs(const RecordArgs& a, Outputs* out) {
+  // One file for both would be moved aside by the second open.
+  std::error_code ec1, ec2;
+  if (!a.json_path.empty() && !a.events_path.empty() &&
+      (a.json_path == a.events_path ||
+       std::filesystem::weakly_canonical(a.json_path, ec1) ==
+           std::filesystem::weakly_canonical(a.events_path, ec2)))
+    return Status::Error(
+        fmt::format("--json and --events both name {}", a.json_path),
+        ErrorKind::kUsage);
+  if (!a.json_path.empty()) {
+    auto f = OutputFile::Create("--json", a.json_path);
+    if (!f.ok()) return f.status();
+    out->json = std::move(*f);
+  }
+  if (!a.events_path.empty()) {
+    auto f = OutputFile::Create("--events", a.events_path);
+    if (!f.ok()) return f.status();
+    out->events = std::move(*f);
+  }
+  return Status::Ok();
+}
+
+// What the reports show, computed once at the end.
+struct Findings {
+  DispatchAnalysis analysis;
+  BarrierAnalysis barriers;
+  InputAnalysis input;
+  bool has_barriers = false;
+  bool has_input = false;
+};
+
+// Writes and closes `f`; the first write error.
+Status write_json_report(OutputFile& f, const Findings& found,
+                         const ReportContext& ctx) {
+  nlohmann::json j = to_json(found.analysis, ctx);
+  if (found.has_barriers) {
+    nlohmann::json bj = barriers_to_json(found.barriers, ctx);
+    j["barrier_summary"] = std::move(bj["summary"]);
+    j["barriers"] = std::move(bj["barriers"]);
+  }
+  // Input events are written one at a time: a long trace can list a
+  // hundred thousand of them.
+  std::map<std::string, JsonElements> streamed;
+  if (found.has_input) {
+    nlohmann::json ij = input_summary_to_json(found.input, found.analysis);
+    for (auto& [k, v] : ij.items()) j[k] = std::move(v);
+    streamed["input_events"] = [&](const auto& emit) {
+      for_each_input_event_json(found.input, found.analysis, ctx, emit);
+    };
+  }
+  write_json_object(f.stream(), j, streamed);
+  f.stream() << '\n';
+  return f.close();
+}
+
+void write_text_reports(std::ostream& os, const Findings& found,
+                        const ReportContext& ctx) {
+  write_text_report(os, found.analysis, ctx);
+  if (found.has_barriers) write_barrier_report(os, found.barriers, ctx);
+  if (found.has_input) write_input_report(os, found.input, found.analysis, ctx);
+}
+
+constexpr const char* kCommandExited = "command exited";
+
+// "looptrace: stopped: command exited with status 3". `command_status` is
+// the wait status of a command that ended on its own, else -1. How a
+// command ended is said even with -q when it failed: it is the exit code.
+void report_stop(const RecordArgs& a, const std::string& reason,
+                 int command_status) {
+  if (command_status == -1) {
+    if (!a.quiet)
+      std::fprintf(stderr, "looptrace: stopped: %s\n", reason.c_str());
+    return;
+  }
+  std::string end = "command " + describe_end(command_status);
+  bool show = !a.quiet || shell_status(command_status) != 0;
+  if (reason == kCommandExited) {
+    if (show) std::fprintf(stderr, "looptrace: stopped: %s\n", end.c_str());
+    return;
+  }
+  // It ended on its own just as looptrace stopped for another reason.
+  if (!a.quiet)
+    std::fprintf(stderr, "looptrace: stopped: %s\n", reason.c_str());
+  if (show) std::fprintf(stderr, "looptrace: %s\n", end.c_str());
+}
+
 }  // namespace
 
 int run_record(const RecordArgs& a) {
@@ -459,16 +634,8 @@ int run_record(const RecordArgs& a) {
   Setup s;
   if (Status st = build_options(a, &s); !st.ok()) return fail(st);
   if (Status st = build_probes(a, &s.probes); !st.ok()) return fail(st);
-  if (a.pid > 0 && !proc::pid_exists(static_cast<uint32_t>(a.pid)))
-    return fail(Status::Error(fmt::format("pid {} not found", a.pid),
-                              ErrorKind::kUsage));
-  // Every thread exited, not yet reaped: nothing left to trace.
-  if (a.pid > 0 && !proc::pid_running(static_cast<uint32_t>(a.pid)))
-    return fail(
-        Status::Error(fmt::format("process {} has exited (zombie)", a.pid),
-                      ErrorKind::kUsage));
-  if (Status st = check_bpf_environment(); !st.ok()) return fail(st);
-
+  if (a.pid > 0)
+    if (Status st = proc::check_pid_target(a.pid); !st.ok()) return fail(st);
   ResolveContext rctx;
   rctx.self_dir = a.self_dir;
   rctx.pid = a.pid;
@@ -478,6 +645,11 @@ int run_record(const RecordArgs& a) {
     if (!path.ok()) return fail(path.status());
     rctx.command_path = *path;
   }
+  if (Status st = check_bpf_environment(); !st.ok()) return fail(st);
+  // Before anything is attached: a bad output path fails now, not after
+  // the whole run.
+  Outputs out;
+  if (Status st = open_outputs(a, &out); !st.ok()) return fail(st);
   if (Status st = resolve_probes(&s.probes, rctx); !st.ok()) return fail(st);
   // Input roles are socket-call probes, not spans: they take no slot in the
   // kernel's probe table.
@@ -493,7 +665,8 @@ int run_record(const RecordArgs& a) {
   }
   if (!a.command.empty()) {
     child = std::make_unique<Child>();
-    if (Status st = child->start(a.command); !st.ok()) return fail(st);
+    if (Status st = child->start(rctx.command_path, a.command); !st.ok())
+      return fail(st);
     s.opts.pid = child->pid();
   } else {
     s.opts.pid = a.pid > 0 ? a.pid : -1;
@@ -534,13 +707,6 @@ int run_record(const RecordArgs& a) {
   bool has_barriers = false;
   for (const ProbeDef& p : s.probes)
     has_barriers = has_barriers || p.role == LT_ROLE_BARRIER_POST;
-  std::unique_ptr<std::ofstream> events_out;
-  if (!a.events_path.empty()) {
-    events_out = std::make_unique<std::ofstream>(a.events_path);
-    if (!*events_out)
-      return fail(
-          Status::Errno(fmt::format("writing {}", a.events_path), errno));
-  }
   // The context reports share; live announcements use it while tracing.
   ReportContext ctx;
   ctx.probes = &s.probes;
@@ -577,14 +743,22 @@ int run_record(const RecordArgs& a) {
     for (const Barrier& b : barriers.check_stalls(now, waiting)) {
       uint64_t held = now - b.posted_ns;
       std::fprintf(stderr, "%s\n", barrier_stall_line(b, held, ctx).c_str());
-      if (events_out) {
-        *events_out << barrier_stall_event(b, held, ctx).dump() << std::endl;
+      // A failed write is reported at the end (OutputFile::close); the
+      // trace goes on.
+      if (out.events) {
+        out.events->stream()
+            << barrier_stall_event(b, held, ctx).dump() << '\n';
+        out.events->flush();
       }
     }
   };
 
   uint64_t t0 = monotonic_ns();
-  if (child) child->release();
+  if (child) {
+    child->release();
+    if (int err = child->wait_exec(); err != 0)
+      return fail(command_error(a.command[0], err));
+  }
   if (!a.quiet) {
     std::string what =
         child       ? fmt::format("pid {} ({})", child->pid(), a.command[0])
@@ -613,7 +787,9 @@ int run_record(const RecordArgs& a) {
   uint64_t last_alive_check = 0, last_stall_check = 0;
   while (true) {
     if (g_stop_signal) {
-      stop_reason = g_stop_signal == SIGINT ? "interrupted" : "terminated";
+      stop_reason = g_stop_signal == SIGINT   ? "interrupted"
+                    : g_stop_signal == SIGHUP ? "hangup"
+                                              : "terminated";
       break;
     }
     if (s.duration_ns && monotonic_ns() - t0 >= s.duration_ns) {
@@ -626,7 +802,7 @@ int run_record(const RecordArgs& a) {
     if (now - last_alive_check >= 50'000'000) {
       last_alive_check = now;
       if ((child || a.pid > 0) && !target_alive()) {
-        stop_reason = child ? std::string("command exited")
+        stop_reason = child ? std::string(kCommandExited)
                             : fmt::format("pid {} exited", a.pid);
         break;
       }
@@ -666,60 +842,43 @@ int run_record(const RecordArgs& a) {
   for (SpanEvent& ev : (*tracer)->read_in_flight(seen_threads, monotonic_ns()))
     sink(Event(std::move(ev)));
   tracer->reset();
-  if (child) child->terminate();
-  if (!a.quiet)
-    std::fprintf(stderr, "looptrace: stopped: %s\n", stop_reason.c_str());
+  const bool command_ended = child && child->terminate();
+  report_stop(a, stop_reason, command_ended ? child->status() : -1);
 
-  DispatchAnalysis analysis = analyzer.finish(hists, counters);
-  BarrierAnalysis barrier_analysis = barriers.finish(t0 + elapsed);
-  if (has_barriers) ctx.barriers = &barrier_analysis;
-  InputAnalysis input_analysis;
-  if (has_input) input_analysis = inputs.finish();
+  Findings found;
+  found.analysis = analyzer.finish(hists, counters);
+  found.barriers = barriers.finish(t0 + elapsed);
+  found.has_barriers = has_barriers;
+  if (has_barriers) ctx.barriers = &found.barriers;
+  found.has_input = has_input;
+  if (has_input) found.input = inputs.finish();
   ctx.duration_ns = elapsed;
   ctx.start_ns = t0;
 
-  bool json_to_stdout = a.json_path == "-";
-  if (!a.json_path.empty()) {
-    nlohmann::json j = to_json(analysis, ctx);
-    if (has_barriers) {
-      nlohmann::json bj = barriers_to_json(barrier_analysis, ctx);
-      j["barrier_summary"] = std::move(bj["summary"]);
-      j["barriers"] = std::move(bj["barriers"]);
-    }
-    // Input events are written one at a time: a long trace can list a
-    // hundred thousand of them.
-    std::map<std::string, JsonElements> streamed;
-    if (has_input) {
-      nlohmann::json ij = input_summary_to_json(input_analysis, analysis);
-      for (auto& [k, v] : ij.items()) j[k] = std::move(v);
-      streamed["input_events"] = [&](const auto& emit) {
-        for_each_input_event_json(input_analysis, analysis, ctx, emit);
-      };
-    }
-    if (json_to_stdout) {
-      write_json_object(std::cout, j, streamed);
-      std::cout << std::endl;
-    } else {
-      std::ofstream out(a.json_path);
-      if (!out)
-        return fail(
-            Status::Errno(fmt::format("writing {}", a.json_path), errno));
-      write_json_object(out, j, streamed);
-      out << '\n';
-      if (!out)
-        return fail(
-            Status::Errno(fmt::format("writing {}", a.json_path), errno));
-    }
-  }
+  // Every failure is one line; the reports are written whatever failed.
+  std::vector<Status> failures{run_status, stop_status};
+  if (out.json) failures.push_back(write_json_report(*out.json, found, ctx));
+  if (out.events) failures.push_back(out.events->close());
   if (!a.quiet) {
-    std::ostream& os = json_to_stdout ? std::cerr : std::cout;
-    write_text_report(os, analysis, ctx);
-    if (has_barriers) write_barrier_report(os, barrier_analysis, ctx);
-    if (has_input) write_input_report(os, input_analysis, analysis, ctx);
+    if (a.json_path == "-") {
+      write_text_reports(std::cerr, found, ctx);
+    } else {
+      auto text = OutputFile::Create("text report", "-");
+      write_text_reports((*text)->stream(), found, ctx);
+      failures.push_back((*text)->close());
+    }
   }
-  if (!run_status.ok()) return fail(run_status);
-  if (!stop_status.ok()) return fail(stop_status);
-  return 0;
+  int rc = 0;
+  for (const Status& st : failures) {
+    if (st.ok()) continue;
+    int code = fail(st);
+    if (rc == 0) rc = code;
+  }
+  if (rc != 0) return rc;
+  // A command that ended on its own gives its status, as perf and shells
+  // do; one that looptrace stopped (--duration, a signal to looptrace)
+  // does not.
+  return command_ended ? shell_status(child->status()) : 0;
 }
 
 }  // namespace looptrace

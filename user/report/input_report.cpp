@@ -8,6 +8,7 @@
 
 #include "base/duration.h"
 #include "profiles/profile.h"
+#include "report/json_limits.h"
 #include "report/report_common.h"
 
 namespace looptrace {
@@ -15,8 +16,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr size_t kWorstListed = 10;          // events per channel in the text
-constexpr size_t kMaxListedEvents = 100000;  // in the JSON
+constexpr size_t kWorstListed = 10;  // events per channel in the text
 
 std::string channel_name(uint64_t inode) {
   return fmt::format("socket:[{}]", inode);
@@ -77,10 +77,11 @@ json blame_span_json(const BlameSpan& b, const SpanIndex& idx,
 json opt(std::optional<uint64_t> v) { return v ? json(*v) : json(nullptr); }
 json opt_ts(uint64_t v) { return v ? json(v) : json(nullptr); }
 
-// A long high-rate trace has millions of events: every blamed one is
-// listed, then the others in order up to the cap; channel percentiles
-// always cover all of them.
+// A long high-rate trace has millions of events: the blamed ones are
+// listed first, then the others, in order, up to the cap; channel
+// percentiles always cover all of them.
 struct Listing {
+  size_t blamed_room = 0;    // blamed events listed
   size_t unblamed_room = 0;  // unblamed events listed
   size_t not_listed = 0;
 };
@@ -88,10 +89,12 @@ struct Listing {
 Listing listing(const InputAnalysis& a) {
   size_t blamed = 0;
   for (const InputEventInfo& e : a.events) blamed += e.blame ? 1 : 0;
-  Listing l;
-  l.unblamed_room = kMaxListedEvents > blamed ? kMaxListedEvents - blamed : 0;
   size_t unblamed = a.events.size() - blamed;
-  l.not_listed = unblamed > l.unblamed_room ? unblamed - l.unblamed_room : 0;
+  Listing l;
+  l.blamed_room = std::min(blamed, report::kJsonMaxInputEvents);
+  l.unblamed_room =
+      std::min(unblamed, report::kJsonMaxInputEvents - l.blamed_room);
+  l.not_listed = a.events.size() - l.blamed_room - l.unblamed_room;
   return l;
 }
 
@@ -106,9 +109,23 @@ json event_json(const InputEventInfo& e, const SpanIndex& idx,
   json blame = nullptr;
   if (e.blame) {
     const InputBlame& b = *e.blame;
+    // Too many dispatches to name: the primary one, then the longest.
+    std::vector<size_t> all(b.chain.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+    size_t omitted = 0;
+    std::vector<size_t> kept = report::keep_best(
+        all, report::kJsonMaxRelated,
+        [&b](size_t x, size_t y) {
+          return std::make_tuple(x == b.primary, b.chain[x].span.duration_ns) >
+                 std::make_tuple(y == b.primary, b.chain[y].span.duration_ns);
+        },
+        &omitted);
     json chain = json::array();
-    for (const BlameSpan& bs : b.chain)
-      chain.push_back(blame_span_json(bs, idx, ctx, names));
+    size_t primary = 0;
+    for (size_t i : kept) {
+      if (i == b.primary) primary = chain.size();
+      chain.push_back(blame_span_json(b.chain[i], idx, ctx, names));
+    }
     blame = {{"kind", b.own_handler     ? "handled_slowly"
                       : b.chain.empty() ? "unknown"
                                         : "waited_behind"},
@@ -116,10 +133,10 @@ json event_json(const InputEventInfo& e, const SpanIndex& idx,
              {"waited_ns", b.waited_ns},
              {"unattributed_ns", b.unattributed_ns},
              {"dispatches", chain}};
+    if (omitted) blame["dispatches_omitted"] = omitted;
     if (!b.chain.empty()) {
-      json primary = chain[b.primary];
       for (const char* k : {"target", "start_ns", "duration_ns", "stack"})
-        blame[k] = primary[k];
+        blame[k] = chain[primary][k];
     }
   }
   json j = {
@@ -154,8 +171,19 @@ json event_json(const InputEventInfo& e, const SpanIndex& idx,
 
 json input_summary_to_json(const InputAnalysis& a,
                            const DispatchAnalysis& dispatch) {
+  // Too many channels: the ones with the most events.
+  std::vector<const InputChannelSummary*> all;
+  for (const InputChannelSummary& c : a.channels) all.push_back(&c);
+  size_t channels_omitted = 0;
+  std::vector<const InputChannelSummary*> kept = report::keep_best(
+      all, report::kJsonMaxInputChannels,
+      [](const InputChannelSummary* x, const InputChannelSummary* y) {
+        return x->events > y->events;
+      },
+      &channels_omitted);
   json channels = json::array();
-  for (const InputChannelSummary& c : a.channels) {
+  for (const InputChannelSummary* cp : kept) {
+    const InputChannelSummary& c = *cp;
     json stages = json::object();
     for (int s = 0; s < kInputStages; ++s) {
       auto st = static_cast<InputStage>(s);
@@ -194,6 +222,7 @@ json input_summary_to_json(const InputAnalysis& a,
       {"legacy_messages", a.legacy_messages},
       {"undecodable_messages", a.undecodable},
       {"not_listed", listing(a).not_listed},
+      {"channels_not_listed", channels_omitted},
       // What the kernel filter let through and turned away.
       {"kernel_recorded", dispatch.counters.bpf[LT_CNT_IO]},
       {"kernel_rejected", dispatch.counters.bpf[LT_CNT_IO_REJECT]}};
@@ -207,12 +236,11 @@ void for_each_input_event_json(
     const std::function<void(const nlohmann::json&)>& emit) {
   report::FrameNames names(ctx.symbolizer);
   SpanIndex idx = index_spans(dispatch);
-  size_t room = listing(a).unblamed_room;
+  Listing room = listing(a);
   for (const InputEventInfo& e : a.events) {
-    if (!e.blame) {
-      if (room == 0) continue;
-      --room;
-    }
+    size_t& left = e.blame ? room.blamed_room : room.unblamed_room;
+    if (left == 0) continue;
+    --left;
     emit(event_json(e, idx, ctx, names));
   }
 }

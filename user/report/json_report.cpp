@@ -1,9 +1,12 @@
 // The JSON report for scripts; every field is described in
 // docs/json-schema.md. Bump "version" when a field changes meaning or goes
 // away; adding fields keeps it.
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "profiles/profile.h"
+#include "report/json_limits.h"
 #include "report/report.h"
 #include "report/report_common.h"
 
@@ -42,15 +45,17 @@ json span_json(const SlowSpan& s, const ReportContext& ctx,
   for (const RenderedKey& k : target.keys) keys[k.name] = key_value(k);
   const ProbeDef* probe = report::find_probe(ctx, e.probe_id);
 
+  // Most samples first: the stacks left out are the rarest.
   json stacks = json::array();
-  for (const StackGroup& g : s.stacks) {
+  for (size_t i = 0; i < s.stacks.size() && i < report::kJsonMaxStacks; ++i) {
+    const StackGroup& g = s.stacks[i];
     stacks.push_back({{"count", g.count},
                       {"longest_run", g.longest_run},
                       {"first_ns", g.first_ns},
                       {"last_ns", g.last_ns},
                       {"frames", frames_json(e.pid, g.frames, names)}});
   }
-  return {
+  json out = {
       {"pid", e.pid},
       {"tid", e.tid},
       {"comm", e.comm},
@@ -72,13 +77,27 @@ json span_json(const SlowSpan& s, const ReportContext& ctx,
                     : frames_json(e.pid, s.stacks[0].frames, names)},
       {"stacks", stacks},
   };
+  if (s.stacks.size() > report::kJsonMaxStacks)
+    out["stacks_omitted"] = s.stacks.size() - report::kJsonMaxStacks;
+  return out;
 }
 
-// The sync barriers of a delivery's thread up while it waited.
-json barriers_up(const SpanEvent& d, const ReportContext& ctx) {
+// The sync barriers of a delivery's thread up while it waited; the longest
+// held when there are too many.
+json barriers_up(const SpanEvent& d, const ReportContext& ctx,
+                 size_t* omitted) {
+  auto held = [&d](const Barrier* b) {
+    uint64_t end = d.start_ns + d.duration_ns;
+    uint64_t to = b->removed() ? std::min(b->removed_ns, end) : end;
+    return to - std::max(b->posted_ns, d.start_ns);
+  };
   json out = json::array();
-  for (const Barrier* b : report::barriers_up(ctx, d.pid, d.tid, d.start_ns,
-                                              d.start_ns + d.duration_ns))
+  for (const Barrier* b : report::keep_best(
+           report::barriers_up(ctx, d.pid, d.tid, d.start_ns,
+                               d.start_ns + d.duration_ns),
+           report::kJsonMaxRelated,
+           [&](const Barrier*x, const Barrier*y) { return held(x) > held(y); },
+           omitted))
     out.push_back(
         {{"token", b->token},
          {"queue", fmt::format("{:#x}", b->queue)},
@@ -91,13 +110,20 @@ json barriers_up(const SpanEvent& d, const ReportContext& ctx) {
 json delivery_json(const SlowSpan& s, const report::RunningInstead& running,
                    const ReportContext& ctx) {
   const SpanEvent& e = s.span;
+  // The longest spans that ran instead, when there are too many to list.
+  size_t instead_omitted = 0, barriers_omitted = 0;
   json instead = json::array();
-  for (const SlowSpan* b : running(e))
+  for (const SlowSpan* b : report::keep_best(
+           running(e), report::kJsonMaxRelated,
+           [](const SlowSpan*x, const SlowSpan*y) {
+             return x->span.duration_ns > y->span.duration_ns;
+           },
+           &instead_omitted))
     instead.push_back({{"target", report::describe_target(b->span, ctx).text},
                        {"role", looptrace::role_name(b->span.role)},
                        {"start_ns", b->span.start_ns},
                        {"duration_ns", b->span.duration_ns}});
-  return {
+  json out = {
       {"pid", e.pid},
       {"tid", e.tid},
       {"comm", e.comm},
@@ -106,8 +132,11 @@ json delivery_json(const SlowSpan& s, const report::RunningInstead& running,
       {"lag_ns", e.duration_ns},
       {"target", report::describe_target(e, ctx).text},
       {"running_instead", instead},
-      {"sync_barriers_up", barriers_up(e, ctx)},
+      {"sync_barriers_up", barriers_up(e, ctx, &barriers_omitted)},
   };
+  if (instead_omitted) out["running_instead_omitted"] = instead_omitted;
+  if (barriers_omitted) out["sync_barriers_up_omitted"] = barriers_omitted;
+  return out;
 }
 
 json thread_json(const ThreadSummary& t) {
@@ -128,26 +157,49 @@ json to_json(const DispatchAnalysis& a, const ReportContext& ctx) {
   for (uint32_t r = 0; r < LT_ROLE_MAX; ++r)
     thresholds[looptrace::role_name(r)] = ctx.slow_ns[r];
 
-  json threads = json::array();
   uint64_t total_spans = 0;  // completed spans, from the histograms
+  std::vector<const ThreadSummary*> all_threads;
   for (const ThreadSummary& t : a.threads) {
-    threads.push_back(thread_json(t));
+    all_threads.push_back(&t);
     if (t.role != LT_ROLE_DELIVERY) total_spans += t.count;
   }
+  // Too many threads: the ones with the most slow spans, then the busiest.
+  size_t threads_omitted = 0;
+  json threads = json::array();
+  for (const ThreadSummary* t : report::keep_best(
+           all_threads, report::kJsonMaxThreads,
+           [](const ThreadSummary*x, const ThreadSummary*y) {
+             return std::tie(x->slow_count, x->sum_ns) >
+                    std::tie(y->slow_count, y->sum_ns);
+           },
+           &threads_omitted))
+    threads.push_back(thread_json(*t));
+
+  std::vector<const SlowSpan*> by_role[LT_ROLE_MAX];
+  for (const SlowSpan& s : a.slow)
+    if (s.span.role < LT_ROLE_MAX) by_role[s.span.role].push_back(&s);
+  // Too many slow spans: the longest (a hang in progress first); slow
+  // deliveries are spans from the due time, so the longest lags.
+  size_t omitted[LT_ROLE_MAX] = {};
+  auto worst = [](const SlowSpan* x, const SlowSpan* y) {
+    return std::tie(x->span.in_flight, x->span.duration_ns) >
+           std::tie(y->span.in_flight, y->span.duration_ns);
+  };
+  for (uint32_t r = 0; r < LT_ROLE_MAX; ++r)
+    by_role[r] = report::keep_best(by_role[r], report::kJsonMaxSpans, worst,
+                                   &omitted[r]);
 
   report::FrameNames names(ctx.symbolizer);
   json dispatches = json::array();
   json idle = json::array();
   json deliveries = json::array();
   const report::RunningInstead running(a);
-  for (const SlowSpan& s : a.slow) {
-    if (s.span.role == LT_ROLE_DISPATCH)
-      dispatches.push_back(span_json(s, ctx, names));
-    else if (s.span.role == LT_ROLE_IDLE)
-      idle.push_back(span_json(s, ctx, names));
-    else if (s.span.role == LT_ROLE_DELIVERY)
-      deliveries.push_back(delivery_json(s, running, ctx));
-  }
+  for (const SlowSpan* s : by_role[LT_ROLE_DISPATCH])
+    dispatches.push_back(span_json(*s, ctx, names));
+  for (const SlowSpan* s : by_role[LT_ROLE_IDLE])
+    idle.push_back(span_json(*s, ctx, names));
+  for (const SlowSpan* s : by_role[LT_ROLE_DELIVERY])
+    deliveries.push_back(delivery_json(*s, running, ctx));
 
   json lost = json::object();
   for (const report::LostItem& l : report::lost_items(a))
@@ -159,9 +211,13 @@ json to_json(const DispatchAnalysis& a, const ReportContext& ctx) {
       {"duration_ns", ctx.duration_ns},
       {"slow_threshold_ns", thresholds},
       {"threads", std::move(threads)},
+      {"threads_omitted", threads_omitted},
       {"slow_dispatches", std::move(dispatches)},
+      {"slow_dispatches_omitted", omitted[LT_ROLE_DISPATCH]},
       {"slow_idle_handlers", std::move(idle)},
+      {"slow_idle_handlers_omitted", omitted[LT_ROLE_IDLE]},
       {"slow_deliveries", std::move(deliveries)},
+      {"slow_deliveries_omitted", omitted[LT_ROLE_DELIVERY]},
       {"lost", std::move(lost)},
       {"totals",
        {{"spans", total_spans},

@@ -1,0 +1,298 @@
+// The looptrace binary as a user runs it: bad -p values, parse errors,
+// --version, output files (unsafe, unwritable, full), the traced command's
+// end and exit status, SIGHUP. Each case: the exit code, the one line that
+// says why, and what is (or is not) left on disk.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <string>
+
+#include "harness.h"
+
+namespace lt_test {
+namespace {
+
+int count_lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+// Exit `code`, one "looptrace: error: " line holding `needle` (and at most
+// a hint line), nothing on stdout.
+void expect_error(const RunResult& r, int code, const std::string& needle) {
+  EXPECT_EQ(r.exit_code, code) << r.err;
+  EXPECT_EQ(r.err.rfind("looptrace: error: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+  EXPECT_LE(count_lines(r.err), 2) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+void write_file(const std::string& path, const std::string& text,
+                mode_t mode = 0644) {
+  std::ofstream(path) << text;
+  chmod(path.c_str(), mode);
+}
+
+mode_t mode_of(const std::string& path) {
+  struct stat st {};
+  EXPECT_EQ(lstat(path.c_str(), &st), 0) << path;
+  return st.st_mode & 07777;
+}
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return lstat(path.c_str(), &st) == 0;
+}
+
+std::vector<std::string> record(std::vector<std::string> extra) {
+  std::vector<std::string> argv{looptrace_bin(), "record", "--profile",
+                                "refapp"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return argv;
+}
+
+// --- -p ----------------------------------------------------------------
+
+TEST(Cli, BadPidIsRefused) {
+  // "" is what -p "$(pidof nosuchapp)" passes; "", 0 and negatives used to
+  // trace every process, 0x10 to trace pid 16.
+  for (const std::string bad : {"", "0", "-5", "0x10", "abc", "12abc"}) {
+    RunResult r = run(record({"-p", bad, "-d", "1s"}));
+    SCOPED_TRACE("-p '" + bad + "'");
+    expect_error(r, 2, "-p '" + bad + "'");
+    EXPECT_EQ(r.err.find("tracing"), std::string::npos) << r.err;
+  }
+}
+
+TEST(Cli, ZombiePidIsRefused) {
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(0);
+  // Unreaped: a zombie, as `ps` shows it.
+  bool zombie = false;
+  for (int i = 0; i < 200 && !zombie; ++i) {
+    zombie =
+        read_file("/proc/" + std::to_string(child) + "/stat").find(") Z ") !=
+        std::string::npos;
+    if (!zombie) usleep(10'000);
+  }
+  ASSERT_TRUE(zombie);
+  RunResult r = run(record({"-p", std::to_string(child), "-d", "1s"}));
+  waitpid(child, nullptr, 0);
+  expect_error(r, 2, "process " + std::to_string(child) + " has exited");
+  EXPECT_NE(r.err.find("zombie"), std::string::npos) << r.err;
+}
+
+// --- parsing -----------------------------------------------------------
+
+TEST(Cli, ParseErrorsAreOneLineAndExitTwo) {
+  expect_error(run({looptrace_bin(), "record", "--bogus"}), 2, "--bogus");
+  expect_error(run({looptrace_bin()}), 2, "subcommand");
+  expect_error(run({looptrace_bin(), "record", "--max-threads", "many"}), 2,
+               "--max-threads");
+  expect_error(run({looptrace_bin(), "record", "--input-mode", "magic"}), 2,
+               "magic");
+  expect_error(run({looptrace_bin(), "record", "--json"}), 2, "--json");
+}
+
+TEST(Cli, HelpAndVersion) {
+  RunResult help = run({looptrace_bin(), "record", "--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("--pid"), std::string::npos);
+  RunResult v = run({looptrace_bin(), "--version"});
+  EXPECT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_EQ(v.out, std::string("looptrace ") + LT_VERSION + "\n");
+  EXPECT_TRUE(v.err.empty()) << v.err;
+}
+
+// --- the command -------------------------------------------------------
+
+TEST(Cli, CommandThatCannotRunIsAUsageError) {
+  TempDir dir;
+  expect_error(run(record({"--", dir.path()})), 2, "Is a directory");
+  expect_error(run(record({"--", "no-such-command-lt"})), 2,
+               "'no-such-command-lt' not found");
+  write_file(dir.file("plain"), "echo hi\n", 0644);
+  expect_error(run(record({"--", dir.file("plain")})), 2, "Permission denied");
+}
+
+TEST(Cli, CommandExitStatusIsPassedOn) {
+  LT_REQUIRE_BPF();
+  RunResult r = run(record({"-q", "--", "sh", "-c", "exit 3"}));
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_EQ(r.err, "looptrace: stopped: command exited with status 3\n");
+  r = run(record({"--", "sh", "-c", "kill -9 $$"}));
+  EXPECT_EQ(r.exit_code, 128 + 9) << r.err;
+  EXPECT_NE(r.err.find("looptrace: stopped: command killed by signal 9"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.out.find("traced"), std::string::npos) << "report printed";
+  r = run(record({"-q", "--", "true"}));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+}
+
+TEST(Cli, CommandStoppedByLooptraceIsNotAFailure) {
+  LT_REQUIRE_BPF();
+  // --duration ends the trace; looptrace sends the command SIGTERM: that is
+  // not the command failing.
+  RunResult r = run(record({"-d", "500ms", "--", "sleep", "30"}));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("stopped: duration elapsed"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("command exited"), std::string::npos) << r.err;
+}
+
+TEST(Cli, ExecFailureIsReportedFromTheChild) {
+  LT_REQUIRE_BPF();
+  // Executable, but the kernel cannot run it: only exec itself can tell,
+  // after the probes are attached. No report, no trace, no output file.
+  TempDir dir;
+  write_file(dir.file("script"), "#!/nonexistent/interpreter\n", 0755);
+  write_file(dir.file("garbage"), "not a program\n", 0755);
+  RunResult r =
+      run(record({"--json", dir.file("r.json"), "--", dir.file("script")}));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.err.rfind("looptrace: error: cannot run " + dir.file("script") +
+                            ": No such file or directory\nhint: ",
+                        0),
+            0u)
+      << r.err;
+  EXPECT_EQ(r.err.find("tracing"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_FALSE(exists(dir.file("r.json")));
+  expect_error(run(record({"--", dir.file("garbage")})), 2,
+               "cannot run " + dir.file("garbage") + ": Exec format error");
+}
+
+// --- output files ------------------------------------------------------
+
+TEST(Cli, UnwritableJsonFailsBeforeTracing) {
+  LT_REQUIRE_BPF();
+  auto t0 = std::chrono::steady_clock::now();
+  RunResult r = run(record({"-d", "20s", "--json", "/nonexistent/r.json"}));
+  auto took = std::chrono::steady_clock::now() - t0;
+  expect_error(r, 2, "/nonexistent/r.json: No such file or directory");
+  // At once, not after the 20 s trace.
+  EXPECT_LT(took, std::chrono::seconds(10));
+}
+
+TEST(Cli, JsonWriteFailureExitsOneAfterTheTextReport) {
+  LT_REQUIRE_BPF();
+  RunResult r = run(record({"-d", "300ms", "--json", "/dev/full"}));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("looptrace: error: --json: writing /dev/full: No space "
+                       "left on device\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.out.find("traced"), std::string::npos)
+      << "text report: " << r.out;
+}
+
+TEST(Cli, JsonOnAFullFilesystemExitsOne) {
+  LT_REQUIRE_BPF();
+  // A 16 KiB tmpfs filled to the last block, in a private mount namespace
+  // (nothing outside the test sees it).
+  TempDir dir;
+  const std::string mnt = dir.file("full");
+  ASSERT_EQ(mkdir(mnt.c_str(), 0700), 0);
+  std::string script = "mount -t tmpfs -o size=16k looptrace-test " + mnt +
+                       " || exit 99; " + "dd if=/dev/zero of=" + mnt +
+                       "/fill bs=4k 2>/dev/null; exec \"$@\"";
+  std::vector<std::string> argv{"unshare", "-m", "sh", "-c", script, "sh"};
+  for (const std::string& a :
+       record({"-q", "-d", "300ms", "--json", mnt + "/r.json"}))
+    argv.push_back(a);
+  RunResult r = run(argv);
+  ASSERT_NE(r.exit_code, 99) << "could not mount a tmpfs: " << r.err;
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err, "looptrace: error: --json: writing " + mnt +
+                       "/r.json: No space left on device\n");
+}
+
+TEST(Cli, EventsWriteFailureExitsOne) {
+  LT_REQUIRE_BPF();
+  TempDir dir;
+  // A barrier held 600 ms against a 100 ms stall threshold: one live event,
+  // announced on stderr and written to --events.
+  RunResult r =
+      run(record({"--barrier-stall", "100ms", "--events", "/dev/full", "-q",
+                  "--", refapp_bin(), "--rate", "100", "--duration", "1500",
+                  "--barrier", "600@300", "--log", dir.file("truth.jsonl")}));
+  // The app's own log says the barrier was up that long.
+  auto removes = events(read_jsonl(dir.file("truth.jsonl")), "barrier_remove");
+  ASSERT_EQ(removes.size(), 1u);
+  ASSERT_GE(removes[0]["lifetime_ns"].get<uint64_t>(), 100'000'000u);
+  EXPECT_NE(r.err.find("STALL: sync barrier"), std::string::npos) << r.err;
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("looptrace: error: --events: writing /dev/full: No "
+                       "space left on device\n"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(Cli, PlantedSymlinkIsNotFollowed) {
+  LT_REQUIRE_BPF();
+  TempDir dir;
+  const std::string victim = dir.file("victim"), link = dir.file("r.json");
+  write_file(victim, "secret\n", 0600);
+  ASSERT_EQ(symlink(victim.c_str(), link.c_str()), 0);
+  for (const char* opt : {"--json", "--events"}) {
+    SCOPED_TRACE(opt);
+    RunResult r = run(record({"-d", "300ms", opt, link}));
+    expect_error(r, 2, std::string(opt) + " " + link + ": is a symbolic link");
+    EXPECT_EQ(read_file(victim), "secret\n");
+    EXPECT_EQ(mode_of(victim), 0600u);
+  }
+}
+
+TEST(Cli, ExistingReportIsMovedAsideAndTheNewOneIsPrivate) {
+  LT_REQUIRE_BPF();
+  TempDir dir;
+  const std::string path = dir.file("r.json");
+  write_file(path, "previous report\n", 0644);
+  RunResult r = run(record({"-q", "-d", "300ms", "--json", path}));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_file(path + ".old"), "previous report\n");
+  EXPECT_EQ(mode_of(path), 0600u);
+  nlohmann::json j = read_json(path);
+  EXPECT_TRUE(j.contains("slow_dispatches")) << j.dump();
+}
+
+TEST(Cli, JsonToStdoutStillWorks) {
+  LT_REQUIRE_BPF();
+  RunResult r = run(record({"-d", "300ms", "--json", "-"}));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_TRUE(j.contains("slow_deliveries_omitted"));
+  // The text report moved to stderr.
+  EXPECT_NE(r.err.find("traced"), std::string::npos) << r.err;
+}
+
+// --- signals -----------------------------------------------------------
+
+TEST(Cli, HangupStopsAndReports) {
+  LT_REQUIRE_BPF();
+  TempDir dir;
+  Process lt(record({"--json", dir.file("r.json"), "--", "sleep", "30"}),
+             dir.file("out"), dir.file("err"));
+  ASSERT_TRUE(wait_for_text(dir.file("err"), "tracing", 30000))
+      << read_file(dir.file("err"));
+  lt.signal(SIGHUP);
+  EXPECT_EQ(lt.wait(30000), 0) << read_file(dir.file("err"));
+  EXPECT_NE(read_file(dir.file("err")).find("looptrace: stopped: hangup"),
+            std::string::npos)
+      << read_file(dir.file("err"));
+  EXPECT_NE(read_file(dir.file("out")).find("traced"), std::string::npos);
+  nlohmann::json j = read_json(dir.file("r.json"));
+  EXPECT_GT(j.value("duration_ns", uint64_t{0}), 0u);
+}
+
+}  // namespace
+}  // namespace lt_test

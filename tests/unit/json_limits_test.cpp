@@ -1,0 +1,199 @@
+// Every list of the JSON report is bounded; what is left out is counted,
+// and what is kept is what matters most (the longest spans and lags).
+#include "report/json_limits.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "analysis/dispatch.h"
+#include "report/input_report.h"
+#include "report/report.h"
+
+namespace looptrace {
+namespace {
+
+constexpr uint64_t kMs = 1'000'000;
+
+TEST(KeepBest, AllWhenTheyFit) {
+  size_t omitted = 99;
+  std::vector<int> v{3, 1, 2};
+  EXPECT_EQ(report::keep_best(v, 3, std::greater<int>(), &omitted), v);
+  EXPECT_EQ(omitted, 0u);
+}
+
+TEST(KeepBest, TheBestInTheirOriginalOrder) {
+  size_t omitted = 0;
+  std::vector<int> v{5, 1, 9, 3, 7, 2};
+  EXPECT_EQ(report::keep_best(v, 3, std::greater<int>(), &omitted),
+            (std::vector<int>{5, 9, 7}));
+  EXPECT_EQ(omitted, 3u);
+  // Ties go to the earlier item.
+  std::vector<int> same{4, 4, 4, 4};
+  EXPECT_EQ(report::keep_best(same, 2, std::greater<int>(), &omitted),
+            (std::vector<int>{4, 4}));
+  EXPECT_EQ(omitted, 2u);
+}
+
+struct FakeRun {
+  DispatchAnalysis a;
+  std::vector<ProbeDef> probes = std::vector<ProbeDef>(1);
+  ReportContext ctx;
+  FakeRun() { ctx.probes = &probes; }
+  SlowSpan& add(uint32_t role, uint64_t start, uint64_t dur) {
+    SlowSpan s;
+    s.span.pid = 1;
+    s.span.tid = 1;
+    s.span.role = role;
+    s.span.start_ns = start;
+    s.span.duration_ns = dur;
+    a.slow.push_back(s);
+    return a.slow.back();
+  }
+};
+
+TEST(JsonLimits, SlowDeliveriesKeepTheLongestLags) {
+  FakeRun r;
+  const size_t n = report::kJsonMaxSpans + 5;
+  // Lags grow with i except five tiny ones spread through the run: those
+  // are the ones left out.
+  for (size_t i = 0; i < n; ++i) {
+    bool tiny = i % (n / 5) == 7;
+    r.add(LT_ROLE_DELIVERY, 1000 * kMs + i * 10 * kMs,
+          tiny ? 1 * kMs : 20 * kMs + i);
+  }
+  nlohmann::json j = to_json(r.a, r.ctx);
+  const auto& d = j["slow_deliveries"];
+  ASSERT_EQ(d.size(), report::kJsonMaxSpans);
+  EXPECT_EQ(j["slow_deliveries_omitted"], 5u);
+  uint64_t prev = 0;
+  for (const auto& e : d) {
+    EXPECT_GT(e["lag_ns"].get<uint64_t>(), 1 * kMs) << e.dump();
+    EXPECT_GT(e["due_ns"].get<uint64_t>(), prev) << "in time order";
+    prev = e["due_ns"].get<uint64_t>();
+  }
+  EXPECT_EQ(j["slow_dispatches_omitted"], 0u);
+  EXPECT_EQ(j["slow_idle_handlers_omitted"], 0u);
+  EXPECT_EQ(j["threads_omitted"], 0u);
+}
+
+TEST(JsonLimits, SlowDispatchesKeepAHangInProgress) {
+  FakeRun r;
+  for (size_t i = 0; i < report::kJsonMaxSpans + 1; ++i)
+    r.add(LT_ROLE_DISPATCH, i * 100 * kMs, 50 * kMs);
+  // Short, but still running when tracing stopped: always listed.
+  r.add(LT_ROLE_DISPATCH, 1, 20 * kMs).span.in_flight = true;
+  nlohmann::json j = to_json(r.a, r.ctx);
+  ASSERT_EQ(j["slow_dispatches"].size(), report::kJsonMaxSpans);
+  EXPECT_EQ(j["slow_dispatches_omitted"], 2u);
+  bool hang = false;
+  for (const auto& e : j["slow_dispatches"]) hang = hang || e["in_flight"];
+  EXPECT_TRUE(hang);
+}
+
+TEST(JsonLimits, RunningInsteadAndStacksAreBounded) {
+  FakeRun r;
+  // One delivery due at 0 that waited behind 150 slow dispatches.
+  for (uint64_t i = 0; i < 150; ++i)
+    r.add(LT_ROLE_DISPATCH, 1 + i * 20 * kMs, (i == 42 ? 19 : 17) * kMs);
+  r.add(LT_ROLE_DELIVERY, 0, 150 * 20 * kMs);
+  SlowSpan& stuck = r.add(LT_ROLE_IDLE, 4000 * kMs, 100 * kMs);
+  for (uint64_t i = 0; i < report::kJsonMaxStacks + 3; ++i) {
+    StackGroup g;
+    g.frames = {0x1000 + i};
+    g.count = static_cast<uint32_t>(100 - i);
+    stuck.stacks.push_back(g);
+  }
+  nlohmann::json j = to_json(r.a, r.ctx);
+  const auto& d = j["slow_deliveries"][0];
+  ASSERT_EQ(d["running_instead"].size(), report::kJsonMaxRelated);
+  EXPECT_EQ(d["running_instead_omitted"], 50u);
+  bool longest = false;
+  for (const auto& s : d["running_instead"])
+    longest = longest || s["duration_ns"] == 19 * kMs;
+  EXPECT_TRUE(longest) << "the longest span that ran instead is listed";
+  EXPECT_FALSE(d.contains("sync_barriers_up_omitted"));
+
+  const auto& idle = j["slow_idle_handlers"][0];
+  ASSERT_EQ(idle["stacks"].size(), report::kJsonMaxStacks);
+  EXPECT_EQ(idle["stacks_omitted"], 3u);
+  EXPECT_EQ(idle["stacks"][0]["count"], 100u) << "most samples first";
+  EXPECT_FALSE(j["slow_dispatches"][0].contains("stacks_omitted"));
+}
+
+TEST(JsonLimits, ThreadsAreBoundedAndTotalsCountThemAll) {
+  FakeRun r;
+  for (uint32_t t = 0; t < report::kJsonMaxThreads + 10; ++t) {
+    ThreadSummary s;
+    s.pid = 1;
+    s.tid = t + 1;
+    s.count = 10;
+    s.slow_count = t == 5 ? 1 : 0;
+    r.a.threads.push_back(s);
+  }
+  nlohmann::json j = to_json(r.a, r.ctx);
+  EXPECT_EQ(j["threads"].size(), report::kJsonMaxThreads);
+  EXPECT_EQ(j["threads_omitted"], 10u);
+  EXPECT_EQ(j["totals"]["spans"], 10u * (report::kJsonMaxThreads + 10));
+  bool slow_one = false;
+  for (const auto& t : j["threads"]) slow_one = slow_one || t["tid"] == 6;
+  EXPECT_TRUE(slow_one) << "a thread with slow spans is kept";
+}
+
+TEST(JsonLimits, InputEventsAreBoundedEvenWhenAllAreBlamed) {
+  // More blamed events than the cap: blamed events used to be listed
+  // whatever their number.
+  InputAnalysis in;
+  const size_t blamed = report::kJsonMaxInputEvents + 3;
+  for (size_t i = 0; i < blamed + 2; ++i) {
+    InputEventInfo e;
+    e.seq = static_cast<uint32_t>(i + 1);
+    e.received_ns = 1000 + i;
+    if (i < blamed) e.blame = InputBlame{};
+    in.events.push_back(e);
+  }
+  FakeRun r;
+  size_t listed = 0, listed_blamed = 0;
+  for_each_input_event_json(in, r.a, r.ctx, [&](const nlohmann::json& e) {
+    ++listed;
+    listed_blamed += e["blame"].is_null() ? 0 : 1;
+  });
+  EXPECT_EQ(listed, report::kJsonMaxInputEvents);
+  EXPECT_EQ(listed_blamed, report::kJsonMaxInputEvents);
+  nlohmann::json s = input_summary_to_json(in, r.a);
+  EXPECT_EQ(s["input_summary"]["not_listed"], 5u);
+  EXPECT_EQ(s["input_summary"]["events"], blamed + 2);
+}
+
+TEST(JsonLimits, BlameNamesAtMostSomeDispatchesAndKeepsThePrimary) {
+  InputAnalysis in;
+  InputEventInfo e;
+  e.received_ns = 1;
+  InputBlame b;
+  for (uint64_t i = 0; i < report::kJsonMaxRelated + 20; ++i) {
+    BlameSpan s;
+    s.span.start_ns = 10 + i * 10 * kMs;
+    s.span.duration_ns = 5 * kMs;
+    b.chain.push_back(s);
+  }
+  // The one running when the event arrived: short, named all the same.
+  b.primary = 117;
+  b.chain[117].running_at_arrival = true;
+  b.chain[117].span.duration_ns = 1 * kMs;
+  e.blame = b;
+  in.events.push_back(e);
+  FakeRun r;
+  nlohmann::json got;
+  for_each_input_event_json(in, r.a, r.ctx,
+                            [&](const nlohmann::json& j) { got = j; });
+  const auto& blame = got["blame"];
+  ASSERT_EQ(blame["dispatches"].size(), report::kJsonMaxRelated);
+  EXPECT_EQ(blame["dispatches_omitted"], 20u);
+  EXPECT_EQ(blame["start_ns"], 10 + 117 * 10 * kMs);
+  EXPECT_EQ(blame["duration_ns"], 1 * kMs);
+}
+
+}  // namespace
+}  // namespace looptrace
