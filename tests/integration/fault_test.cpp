@@ -428,26 +428,7 @@ TEST_F(Fault, AttachAfterTheMainThreadExited) {
   expect_stall_found(read_json(json), stalls[0]);
 }
 
-// A process that has exited but is not reaped has nothing left to trace.
-TEST_F(Fault, ZombiePidIsRefused) {
-  pid_t child = fork();
-  if (child == 0) _exit(0);
-  ASSERT_GT(child, 0);
-  // Not reaped yet: a zombie until waitpid below.
-  for (int i = 0; i < 100; ++i) {
-    std::string stat = read_file("/proc/" + std::to_string(child) + "/stat");
-    if (stat.find(") Z") != std::string::npos) break;
-    sleep_ms(10);
-  }
-  RunResult r = run(
-      record({"--profile", "refapp", "-p", std::to_string(child), "-d", "1s"}));
-  waitpid(child, nullptr, 0);
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("looptrace: error: process " + std::to_string(child) +
-                       " has exited (zombie)"),
-            std::string::npos)
-      << r.err;
-}
+// (A zombie pid is refused: Cli.ZombiePidIsRefused.)
 
 // ---- exec, fork, many threads -----------------------------------------------
 
