@@ -16,12 +16,6 @@
 namespace lt_test {
 namespace {
 
-int count_lines(const std::string& s) {
-  int n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
-}
-
 // Exit `code`, one "looptrace: error: " line holding `needle` (and at most
 // a hint line), nothing on stdout.
 void expect_error(const RunResult& r, int code, const std::string& needle) {

@@ -10,12 +10,6 @@
 namespace lt_test {
 namespace {
 
-int count_lines(const std::string& s) {
-  int n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
-}
-
 // `setup` (shell) runs in a private mount namespace, then looptrace with
 // `args`; its exit code and stderr are looptrace's.
 RunResult run_in_namespace(const std::string& setup,

@@ -8,12 +8,6 @@
 namespace lt_test {
 namespace {
 
-int count_lines(const std::string& s) {
-  int n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
-}
-
 // Exit code 2 (usage) or 1, an "error:" line naming the culprit, at most a
 // hint line after it.
 void expect_clean_error(const RunResult& r, int code,

@@ -71,6 +71,13 @@ RunResult run(const std::vector<std::string>& argv, int timeout_ms = 120000);
 // not be unmounted): what looptrace needs must not depend on them.
 std::vector<std::string> without_tracefs(const std::vector<std::string>& argv);
 
+// Newlines in s: an error message is one line (two with a hint).
+inline int count_lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
 std::string read_file(const std::string& path);
 // JSON lines; malformed lines fail the test.
 std::vector<nlohmann::json> read_jsonl(const std::string& path);

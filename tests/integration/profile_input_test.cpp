@@ -10,12 +10,6 @@
 namespace lt_test {
 namespace {
 
-int count_lines(const std::string& s) {
-  int n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
-}
-
 void expect_usage_error(const RunResult& r, const std::string& needle) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_EQ(r.err.rfind("looptrace: error: ", 0), 0u) << r.err;
