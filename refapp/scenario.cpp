@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cinttypes>
+#include <cstdio>
 #include <cstring>
 #include <future>
 #include <utility>
@@ -31,6 +32,18 @@ int64_t threadCpuNs() {
   struct timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// The thread's run-queue wait so far as the kernel counts it (schedstat's
+// run_delay, ns), -1 where it does not say: ground truth for how long a
+// stall waited for a CPU.
+int64_t threadRunDelayNs() {
+  FILE* f = std::fopen("/proc/thread-self/schedstat", "r");
+  if (!f) return -1;
+  unsigned long long runtime = 0, delay = 0;
+  int n = std::fscanf(f, "%llu %llu", &runtime, &delay);
+  std::fclose(f);
+  return n == 2 ? static_cast<int64_t>(delay) : -1;
 }
 
 }  // namespace
@@ -208,6 +221,7 @@ void StallHandler::handleMessage(Message* msg) {
   const auto* spec = static_cast<const StallSpec*>(msg->obj);
   const int64_t ns = spec->ms * 1000000;
   const int64_t cpu_start = threadCpuNs();
+  const int64_t delay_start = threadRunDelayNs();
   switch (spec->kind) {
     case StallKind::kBusy:
       busyStall(ns);
@@ -221,6 +235,9 @@ void StallHandler::handleMessage(Message* msg) {
       break;
   }
   cpu_ns_ = threadCpuNs() - cpu_start;
+  const int64_t delay_end = threadRunDelayNs();
+  run_delay_ns_ =
+      delay_start >= 0 && delay_end >= 0 ? delay_end - delay_start : -1;
 }
 
 void StallHandler::onDispatched(Message* msg) {
@@ -234,6 +251,7 @@ void StallHandler::onDispatched(Message* msg) {
       {"end_ns", msg->dispatch_end_ns},
       {"duration_ns", msg->dispatch_end_ns - msg->dispatch_start_ns},
       {"cpu_ns", cpu_ns_},
+      {"run_delay_ns", run_delay_ns_},
       {"when_ns", msg->when_ns},
       {"at_ms", spec->at_ms},
       {"pid", static_cast<int>(getpid())},

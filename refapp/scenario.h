@@ -161,6 +161,8 @@ class StallHandler : public Handler {
  private:
   LoopThread& loop_;
   int64_t cpu_ns_ = 0;  // thread CPU time of the last handleMessage
+  // Its run-queue wait (schedstat), -1 unknown.
+  int64_t run_delay_ns_ = -1;
 };
 
 // Each outer message runs a nested loop on the same Looper that dispatches
