@@ -49,22 +49,20 @@ const nlohmann::json* summary_of(const std::vector<nlohmann::json>& log,
   return nullptr;
 }
 
-// Completed dispatch spans looptrace counted for a process (its threads'
-// histograms and the spans it saw in the stream).
-uint64_t counted(const nlohmann::json& report, uint64_t pid) {
+// Completed dispatch spans looptrace counted for a process or a thread
+// (`by` is "pid" or "tid"): its threads' histograms and the spans it saw in
+// the stream.
+uint64_t counted_by(const nlohmann::json& report, const char* by, uint64_t id) {
   uint64_t n = 0;
   for (const auto& t : report["threads"])
-    if (t["pid"] == pid && t["role"] == "dispatch")
-      n += t["count"].get<uint64_t>();
+    if (t[by] == id && t["role"] == "dispatch") n += t["count"].get<uint64_t>();
   return n;
 }
-
+uint64_t counted(const nlohmann::json& report, uint64_t pid) {
+  return counted_by(report, "pid", pid);
+}
 uint64_t counted_tid(const nlohmann::json& report, uint64_t tid) {
-  uint64_t n = 0;
-  for (const auto& t : report["threads"])
-    if (t["tid"] == tid && t["role"] == "dispatch")
-      n += t["count"].get<uint64_t>();
-  return n;
+  return counted_by(report, "tid", tid);
 }
 
 // The reported slow dispatch of `pid` starting within kMatchWindowNs of
