@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The stack sampler: a cpu-clock perf event on every CPU. Included by
+ * looptrace.bpf.c, in order.
+ */
+#pragma once
+
+/* Stack sampler: a cpu-clock perf event on every CPU. */
+SEC("perf_event")
+int lt_sample(struct bpf_perf_event_data *ctx)
+{
+	struct lt_sample_rec *rec;
+	struct lt_thread *st;
+	struct lt_frame *f;
+	__u64 now;
+	__u32 d;
+	long n;
+
+	if (!lt_ready)
+		return 0;
+	st = thread_state(0);
+	if (!st || !st->depth)
+		return 0;
+	d = st->depth - 1;
+	if (d >= LT_MAX_DEPTH)
+		d = LT_MAX_DEPTH - 1;
+	f = &st->stack[d];
+	now = bpf_ktime_get_ns();
+	if (now - f->start_ns < lt_cfg.sample_after_ns)
+		return 0;
+	rec = bpf_ringbuf_reserve(&lt_events, sizeof(*rec), 0);
+	if (!rec) {
+		count(LT_CNT_RB_FULL);
+		return 0;
+	}
+	n = bpf_get_stack(ctx, rec->frames, sizeof(rec->frames), BPF_F_USER_STACK);
+	if (n <= 0) {
+		count(LT_CNT_STACK_FAIL);
+		bpf_ringbuf_discard(rec, 0);
+		return 0;
+	}
+	fill_header(&rec->hdr, LT_REC_SAMPLE, sizeof(*rec), now);
+	rec->span_id = f->span_id;
+	rec->probe_id = f->probe_id;
+	rec->nframes = n / sizeof(__u64);
+	f->sampled = 1;
+	count(LT_CNT_SAMPLES);
+	bpf_ringbuf_submit(rec, 0);
+	return 0;
+}

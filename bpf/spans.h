@@ -1,0 +1,308 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Spans: the uprobe/uretprobe pair around dispatch and idle functions (and
+ * the point roles: barrier post/remove, enqueue, delivery lag). Included by
+ * looptrace.bpf.c, in order.
+ */
+#pragma once
+
+/* An enqueue: remember the message's due time until it is dispatched. */
+static __always_inline void on_enqueue(const volatile struct lt_probe_cfg *cfg, struct lt_frame *f)
+{
+	struct lt_pending_key key = {};
+	struct lt_pending_val val = {};
+	__u32 mk = cfg->msg_key, wk = cfg->when_key, qk = cfg->queue_key, fk = cfg->flags_key;
+
+	if (!mk || !wk || mk > LT_MAX_KEYS || wk > LT_MAX_KEYS)
+		return;
+	key.pid = bpf_get_current_pid_tgid() >> 32;
+	key.msg = f->keys[(mk - 1) & (LT_MAX_KEYS - 1)];
+	val.when_ns = f->keys[(wk - 1) & (LT_MAX_KEYS - 1)];
+	if (qk && qk <= LT_MAX_KEYS)
+		val.queue = f->keys[(qk - 1) & (LT_MAX_KEYS - 1)];
+	if (fk && fk <= LT_MAX_KEYS)
+		val.async = (f->keys[(fk - 1) & (LT_MAX_KEYS - 1)] & cfg->async_mask) != 0;
+	val.probe_id = f->probe_id;
+	bpf_map_update_elem(&lt_pending, &key, &val, BPF_ANY);
+}
+
+/*
+ * A dispatch of a message an enqueue probe saw: its delivery lag (start -
+ * due) goes to the thread's delivery histogram and, when slow, through the
+ * ring buffer as a DELIVERY span from the due time to the dispatch start.
+ */
+static __always_inline void on_delivery(struct lt_thread *st,
+					const volatile struct lt_probe_cfg *cfg, struct lt_frame *f,
+					__u32 depth)
+{
+	struct lt_pending_key key = {};
+	struct lt_pending_val *val;
+	struct lt_span_rec *rec;
+	struct lt_hist *h;
+	__u32 mk = cfg->msg_key;
+	__u64 due, lag;
+
+	if (mk > LT_MAX_KEYS)
+		return;
+	key.pid = bpf_get_current_pid_tgid() >> 32;
+	key.msg = f->keys[(mk - 1) & (LT_MAX_KEYS - 1)];
+	val = bpf_map_lookup_elem(&lt_pending, &key);
+	if (!val)
+		return;
+	due = val->when_ns;
+	h = thread_hist(st, val->probe_id & (LT_MAX_PROBES - 1), LT_ROLE_DELIVERY);
+	bpf_map_delete_elem(&lt_pending, &key);
+	lag = f->start_ns > due ? f->start_ns - due : 0;
+	hist_add(h, lag);
+	if (lt_cfg.delivery_drain_ns) {
+		/* Quiet after a report until the lag has drained (Android). */
+		if (st->delivery_quiet) {
+			if (lag < lt_cfg.delivery_drain_ns)
+				st->delivery_quiet = 0;
+			if (!h)
+				count(LT_CNT_HIST_FULL);
+			return;
+		}
+	}
+	if (lag < lt_cfg.slow_ns[LT_ROLE_DELIVERY]) {
+		if (!h)
+			count(LT_CNT_HIST_FULL);
+		return;
+	}
+	if (lt_cfg.delivery_drain_ns)
+		st->delivery_quiet = 1;
+	rec = bpf_ringbuf_reserve(&lt_events, sizeof(*rec), 0);
+	if (!rec) {
+		count(LT_CNT_RB_FULL);
+		if (!h)
+			count(LT_CNT_HIST_FULL);
+		return;
+	}
+	fill_header(&rec->hdr, LT_REC_SPAN, sizeof(*rec), f->start_ns);
+	rec->span_id = f->span_id;
+	rec->start_ns = f->start_ns - lag;
+	rec->duration_ns = lag;
+	rec->cpu_ns = 0;
+	rec->runq_ns = 0;
+	rec->steal_ns = 0;
+	rec->probe_id = f->probe_id;
+	rec->role = LT_ROLE_DELIVERY;
+	rec->depth = depth;
+	rec->key_fault_mask = f->key_fault_mask;
+	rec->flags = 0;
+	rec->pad = 0;
+	__builtin_memcpy(rec->keys, f->keys, sizeof(rec->keys));
+	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
+	bpf_ringbuf_submit(rec, rb_flags());
+}
+
+/* Emits a point record from a completed frame (keys read at entry). */
+static __always_inline void emit_point(void *ctx, struct lt_frame *f, __u32 role, __u64 ret,
+				       int with_stack)
+{
+	struct lt_point_rec *rec = bpf_ringbuf_reserve(&lt_events, sizeof(*rec), 0);
+	long n = 0;
+
+	if (!rec) {
+		count(LT_CNT_RB_FULL);
+		return;
+	}
+	fill_header(&rec->hdr, LT_REC_POINT, sizeof(*rec), f->start_ns);
+	rec->probe_id = f->probe_id;
+	rec->role = role;
+	__builtin_memcpy(rec->keys, f->keys, sizeof(rec->keys));
+	rec->ret = ret;
+	rec->key_fault_mask = f->key_fault_mask;
+	if (with_stack) {
+		n = bpf_get_stack(ctx, rec->frames, sizeof(rec->frames), BPF_F_USER_STACK);
+		if (n < 0) {
+			count(LT_CNT_STACK_FAIL);
+			n = 0;
+		}
+	}
+	rec->nframes = n / sizeof(__u64);
+	bpf_ringbuf_submit(rec, rb_flags());
+}
+
+SEC("uprobe")
+int BPF_KPROBE(lt_span_entry)
+{
+	__u32 probe_id = (__u32)bpf_get_attach_cookie(ctx);
+	const volatile struct lt_probe_cfg *cfg;
+	struct lt_thread *st;
+	struct lt_frame *f;
+	__u64 regs[8];
+	__u64 now;
+	__u32 d, i;
+
+	if (!lt_ready || probe_id >= LT_MAX_PROBES)
+		return 0;
+	probe_id &= LT_MAX_PROBES - 1; /* keeps the verifier's bound */
+	st = thread_state(0);
+	/* Another process (the probes fire in every one): dropped. A thread
+	 * remembers the answer; its process stays in the set until it exits. */
+	if (lt_cfg.span_tgid_filter && !(st && st->traced == 1)) {
+		if (!tgid_traced()) {
+			if (st)
+				st->traced = 2;
+			return 0;
+		}
+		if (!st)
+			st = thread_state(1);
+		if (st)
+			st->traced = 1;
+	}
+	if (!st)
+		st = thread_state(1);
+	if (!st) {
+		count(LT_CNT_STORAGE_FAIL);
+		return 0;
+	}
+	now = bpf_ktime_get_ns();
+	if (!st->oncpu_since) { /* just created: the thread is running now */
+		st->oncpu_since = now;
+		st->steal_since = steal_now(bpf_get_current_task_btf());
+	}
+	d = st->depth;
+	if (d >= LT_MAX_DEPTH) {
+		st->depth = d + 1; /* still paired with its return */
+		count(LT_CNT_DEPTH_OVERFLOW);
+		return 0;
+	}
+	f = &st->stack[d];
+	f->start_ns = now;
+	times_now(st, now, &f->cpu_at_start, &f->steal_at_start);
+	f->runq_at_start = st->runq_acc;
+	f->span_id = ++st->next_span_id;
+	f->probe_id = probe_id;
+	f->key_fault_mask = 0;
+	f->sampled = 0;
+	f->flags = 0;
+	if (st->input_next && d == 0) {
+		f->flags = LT_SPAN_INPUT;
+		st->input_next = 0;
+	}
+
+	cfg = &lt_cfg.probes[probe_id];
+	if (cfg->nkeys)
+		load_regs(ctx, regs);
+	for (i = 0; i < LT_MAX_KEYS; i++) {
+		if (i >= cfg->nkeys)
+			break;
+		if (read_key(regs, &cfg->keys[i], &f->keys[i])) {
+			f->keys[i] = 0;
+			f->key_fault_mask |= 1u << i;
+			count(LT_CNT_KEY_FAULT);
+		}
+	}
+	if (cfg->role == LT_ROLE_ENQUEUE) {
+		on_enqueue(cfg, f);
+		return 0;
+	}
+	if (cfg->msg_key)
+		on_delivery(st, cfg, f, d);
+	/* A barrier removal is a point: reported now, never a span. */
+	if (cfg->role == LT_ROLE_BARRIER_REMOVE) {
+		emit_point(ctx, f, LT_ROLE_BARRIER_REMOVE, 0, 0);
+		return 0;
+	}
+	/* Publish the frame only once it is complete: the sampler reads it. */
+	barrier();
+	st->depth = d + 1;
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(lt_span_return)
+{
+	__u32 probe_id = (__u32)bpf_get_attach_cookie(ctx);
+	struct lt_span_rec *rec;
+	struct lt_thread *st;
+	struct lt_frame *f;
+	struct lt_hist *h;
+	__u64 now, dur, cpu, steal;
+	__u32 d, role;
+
+	if (!lt_ready || probe_id >= LT_MAX_PROBES)
+		return 0;
+	probe_id &= LT_MAX_PROBES - 1; /* keeps the verifier's bound */
+	st = thread_state(0);
+	if (!st || !st->depth) {
+		/* Another process's return (the probes fire in every process
+		 * with the filter on) is not a loss. */
+		if (!lt_cfg.span_tgid_filter || tgid_traced())
+			count(LT_CNT_RET_UNMATCHED);
+		return 0;
+	}
+	now = bpf_ktime_get_ns();
+	d = --st->depth;
+	if (d >= LT_MAX_DEPTH)
+		return 0; /* its entry overflowed and was counted then */
+	f = &st->stack[d];
+	if (f->probe_id != probe_id)
+		count(LT_CNT_RET_UNMATCHED);
+	dur = now - f->start_ns;
+	role = lt_cfg.probes[probe_id].role;
+	if (role == LT_ROLE_BARRIER_POST) {
+		/* The token is the return value; the stack is the poster's. */
+		emit_point(ctx, f, LT_ROLE_BARRIER_POST, PT_REGS_RC(ctx), 1);
+		return 0;
+	}
+	if (role >= LT_ROLE_MAX)
+		role = LT_ROLE_DISPATCH;
+
+	h = thread_hist(st, probe_id, role);
+	hist_add(h, dur);
+
+	if (dur < lt_cfg.slow_ns[role] && !lt_cfg.record_all && !(f->flags & LT_SPAN_INPUT)) {
+		struct lt_span_drop_rec *drop;
+
+		if (!h)
+			count(LT_CNT_HIST_FULL);
+		if (!f->sampled)
+			return 0;
+		drop = bpf_ringbuf_reserve(&lt_events, sizeof(*drop), 0);
+		if (!drop) {
+			count(LT_CNT_RB_FULL);
+			return 0;
+		}
+		fill_header(&drop->hdr, LT_REC_SPAN_DROP, sizeof(*drop), now);
+		drop->span_id = f->span_id;
+		bpf_ringbuf_submit(drop, rb_flags());
+		return 0;
+	}
+
+	rec = bpf_ringbuf_reserve(&lt_events, sizeof(*rec), 0);
+	if (!rec) {
+		count(LT_CNT_RB_FULL);
+		if (!h)
+			count(LT_CNT_HIST_FULL);
+		return 0;
+	}
+	fill_header(&rec->hdr, LT_REC_SPAN, sizeof(*rec), now);
+	rec->span_id = f->span_id;
+	rec->start_ns = f->start_ns;
+	rec->duration_ns = dur;
+	/*
+	 * Steal seen at a context switch may predate the entry, where the run
+	 * queue had not accounted it yet: never let that make CPU time negative.
+	 */
+	times_now(st, now, &cpu, &steal);
+	rec->cpu_ns = cpu > f->cpu_at_start ? cpu - f->cpu_at_start : 0;
+	rec->steal_ns = steal > f->steal_at_start ? steal - f->steal_at_start : 0;
+	rec->runq_ns = st->runq_acc - f->runq_at_start;
+	rec->probe_id = probe_id;
+	rec->role = role;
+	rec->depth = d;
+	rec->key_fault_mask = f->key_fault_mask;
+	rec->flags = f->flags;
+	rec->pad = 0;
+	__builtin_memcpy(rec->keys, f->keys, sizeof(rec->keys));
+	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
+	bpf_ringbuf_submit(rec, rb_flags());
+	return 0;
+}
+
+struct task_struct___old {
+	long state;
+} __attribute__((preserve_access_index));

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Per-thread state and per-thread histograms. Included by looptrace.bpf.c,
+ * in order.
+ */
+#pragma once
+
+static __always_inline struct lt_thread *thread_state(int create)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+
+	return bpf_task_storage_get(&lt_threads, task, 0,
+				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+}
+
+/* The thread's histogram for a probe; 0 when the table is full. A span that
+ * gets none is counted by its record if it crosses the ring buffer (the
+ * analyser counts the spans it sees), else in LT_CNT_HIST_FULL: each span is
+ * counted once, in a histogram, a record or the loss counter. */
+static __always_inline struct lt_hist *thread_hist(struct lt_thread *st, __u32 probe_id, __u32 role)
+{
+	struct task_struct *task;
+	struct lt_hist *h;
+	__s32 slot;
+	__u32 idx;
+
+	probe_id &= LT_MAX_PROBES - 1;
+	slot = st->hist_slot[probe_id];
+	if (slot > 0) {
+		idx = slot - 1;
+		return bpf_map_lookup_elem(&lt_hists, &idx);
+	}
+	if (slot < 0)
+		return 0;
+	idx = __sync_fetch_and_add(&lt_hist_next, 1);
+	if (idx >= lt_cfg.hist_max) {
+		/* Every later span of this thread misses too: the callers count
+		 * each one that reaches no histogram and no record. */
+		st->hist_slot[probe_id] = -1;
+		return 0;
+	}
+	h = bpf_map_lookup_elem(&lt_hists, &idx);
+	if (!h)
+		return 0;
+	task = bpf_get_current_task_btf();
+	h->pid = BPF_CORE_READ(task, tgid);
+	h->tid = BPF_CORE_READ(task, pid);
+	h->probe_id = probe_id;
+	h->role = role;
+	bpf_get_current_comm(h->comm, sizeof(h->comm));
+	st->hist_slot[probe_id] = idx + 1;
+	return h;
+}
+
+/* Counts one value; the histogram belongs to the current thread only. */
+static __always_inline void hist_add(struct lt_hist *h, __u64 v)
+{
+	__u32 slot = lt_hist_slot(v);
+
+	if (!h)
+		return;
+	h->count++;
+	h->sum_ns += v;
+	if (v > h->max_ns)
+		h->max_ns = v;
+	if (slot < LT_HIST_SLOTS)
+		h->slots[slot]++;
+}
