@@ -29,6 +29,7 @@
 #include "input.h"
 #include "looper.h"
 #include "scenario.h"
+#include "watchdog.h"
 
 namespace {
 
@@ -79,6 +80,7 @@ struct Options {
   int64_t progress_ms = 0;             // --progress
   int64_t fork_at_ms = -1;             // --fork-at
   std::vector<std::string> exec_argv;  // -- PROGRAM ARGS
+  int64_t watchdog_ms = 0;             // --watchdog; 0 = off
 };
 
 // Stream events stop this long before --duration unless --input-duration
@@ -549,6 +551,10 @@ Modes (per loop thread; dispatch counts are exact unless noted):
     --input-duration (absolute times: event k at start + k/HZ);
     --input-type motion|key|mixed (every 10th KEY); --input-tap AT_MS: a KEY
     event; --input-pointers N; --input-stall MS@SEQ busy-stalls event SEQ.
+  --watchdog MS (rate mode): the seed article's WatchDog poller. Thread
+    refapp-watchdog posts a refapp::WatchdogHandler tick to loop thread 0
+    at t0 + k*MS and, at the next check, logs watchdog_lag if it has not
+    run (once per tick; no new tick until it ran). 1 dispatch per tick.
 
 Log (--log, JSON lines, CLOCK_MONOTONIC ns, one per line, flushed):
   start (at t0), stall (per stall dispatch), nested (per outer nested
@@ -558,6 +564,7 @@ Log (--log, JSON lines, CLOCK_MONOTONIC ns, one per line, flushed):
   barrier_leak (at exit), delivery (per burst message), input_channel,
   input_send, input_recv, input_finish, input_finish_recv, input_stall,
   input_dispatcher_summary (input channel), progress (--progress),
+  watchdog_tick, watchdog_lag (--watchdog),
   main_exit, fork, forked, exec (process lifecycle flags), summary (at
   exit: per-thread dispatch counts and max_background_ns; a --fork-at
   child writes its own). start_ns/end_ns are
@@ -783,6 +790,12 @@ int main(int argc, char** argv) {
                      "busy-stalls MS ms in refapp::InputHandler")
           ->type_name("MS@SEQ"));
 
+  app.add_option("--watchdog", opt.watchdog_ms,
+                 "the seed article's WatchDog poller on loop thread 0: a "
+                 "tick posted every MS ms, a watchdog_lag line when one has "
+                 "not run by the next check (rate mode; 0 = off)")
+      ->type_name("MS")
+      ->check(CLI::Range(int64_t{0}, int64_t{3600000}));
   app.add_option("--main-exit-at", opt.main_exit_ms,
                  "at AT_MS the main thread exits on its own (the process "
                  "lives on with a zombie leader); thread refapp-ctl takes "
@@ -1008,6 +1021,11 @@ int main(int argc, char** argv) {
           "before --duration");
     }
   }
+  if (opt.watchdog_ms > 0 && (messages_mode || opt.fork_at_ms >= 0)) {
+    // Ticks would make --messages counts inexact and keep nothing from
+    // quitting; a forked child has no watchdog thread.
+    return usageError("--watchdog needs rate mode and no --fork-at");
+  }
   if (opt.main_exit_ms >= 0 && duration_applies &&
       opt.main_exit_ms >= opt.duration_ms) {
     return usageError("--main-exit-at " + std::to_string(opt.main_exit_ms) +
@@ -1083,6 +1101,12 @@ int main(int argc, char** argv) {
   }
   for (const StallSpec& s : opt.stalls) loops[s.thread]->addStall(s);
   for (const EventSpec& e : opt.events) loops[e.thread]->addEvent(e);
+
+  std::unique_ptr<refapp::Watchdog> watchdog;
+  if (opt.watchdog_ms > 0) {
+    watchdog = std::make_unique<refapp::Watchdog>(*loops[0],
+                                                  opt.watchdog_ms * 1000000);
+  }
 
   // Input goes to loop thread 0, whose queue then polls the channel.
   std::unique_ptr<refapp::InputHandler> input_handler;
@@ -1200,6 +1224,8 @@ int main(int argc, char** argv) {
            {"barrier_rate", opt.barrier_rate},
            {"frame_period_ns", cfg.frame_period_ns},
            {"barrier_report_ms", opt.barrier_report_ms},
+           {"watchdog_ms", watchdog ? nlohmann::json(opt.watchdog_ms)
+                                    : nlohmann::json(nullptr)},
            {"events", events}});
       if (input_enabled) {
         nlohmann::json input_stalls = nlohmann::json::array();
@@ -1230,6 +1256,7 @@ int main(int argc, char** argv) {
         refapp::startInputDispatcher(&input_channel, cfg.t0_ns);
       }
       for (auto& loop : loops) loop->schedule();
+      if (watchdog) watchdog->start(cfg.t0_ns);
       if (opt.main_exit_ms >= 0)
         main_exit_ns = cfg.t0_ns + opt.main_exit_ms * 1000000;
 
@@ -1265,6 +1292,8 @@ int main(int argc, char** argv) {
       }
     }
 
+    // The poller stops first: a loop that quits is not a blocked one.
+    if (watchdog) watchdog->stop();
     // A dispatch in progress (e.g. a long stall) finishes first.
     for (auto& loop : loops) loop->quit();
     for (auto& loop : loops) loop->join();
@@ -1310,6 +1339,9 @@ int main(int argc, char** argv) {
       if (input_handler != nullptr && loop->index() == 0) {
         t["input_dispatches"] = input_handler->dispatches();
       }
+      if (watchdog && loop->index() == 0) {
+        t["watchdog_ticks"] = watchdog->ticksRun();
+      }
       threads.push_back(t);
     }
     nlohmann::json summary = {
@@ -1330,9 +1362,16 @@ int main(int argc, char** argv) {
           {"dispatcher_pid", static_cast<int>(input_channel.dispatcher_pid)},
           {"dispatcher_status", dispatcher_status}};
     }
+    if (watchdog) {
+      summary["watchdog"] = {{"interval_ms", opt.watchdog_ms},
+                             {"ticks_posted", watchdog->ticksPosted()},
+                             {"ticks_run", watchdog->ticksRun()},
+                             {"lags", watchdog->lags()}};
+    }
     log.write(summary);
     std::fprintf(stderr, "refapp: exit reason=%s dispatches=%llu\n", reason,
                  static_cast<unsigned long long>(total));
+    watchdog.reset();
     loops.clear();
     if (!opt.exec_argv.empty() && std::string(reason) != "signal") {
       return execProgram(opt.exec_argv, log);
