@@ -4,7 +4,7 @@
 # One run measures, in the same process and binary (tests/bench):
 #   untraced   lt_bench_target calling a dispatch function (push %rbp first)
 #   floor      a copy of it under an empty uprobe + uretprobe pair
-#              (lt-bench-floor, bpf/empty.bpf.c): nothing BPF-based is cheaper
+#              (lt-bench-floor, tests/bench/empty.bpf.c): nothing BPF-based is cheaper
 #   looptrace  a copy under `looptrace record -p` with default settings
 #   bpftrace   a copy under a bpftrace one-liner doing looptrace's fast-path
 #              job: per-thread start time in a map + a histogram

@@ -5,11 +5,12 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config git
-  clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev
+  clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libdeflate-dev
   libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev
   linux-perf bpftrace binutils procps time util-linux jq bc
   python3-gi gir1.2-glib-2.0 clang-format
   libclang-rt-14-dev # libFuzzer and the sanitizer runtimes for clang 14
+  chromium # headless, for the HTML report's browser test
 )
 
 missing=()

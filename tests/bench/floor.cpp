@@ -1,5 +1,5 @@
 // lt-bench-floor: the benchmark floor. Attaches the empty uprobe + uretprobe
-// pair from bpf/empty.bpf.c to one function, the way looptrace attaches its
+// pair from tests/bench/empty.bpf.c to one function, the way looptrace attaches its
 // span probes (same libbpf call, same file offset from our ELF resolver), so
 // that the difference to looptrace is only what our programs do.
 //

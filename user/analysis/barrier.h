@@ -48,7 +48,7 @@ struct BarrierAnalysis {
 };
 
 struct BarrierOptions {
-  uint64_t stall_ns = 3'000'000'000;  // the WeChat article's 3 s
+  uint64_t stall_ns = Thresholds::kBarrierStallNs;
   // Keeps memory bounded at 60 barriers/s for hours; counts are exact.
   size_t max_barriers = 100000;
 };

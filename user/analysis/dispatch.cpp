@@ -6,6 +6,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "analysis/backlog.h"
+
 namespace looptrace {
 namespace {
 
@@ -268,6 +270,7 @@ DispatchAnalysis DispatchAnalyzer::finish(
                std::tie(b.span.start_ns, b.span.pid, b.span.tid, b.span.depth);
       });
   seen_.clear();
+  out.backlogs = delivery_backlogs(out);
   return out;
 }
 

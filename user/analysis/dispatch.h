@@ -47,6 +47,17 @@ struct ThreadSummary {
   Percentiles pct;
 };
 
+// Slow deliveries come in backlogs: one slow dispatch makes every message
+// due while it ran late, and those due while the queue catches up. A
+// backlog is late messages of one thread, in due order, each due before
+// the previous ones were all dispatched (analysis/backlog.h).
+struct DeliveryBacklog {
+  std::vector<size_t> late;       // indices into DispatchAnalysis::slow
+  std::vector<size_t> behind;     // the slow spans they waited behind, by start
+  uint64_t last_dispatch_ns = 0;  // of the late messages
+  size_t worst = 0;               // index of the late message with most lag
+};
+
 struct DispatchAnalysis {
   std::vector<SlowSpan> slow;          // every role, sorted by start time
   std::vector<ThreadSummary> threads;  // sorted by pid, tid, role
@@ -61,6 +72,8 @@ struct DispatchAnalysis {
   uint64_t span_records = 0;
   // Samples dropped because a thread had too many waiting for their span.
   uint64_t sample_overflow = 0;
+  // The slow deliveries (in `slow`) grouped into backlogs.
+  std::vector<DeliveryBacklog> backlogs;
   // Earliest timestamp in the stream (span start or sample), 0 if none.
   uint64_t first_event_ns = 0;
 };

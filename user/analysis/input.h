@@ -121,7 +121,7 @@ struct InputAnalysis {
 
 struct InputOptions {
   // Events whose app latency is at least this get a blame.
-  uint64_t blame_ns = 100'000'000;
+  uint64_t blame_ns = Thresholds::kSlowInputNs;
   // Spans kept for blame: at least this long (or consuming raw input).
   uint64_t min_span_ns = 1'000'000;
 };

@@ -14,7 +14,9 @@
 namespace looptrace {
 
 // Exit codes, perf/bpftrace style: 0 ok, 1 runtime failure, 2 usage error.
-enum class ErrorKind { kFailure = 1, kUsage = 2, kPermission = 3 };
+// Exit codes (docs/looptrace.md EXIT STATUS); 3 is a broken --fail-if
+// budget.
+enum class ErrorKind { kFailure = 1, kUsage = 2, kPermission = 4 };
 
 class Status {
  public:

@@ -98,8 +98,7 @@ int run_demo(const std::string& self_dir, const std::string& json_path) {
   RecordArgs ra;
   ra.self_dir = self_dir;
   ra.profile = "refapp";
-  ra.slow = "16ms";
-  ra.json_path = report_path;
+  ra.outputs.json = report_path;
   // 500 ordinary 0.1-2 ms dispatches a second, and one stall of each kind.
   // Its dispatcher process sends a 60 Hz stream of input events, and a tap
   // while the sleep stall holds the loop. A slow idle handler in a calm
@@ -169,7 +168,8 @@ int run_demo(const std::string& self_dir, const std::string& json_path) {
   for (const Stall& s : app_slow) {
     const nlohmann::json* m =
         find_reported(report["slow_dispatches"], s.start_ns);
-    if (!m || m->value("duration_ns", uint64_t{0}) < 16'000'000) continue;
+    if (!m || m->value("duration_ns", uint64_t{0}) < Thresholds::kSlowNs)
+      continue;
     ++confirmed;
     std::printf("  also slow, not injected: %s %s (app log: %s)\n",
                 m->value("target", "?").c_str(),

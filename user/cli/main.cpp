@@ -38,6 +38,30 @@ Examples:
       input latency stage by stage, and what each slow event waited behind
 )";
 
+// The report outputs `record` and `report` share.
+void add_output_options(CLI::App* app, looptrace::OutputPaths* out) {
+  app->add_option("--json", out->json,
+                  "Write the JSON report to FILE ('-': stdout)");
+  app->add_option("--perfetto", out->perfetto,
+                  "Write a Chrome/Perfetto trace (JSON) to FILE, for "
+                  "ui.perfetto.dev");
+  app->add_option("--folded", out->folded,
+                  "Write folded stacks to FILE, for flamegraph.pl and "
+                  "speedscope");
+  app->add_option("--html", out->html,
+                  "Write a self-contained HTML page (timeline, flame graph, "
+                  "tables) to FILE");
+}
+
+void add_budget_option(CLI::App* app, std::vector<std::string>* fail_if) {
+  // One expression per option: it must not swallow "-- COMMAND".
+  app->add_option("--fail-if", *fail_if,
+                  "A budget, e.g. 'dispatch.p99 > 16ms': exit 3 when it is "
+                  "broken (repeatable; docs/looptrace.md BUDGETS)")
+      ->allow_extra_args(false)
+      ->type_name("EXPR");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -128,13 +152,17 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   rec->add_flag("--record-all", ra.record_all,
                 "Send every span through the ring buffer");
-  rec->add_option("--json", ra.json_path,
-                  "Write the JSON report to FILE ('-': stdout)");
+  add_output_options(rec, &ra.outputs);
+  add_budget_option(rec, &ra.fail_if);
+  rec->add_option("-o,--output", ra.outputs.recording,
+                  "Record every event to FILE, for `looptrace report`");
+  rec->add_flag("--live", ra.live,
+                "Print each slow span as it ends, while tracing");
   rec->add_flag("-q,--quiet", ra.quiet, "No text report, no progress lines");
   rec->add_option("--barrier-stall", ra.barrier_stall,
                   "A sync barrier held this long is a stall, announced live")
       ->capture_default_str();
-  rec->add_option("--events", ra.events_path,
+  rec->add_option("--events", ra.outputs.events,
                   "Write live events (barrier stalls) to FILE as JSON lines");
   rec->add_flag("--input", ra.input,
                 "Trace input channels: Android InputChannel messages on "
@@ -166,6 +194,24 @@ int main(int argc, char** argv) {
                   "-- COMMAND [ARGS...] to run and trace");
   rec->footer(kExamples);
 
+  looptrace::ReportArgs rep_args;
+  CLI::App* rep = app.add_subcommand(
+      "report", "Replay a recording (record -o FILE) into reports");
+  rep->add_option("recording", rep_args.recording, "The recording")->required();
+  rep->add_option("--slow", rep_args.slow,
+                  "Slow-dispatch threshold, at or above the recorded one");
+  rep->add_option("--slow-idle", rep_args.slow_idle,
+                  "Slow idle-handler threshold (default: --slow)");
+  rep->add_option("--slow-delivery", rep_args.slow_delivery,
+                  "Slow delivery threshold");
+  rep->add_option("--slow-input", rep_args.slow_input,
+                  "Blame threshold of input events");
+  rep->add_option("--barrier-stall", rep_args.barrier_stall,
+                  "A sync barrier held this long is a stall");
+  add_output_options(rep, &rep_args.outputs);
+  add_budget_option(rep, &rep_args.fail_if);
+  rep->add_flag("-q,--quiet", rep_args.quiet, "No text report");
+
   std::string demo_json;
   CLI::App* demo = app.add_subcommand("demo",
                                       "Run the bundled reference app under "
@@ -185,6 +231,7 @@ int main(int argc, char** argv) {
   if (verbose) looptrace::log::enable_debug_areas("libbpf");
 
   if (*rec) return looptrace::run_record(ra);
+  if (*rep) return looptrace::run_report(rep_args);
   if (*demo) return looptrace::run_demo(ra.self_dir, demo_json);
   return 2;
 }

@@ -6,7 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "base/duration.h"
 #include "base/status.h"
+#include "cli/outputs.h"
+#include "trace/events.h"
 
 namespace looptrace {
 
@@ -27,19 +30,21 @@ struct RecordArgs {
   pid_t pid = -1;
   bool system_wide = false;
   std::vector<std::string> command;
-  std::string slow = "16ms";
+  std::string slow = format_duration(Thresholds::kSlowNs);
   std::string slow_idle;  // default: same as --slow
-  std::string slow_delivery = "16ms";
+  std::string slow_delivery = format_duration(Thresholds::kSlowNs);
   bool delivery_hysteresis = false;
   std::string duration;      // empty: until Ctrl-C / exit
   std::string sample_after;  // default: half the slow threshold
-  uint32_t sample_freq = 1000;
-  std::string ringbuf_size = "8M";
-  uint32_t hist_max = 4096;
+  uint32_t sample_freq = Thresholds::kSampleHz;
+  std::string ringbuf_size =
+      std::to_string(Thresholds::kRingbufBytes >> 20) + "M";
+  uint32_t hist_max = Thresholds::kHistMax;
   bool record_all = false;
-  std::string json_path;
-  std::string events_path;  // live events (barrier stalls), JSON lines
-  std::string barrier_stall = "3s";
+  OutputPaths outputs;  // --json, --events, -o, --perfetto, --folded, --html
+  bool live = false;    // print slow spans as they end
+  std::vector<std::string> fail_if;  // budgets
+  std::string barrier_stall = format_duration(Thresholds::kBarrierStallNs);
   bool quiet = false;
   // Input channels (docs/input.md).
   bool input = false;
@@ -48,12 +53,25 @@ struct RecordArgs {
   std::vector<std::string> input_binary;  // uprobe mode; default libc
   std::vector<int> input_fd;              // raw channels by fd (-p)
   std::vector<std::string> input_peer;    // raw channels by server socket
-  std::string slow_input = "100ms";
+  std::string slow_input = format_duration(Thresholds::kSlowInputNs);
   std::string self_dir;  // directory of the looptrace binary
+};
+
+// `looptrace report FILE`: a recording replayed through the analysers.
+struct ReportArgs {
+  std::string recording;
+  // Raised thresholds; empty: the recorded ones.
+  std::string slow, slow_idle, slow_delivery, slow_input, barrier_stall;
+  OutputPaths outputs;               // --json, --perfetto, --folded, --html
+  std::vector<std::string> fail_if;  // budgets
+  bool quiet = false;
 };
 
 // Runs a whole tracing session; returns the process exit code.
 int run_record(const RecordArgs& args);
+
+// Replays a recording; returns the process exit code.
+int run_report(const ReportArgs& args);
 
 // Runs the reference app under looptrace with a built-in scenario.
 int run_demo(const std::string& self_dir, const std::string& json_path);

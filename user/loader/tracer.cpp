@@ -440,13 +440,13 @@ Result<std::unique_ptr<Tracer>> Tracer::CreateWith(const TraceOptions& opts,
   looptrace_bpf* skel = impl->skel.get();
 
   lt_config& cfg = const_cast<lt_config&>(skel->rodata->lt_cfg);
-  for (int r = 0; r < LT_ROLE_MAX; ++r) cfg.slow_ns[r] = opts.slow_ns[r];
-  cfg.sample_after_ns = opts.sample_after_ns;
-  cfg.record_all = opts.record_all ? 1 : 0;
+  for (int r = 0; r < LT_ROLE_MAX; ++r) cfg.slow_ns[r] = opts.limits.slow_ns[r];
+  cfg.sample_after_ns = opts.limits.sample_after_ns;
+  cfg.record_all = opts.limits.record_all ? 1 : 0;
   cfg.nprobes = static_cast<uint32_t>(opts.probes.size());
   cfg.hist_max = opts.hist_max;
   cfg.use_steal = kernel_accounts_steal() ? 1 : 0;
-  cfg.delivery_drain_ns = opts.delivery_drain_ns;
+  cfg.delivery_drain_ns = opts.limits.delivery_drain_ns;
   for (const ProbeDef& p : opts.probes) {
     if (p.id >= LT_MAX_PROBES || p.keys.size() > LT_MAX_KEYS)
       return Status::Error(fmt::format("probe {} is malformed", p.symbol));
@@ -473,7 +473,7 @@ Result<std::unique_ptr<Tracer>> Tracer::CreateWith(const TraceOptions& opts,
         "sizing BPF maps (--ringbuf-size must be a power "
         "of two multiple of the page size)",
         -err);
-  if (opts.sample_hz == 0)
+  if (opts.limits.sample_hz == 0)
     bpf_program__set_autoload(skel->progs.lt_sample, false);
   cfg.input_on = in.mode != InputMode::kOff;
   cfg.input_tgid_filter = !in.tgids.empty();
@@ -538,7 +538,7 @@ Result<std::unique_ptr<Tracer>> Tracer::CreateWith(const TraceOptions& opts,
   }
   for (const ProbeDef& p : opts.probes)
     LT_RETURN_IF_ERROR(impl->attach_probe(p));
-  if (opts.sample_hz) LT_RETURN_IF_ERROR(impl->attach_sampler(opts.sample_hz));
+  if (opts.limits.sample_hz) LT_RETURN_IF_ERROR(impl->attach_sampler(opts.limits.sample_hz));
 
   impl->rb.reset(ring_buffer__new(bpf_map__fd(skel->maps.lt_events),
                                   &Impl::on_record, impl.get(), nullptr));

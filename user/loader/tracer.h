@@ -67,13 +67,9 @@ struct TraceOptions {
   // The target and what it forks from then on; -1: every process that maps
   // the binary.
   pid_t pid = -1;
-  std::array<uint64_t, LT_ROLE_MAX> slow_ns{16'000'000, 16'000'000, 16'000'000};
-  uint64_t sample_after_ns = 8'000'000;
-  uint32_t sample_hz = 1000;  // 0: no stack sampling
-  uint32_t ringbuf_bytes = 8u << 20;
-  uint32_t hist_max = 4096;
-  bool record_all = false;
-  uint64_t delivery_drain_ns = 0;  // 0: every slow delivery is reported
+  Thresholds limits;  // what the kernel filters and samples with
+  uint32_t ringbuf_bytes = Thresholds::kRingbufBytes;
+  uint32_t hist_max = Thresholds::kHistMax;
   InputTrace input;
 };
 

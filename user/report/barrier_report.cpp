@@ -75,33 +75,35 @@ void write_barrier_report(std::ostream& os, const BarrierAnalysis& a,
   }
 }
 
+nlohmann::json barrier_json(const Barrier& b, report::FrameNames& names) {
+  return {
+      {"pid", b.pid},
+      {"tid", b.tid},
+      {"queue", fmt::format("{:#x}", b.queue)},
+      {"token", b.token},
+      {"posted_ns", b.posted_ns},
+      {"removed_ns",
+       b.removed() ? nlohmann::json(b.removed_ns) : nlohmann::json(nullptr)},
+      {"lifetime_ns",
+       b.removed() ? nlohmann::json(b.lifetime_ns()) : nlohmann::json(nullptr)},
+      {"stalled", b.stalled},
+      {"stalled_ns",
+       b.stalled ? nlohmann::json(b.stalled_ns) : nlohmann::json(nullptr)},
+      {"post_stack", stack_names(b, names)},
+      {"waiting_sync_messages", b.waiting_sync >= 0
+                                    ? nlohmann::json(b.waiting_sync)
+                                    : nlohmann::json(nullptr)},
+      {"oldest_sync_due_ns", b.waiting_sync > 0
+                                 ? nlohmann::json(b.oldest_sync_due_ns)
+                                 : nlohmann::json(nullptr)},
+  };
+}
+
 nlohmann::json barriers_to_json(const BarrierAnalysis& a,
                                 const ReportContext& ctx) {
   report::FrameNames names(ctx.symbolizer);
   nlohmann::json list = nlohmann::json::array();
-  for (const Barrier& b : a.barriers) {
-    list.push_back({
-        {"pid", b.pid},
-        {"tid", b.tid},
-        {"queue", fmt::format("{:#x}", b.queue)},
-        {"token", b.token},
-        {"posted_ns", b.posted_ns},
-        {"removed_ns",
-         b.removed() ? nlohmann::json(b.removed_ns) : nlohmann::json(nullptr)},
-        {"lifetime_ns", b.removed() ? nlohmann::json(b.lifetime_ns())
-                                    : nlohmann::json(nullptr)},
-        {"stalled", b.stalled},
-        {"stalled_ns",
-         b.stalled ? nlohmann::json(b.stalled_ns) : nlohmann::json(nullptr)},
-        {"post_stack", stack_names(b, names)},
-        {"waiting_sync_messages", b.waiting_sync >= 0
-                                      ? nlohmann::json(b.waiting_sync)
-                                      : nlohmann::json(nullptr)},
-        {"oldest_sync_due_ns", b.waiting_sync > 0
-                                   ? nlohmann::json(b.oldest_sync_due_ns)
-                                   : nlohmann::json(nullptr)},
-    });
-  }
+  for (const Barrier& b : a.barriers) list.push_back(barrier_json(b, names));
   return {{"summary",
            {{"posted", a.posted},
             {"removed", a.removed},

@@ -13,6 +13,12 @@ namespace looptrace {
 
 void write_barrier_report(std::ostream& os, const BarrierAnalysis& a,
                           const ReportContext& ctx);
+namespace report {
+class FrameNames;
+}  // namespace report
+
+// One element of the JSON report's "barriers" (docs/json-schema.md).
+nlohmann::json barrier_json(const Barrier& b, report::FrameNames& names);
 // {"summary": {...}, "barriers": [...]}
 nlohmann::json barriers_to_json(const BarrierAnalysis& a,
                                 const ReportContext& ctx);

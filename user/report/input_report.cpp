@@ -230,10 +230,11 @@ json input_summary_to_json(const InputAnalysis& a,
   return out;
 }
 
-void for_each_input_event_json(
+void for_each_listed_input_event(
     const InputAnalysis& a, const DispatchAnalysis& dispatch,
     const ReportContext& ctx,
-    const std::function<void(const nlohmann::json&)>& emit) {
+    const std::function<void(const InputEventInfo&, const nlohmann::json&)>&
+        fn) {
   report::FrameNames names(ctx.symbolizer);
   SpanIndex idx = index_spans(dispatch);
   Listing room = listing(a);
@@ -241,8 +242,21 @@ void for_each_input_event_json(
     size_t& left = e.blame ? room.blamed_room : room.unblamed_room;
     if (left == 0) continue;
     --left;
-    emit(event_json(e, idx, ctx, names));
+    fn(e, event_json(e, idx, ctx, names));
   }
+}
+
+size_t input_events_not_listed(const InputAnalysis& a) {
+  return listing(a).not_listed;
+}
+
+void for_each_input_event_json(
+    const InputAnalysis& a, const DispatchAnalysis& dispatch,
+    const ReportContext& ctx,
+    const std::function<void(const nlohmann::json&)>& emit) {
+  for_each_listed_input_event(
+      a, dispatch, ctx,
+      [&emit](const InputEventInfo&, const nlohmann::json& j) { emit(j); });
 }
 
 void write_input_report(std::ostream& os, const InputAnalysis& a,

@@ -3,6 +3,7 @@
 // channel (JSON, docs/json-schema.md).
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -28,5 +29,15 @@ void for_each_input_event_json(
     const InputAnalysis& a, const DispatchAnalysis& dispatch,
     const ReportContext& ctx,
     const std::function<void(const nlohmann::json&)>& emit);
+
+// The events the JSON report lists (all of them, or the blamed ones first
+// and then the others in order, kJsonMaxInputEvents in all), in order, each
+// with its "input_events" element; and how many it leaves out.
+void for_each_listed_input_event(
+    const InputAnalysis& a, const DispatchAnalysis& dispatch,
+    const ReportContext& ctx,
+    const std::function<void(const InputEventInfo&, const nlohmann::json&)>&
+        fn);
+size_t input_events_not_listed(const InputAnalysis& a);
 
 }  // namespace looptrace

@@ -2,6 +2,7 @@
 // docs/json-schema.md. Bump "version" when a field changes meaning or goes
 // away; adding fields keeps it.
 #include <algorithm>
+#include <array>
 #include <nlohmann/json.hpp>
 #include <tuple>
 
@@ -37,8 +38,34 @@ json cut_short_json(const SpanEvent& e) {
   return nullptr;
 }
 
-json span_json(const SlowSpan& s, const ReportContext& ctx,
-               report::FrameNames& names) {
+// The sync barriers of a delivery's thread up while it waited; the longest
+// held when there are too many.
+json barriers_up(const SpanEvent& d, const ReportContext& ctx,
+                 size_t* omitted) {
+  auto held = [&d](const Barrier* b) {
+    uint64_t end = d.start_ns + d.duration_ns;
+    uint64_t to = b->removed() ? std::min(b->removed_ns, end) : end;
+    return to - std::max(b->posted_ns, d.start_ns);
+  };
+  json out = json::array();
+  for (const Barrier* b : report::keep_best(
+           report::barriers_up(ctx, d.pid, d.tid, d.start_ns,
+                               d.start_ns + d.duration_ns),
+           report::kJsonMaxRelated,
+           [&](const Barrier*x, const Barrier*y) { return held(x) > held(y); },
+           omitted))
+    out.push_back(
+        {{"token", b->token},
+         {"queue", fmt::format("{:#x}", b->queue)},
+         {"posted_ns", b->posted_ns},
+         {"removed_ns", b->removed() ? json(b->removed_ns) : json()}});
+  return out;
+}
+
+}  // namespace
+
+json slow_span_json(const SlowSpan& s, const ReportContext& ctx,
+                    report::FrameNames& names) {
   const SpanEvent& e = s.span;
   report::SpanTarget target = report::describe_target(e, ctx);
   json keys = json::object();
@@ -82,33 +109,9 @@ json span_json(const SlowSpan& s, const ReportContext& ctx,
   return out;
 }
 
-// The sync barriers of a delivery's thread up while it waited; the longest
-// held when there are too many.
-json barriers_up(const SpanEvent& d, const ReportContext& ctx,
-                 size_t* omitted) {
-  auto held = [&d](const Barrier* b) {
-    uint64_t end = d.start_ns + d.duration_ns;
-    uint64_t to = b->removed() ? std::min(b->removed_ns, end) : end;
-    return to - std::max(b->posted_ns, d.start_ns);
-  };
-  json out = json::array();
-  for (const Barrier* b : report::keep_best(
-           report::barriers_up(ctx, d.pid, d.tid, d.start_ns,
-                               d.start_ns + d.duration_ns),
-           report::kJsonMaxRelated,
-           [&](const Barrier*x, const Barrier*y) { return held(x) > held(y); },
-           omitted))
-    out.push_back(
-        {{"token", b->token},
-         {"queue", fmt::format("{:#x}", b->queue)},
-         {"posted_ns", b->posted_ns},
-         {"removed_ns", b->removed() ? json(b->removed_ns) : json()}});
-  return out;
-}
-
 // due_ns -> start_ns is the span; lag_ns its length.
-json delivery_json(const SlowSpan& s, const report::RunningInstead& running,
-                   const ReportContext& ctx) {
+json slow_delivery_json(const SlowSpan& s, const RunningInstead& running,
+                        const ReportContext& ctx) {
   const SpanEvent& e = s.span;
   // The longest spans that ran instead, when there are too many to list.
   size_t instead_omitted = 0, barriers_omitted = 0;
@@ -138,6 +141,8 @@ json delivery_json(const SlowSpan& s, const report::RunningInstead& running,
   if (barriers_omitted) out["sync_barriers_up_omitted"] = barriers_omitted;
   return out;
 }
+
+namespace {
 
 json thread_json(const ThreadSummary& t) {
   return {
@@ -175,19 +180,8 @@ json to_json(const DispatchAnalysis& a, const ReportContext& ctx) {
            &threads_omitted))
     threads.push_back(thread_json(*t));
 
-  std::vector<const SlowSpan*> by_role[LT_ROLE_MAX];
-  for (const SlowSpan& s : a.slow)
-    if (s.span.role < LT_ROLE_MAX) by_role[s.span.role].push_back(&s);
-  // Too many slow spans: the longest (a hang in progress first); slow
-  // deliveries are spans from the due time, so the longest lags.
-  size_t omitted[LT_ROLE_MAX] = {};
-  auto worst = [](const SlowSpan* x, const SlowSpan* y) {
-    return std::tie(x->span.in_flight, x->span.duration_ns) >
-           std::tie(y->span.in_flight, y->span.duration_ns);
-  };
-  for (uint32_t r = 0; r < LT_ROLE_MAX; ++r)
-    by_role[r] = report::keep_best(by_role[r], report::kJsonMaxSpans, worst,
-                                   &omitted[r]);
+  std::array<size_t, LT_ROLE_MAX> omitted{};
+  const auto by_role = report::listed_spans(a, &omitted);
 
   report::FrameNames names(ctx.symbolizer);
   json dispatches = json::array();
@@ -195,11 +189,48 @@ json to_json(const DispatchAnalysis& a, const ReportContext& ctx) {
   json deliveries = json::array();
   const report::RunningInstead running(a);
   for (const SlowSpan* s : by_role[LT_ROLE_DISPATCH])
-    dispatches.push_back(span_json(*s, ctx, names));
+    dispatches.push_back(slow_span_json(*s, ctx, names));
   for (const SlowSpan* s : by_role[LT_ROLE_IDLE])
-    idle.push_back(span_json(*s, ctx, names));
+    idle.push_back(slow_span_json(*s, ctx, names));
   for (const SlowSpan* s : by_role[LT_ROLE_DELIVERY])
-    deliveries.push_back(delivery_json(*s, running, ctx));
+    deliveries.push_back(slow_delivery_json(*s, running, ctx));
+
+  // The backlogs the text report shows, with the same grouping.
+  json backlogs = json::array();
+  size_t backlogs_omitted = 0;
+  for (const DeliveryBacklog& g : a.backlogs) {
+    if (backlogs.size() >= report::kJsonMaxSpans) {
+      ++backlogs_omitted;
+      continue;
+    }
+    const SpanEvent& first = a.slow[g.late.front()].span;
+    const SpanEvent& worst = a.slow[g.worst].span;
+    json behind = json::array();
+    size_t behind_omitted = 0;
+    for (size_t i : g.behind) {
+      if (behind.size() >= report::kJsonMaxRelated) {
+        ++behind_omitted;
+        continue;
+      }
+      const SpanEvent& b = a.slow[i].span;
+      behind.push_back({{"target", report::describe_target(b, ctx).text},
+                        {"role", looptrace::role_name(b.role)},
+                        {"start_ns", b.start_ns},
+                        {"duration_ns", b.duration_ns}});
+    }
+    json entry = {{"pid", first.pid},
+                  {"tid", first.tid},
+                  {"comm", first.comm},
+                  {"first_due_ns", first.start_ns},
+                  {"last_due_ns", a.slow[g.late.back()].span.start_ns},
+                  {"last_dispatch_ns", g.last_dispatch_ns},
+                  {"late", g.late.size()},
+                  {"worst_lag_ns", worst.duration_ns},
+                  {"worst_target", report::describe_target(worst, ctx).text},
+                  {"behind", std::move(behind)}};
+    if (behind_omitted) entry["behind_omitted"] = behind_omitted;
+    backlogs.push_back(std::move(entry));
+  }
 
   json lost = json::object();
   for (const report::LostItem& l : report::lost_items(a))
@@ -218,6 +249,8 @@ json to_json(const DispatchAnalysis& a, const ReportContext& ctx) {
       {"slow_idle_handlers_omitted", omitted[LT_ROLE_IDLE]},
       {"slow_deliveries", std::move(deliveries)},
       {"slow_deliveries_omitted", omitted[LT_ROLE_DELIVERY]},
+      {"delivery_backlogs", std::move(backlogs)},
+      {"delivery_backlogs_omitted", backlogs_omitted},
       {"lost", std::move(lost)},
       {"totals",
        {{"spans", total_spans},

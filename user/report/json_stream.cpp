@@ -10,7 +10,8 @@ constexpr int kIndent = 2;
 // `v` as dump(2) writes it at nesting `level`: its inner lines indented by
 // the level's spaces.
 void write_nested(std::ostream& os, const nlohmann::json& v, int level) {
-  const std::string text = v.dump(kIndent);
+  const std::string text =
+      v.dump(kIndent, ' ', false, nlohmann::json::error_handler_t::replace);
   const std::string pad(static_cast<size_t>(level * kIndent), ' ');
   size_t from = 0;
   for (size_t nl = text.find('\n'); nl != std::string::npos;
@@ -26,7 +27,8 @@ void write_nested(std::ostream& os, const nlohmann::json& v, int level) {
 }  // namespace
 
 void write_json_object(std::ostream& os, const nlohmann::json& top,
-                       const std::map<std::string, JsonElements>& arrays) {
+                       const std::map<std::string, JsonElements>& arrays,
+                       JsonElementLayout layout) {
   std::set<std::string> keys;
   for (const auto& [k, v] : top.items()) keys.insert(k);
   for (const auto& [k, f] : arrays) keys.insert(k);
@@ -50,7 +52,10 @@ void write_json_object(std::ostream& os, const nlohmann::json& top,
     lazy->second([&](const nlohmann::json& e) {
       os << (empty ? "[\n" : ",\n") << pad2;
       empty = false;
-      write_nested(os, e, 2);
+      if (layout == JsonElementLayout::kOneLine)
+        os << e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      else
+        write_nested(os, e, 2);
     });
     os << (empty ? "[]" : "\n" + pad1 + "]");
   }

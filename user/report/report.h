@@ -26,7 +26,7 @@ struct ReportContext {
   // CLOCK_MONOTONIC when tracing began; the text report shows span starts
   // relative to it. 0: relative to the first event in the stream.
   uint64_t start_ns = 0;
-  uint64_t barrier_stall_ns = 3'000'000'000;
+  uint64_t barrier_stall_ns = Thresholds::kBarrierStallNs;
   // Sync barriers, if the run had barrier probes: a backlog of late
   // messages names the barriers that were up meanwhile.
   const BarrierAnalysis* barriers = nullptr;
@@ -37,5 +37,19 @@ void write_text_report(std::ostream& os, const DispatchAnalysis& analysis,
 
 nlohmann::json to_json(const DispatchAnalysis& analysis,
                        const ReportContext& ctx);
+
+class RunningInstead;
+namespace report {
+class FrameNames;
+}  // namespace report
+
+// One element of the JSON report's slow_dispatches or slow_idle_handlers
+// (docs/json-schema.md); other outputs carry the same fields.
+nlohmann::json slow_span_json(const SlowSpan& s, const ReportContext& ctx,
+                              report::FrameNames& names);
+// One element of its slow_deliveries.
+nlohmann::json slow_delivery_json(const SlowSpan& s,
+                                  const RunningInstead& running,
+                                  const ReportContext& ctx);
 
 }  // namespace looptrace

@@ -2,43 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <tuple>
+
+#include "report/json_limits.h"
+
 namespace looptrace::report {
-
-RunningInstead::RunningInstead(const DispatchAnalysis& a) {
-  for (const SlowSpan& s : a.slow)
-    if (s.span.role != LT_ROLE_DELIVERY)
-      threads_[{s.span.pid, s.span.tid}].spans.push_back(&s);
-  for (auto& [key, t] : threads_) {
-    std::stable_sort(t.spans.begin(), t.spans.end(), starts_before);
-    uint64_t m = 0;
-    for (const SlowSpan* s : t.spans) {
-      m = std::max(m, s->span.start_ns + s->span.duration_ns);
-      t.max_end.push_back(m);
-    }
-  }
-}
-
-std::vector<const SlowSpan*> RunningInstead::operator()(
-    const SpanEvent& d) const {
-  std::vector<const SlowSpan*> out;
-  auto it = threads_.find({d.pid, d.tid});
-  if (it == threads_.end()) return out;
-  const Thread& t = it->second;
-  const uint64_t due = d.start_ns, start = d.start_ns + d.duration_ns;
-  // Spans that started before the dispatch, walked back while any of them
-  // (nested ones included) may still end after the due time.
-  auto first_after = std::lower_bound(
-      t.spans.begin(), t.spans.end(), start,
-      [](const SlowSpan* s, uint64_t v) { return s->span.start_ns < v; });
-  for (size_t i = static_cast<size_t>(first_after - t.spans.begin()); i > 0;
-       --i) {
-    if (t.max_end[i - 1] <= due) break;
-    const SpanEvent& e = t.spans[i - 1]->span;
-    if (e.start_ns + e.duration_ns > due) out.push_back(t.spans[i - 1]);
-  }
-  std::reverse(out.begin(), out.end());
-  return out;
-}
 
 std::vector<const Barrier*> barriers_up(const ReportContext& ctx, uint32_t pid,
                                         uint32_t tid, uint64_t from,
@@ -78,6 +46,20 @@ SpanTarget describe_target(const SpanEvent& span, const ReportContext& ctx) {
   t.keys = render_keys(span, *probe, ctx.symbolizer);
   t.text = format_target(t.keys, *probe);
   return t;
+}
+
+std::array<std::vector<const SlowSpan*>, LT_ROLE_MAX> listed_spans(
+    const DispatchAnalysis& a, std::array<size_t, LT_ROLE_MAX>* omitted) {
+  std::array<std::vector<const SlowSpan*>, LT_ROLE_MAX> by_role;
+  for (const SlowSpan& s : a.slow)
+    if (s.span.role < LT_ROLE_MAX) by_role[s.span.role].push_back(&s);
+  auto worst = [](const SlowSpan* x, const SlowSpan* y) {
+    return std::tie(x->span.in_flight, x->span.duration_ns) >
+           std::tie(y->span.in_flight, y->span.duration_ns);
+  };
+  for (uint32_t r = 0; r < LT_ROLE_MAX; ++r)
+    by_role[r] = keep_best(by_role[r], kJsonMaxSpans, worst, &(*omitted)[r]);
+  return by_role;
 }
 
 std::vector<LostItem> lost_items(const DispatchAnalysis& a) {
@@ -121,16 +103,34 @@ std::vector<LostItem> lost_items(const DispatchAnalysis& a) {
   };
 }
 
-const std::string& FrameNames::name(uint32_t pid, uint64_t addr) {
+const FrameNames::Names& FrameNames::names(uint32_t pid, uint64_t addr) {
   auto [it, added] = cache_.try_emplace({pid, addr});
   if (added) {
     Frame f;
     f.addr = addr;
     if (symbolizer_ != nullptr) f = symbolizer_->symbolize(pid, addr);
     if (f.addr == 0) f.addr = addr;
-    it->second = f.to_string();
+    it->second.name = f.to_string();
+    if (f.known()) {
+      it->second.function = f.function;
+    } else if (f.module.empty()) {
+      it->second.function = "[unknown]";
+    } else {
+      // "[vdso]" as it is; "/usr/lib/libfoo.so" as "[libfoo.so]".
+      std::string base = f.module.substr(f.module.rfind('/') + 1);
+      if (base.empty()) base = f.module;
+      it->second.function = base.front() == '[' ? base : "[" + base + "]";
+    }
   }
   return it->second;
+}
+
+const std::string& FrameNames::name(uint32_t pid, uint64_t addr) {
+  return names(pid, addr).name;
+}
+
+const std::string& FrameNames::function(uint32_t pid, uint64_t addr) {
+  return names(pid, addr).function;
 }
 
 }  // namespace looptrace::report

@@ -1,6 +1,8 @@
 // Pieces the text and JSON reports share, so both say the same thing.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <ostream>
@@ -8,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/backlog.h"
 #include "analysis/barrier.h"
 #include "analysis/dispatch.h"
 #include "profiles/probe.h"
@@ -39,27 +42,20 @@ struct LostItem {
 // Every counter, zero or not, in a fixed order.
 std::vector<LostItem> lost_items(const DispatchAnalysis& analysis);
 
+// The slow spans the reports list, by role, in start order: all of them,
+// or when there are more than kJsonMaxSpans the worst (a hang in progress
+// first, then the longest; slow deliveries are spans from the due time, so
+// the longest lags). `omitted` gets how many each role left out.
+std::array<std::vector<const SlowSpan*>, LT_ROLE_MAX> listed_spans(
+    const DispatchAnalysis& a, std::array<size_t, LT_ROLE_MAX>* omitted);
+
 // Orders slow spans by start time (for stable sorts).
 inline bool starts_before(const SlowSpan* x, const SlowSpan* y) {
   return x->span.start_ns < y->span.start_ns;
 }
 
-// The slow dispatches and idle handlers of a delivery's thread that ran
-// between the message's due time and its dispatch: why it was late. Built
-// once per report: a long trace has as many slow deliveries as messages.
-class RunningInstead {
- public:
-  explicit RunningInstead(const DispatchAnalysis& a);
-  // In start order.
-  std::vector<const SlowSpan*> operator()(const SpanEvent& delivery) const;
-
- private:
-  struct Thread {
-    std::vector<const SlowSpan*> spans;  // by start
-    std::vector<uint64_t> max_end;       // of spans[0..i]
-  };
-  std::map<std::pair<uint32_t, uint32_t>, Thread> threads_;
-};
+// Now computed with the analysis (analysis/backlog.h).
+using looptrace::RunningInstead;
 
 // The sync barriers posted by thread (pid, tid) that were up at some point
 // in [from, to): a synchronous message due meanwhile could not pass them.
@@ -75,11 +71,22 @@ void put(std::ostream& os, std::string line);
 class FrameNames {
  public:
   explicit FrameNames(Symbolizer* symbolizer) : symbolizer_(symbolizer) {}
+  // As the reports show a frame: "ns::Foo::bar(int)+0x1a", "0x7f.. (lib.so)".
   const std::string& name(uint32_t pid, uint64_t addr);
+  // The function without its offset, or "[lib.so]" / "[unknown]" when it
+  // has no symbol (stackcollapse-perf's names): a flame graph merges the
+  // samples taken anywhere in one function.
+  const std::string& function(uint32_t pid, uint64_t addr);
 
  private:
+  struct Names {
+    std::string name;
+    std::string function;
+  };
+  const Names& names(uint32_t pid, uint64_t addr);
+
   Symbolizer* symbolizer_;
-  std::map<std::pair<uint32_t, uint64_t>, std::string> cache_;
+  std::map<std::pair<uint32_t, uint64_t>, Names> cache_;
 };
 
 }  // namespace looptrace::report

@@ -124,69 +124,33 @@ void write_stacks(std::ostream& os, const SlowSpan& s,
   }
 }
 
-// Slow deliveries come in backlogs: one slow dispatch makes every message
-// due while it ran late, and those due while the queue catches up. The text
-// shows one entry per backlog (late messages of one thread, in due order,
-// each due before the previous ones were all dispatched) with the slow
-// spans they waited behind; the JSON lists every message.
+// Slow deliveries, one entry per backlog (DispatchAnalysis::backlogs) with
+// the slow spans they waited behind; the JSON lists every message too.
 constexpr size_t kMaxBehind = 5;  // slow spans named per backlog
-
-struct Backlog {
-  std::vector<const SlowSpan*> late;
-  std::vector<const SlowSpan*> behind;  // in start order, each once
-  uint64_t last_dispatch_ns = 0;        // of the late messages so far
-};
-
-std::vector<Backlog> backlogs(const DispatchAnalysis& a,
-                              std::vector<const SlowSpan*> late) {
-  std::stable_sort(late.begin(), late.end(), report::starts_before);
-  const report::RunningInstead running(a);
-  std::vector<Backlog> out;
-  std::map<std::pair<uint32_t, uint32_t>, size_t> current;  // by thread
-  for (const SlowSpan* s : late) {
-    const SpanEvent& e = s->span;
-    const uint64_t dispatch_ns = e.start_ns + e.duration_ns;
-    std::vector<const SlowSpan*> behind = running(e);
-    auto it = current.find({e.pid, e.tid});
-    if (it != current.end() && e.start_ns <= out[it->second].last_dispatch_ns) {
-      Backlog& b = out[it->second];
-      b.late.push_back(s);
-      b.last_dispatch_ns = std::max(b.last_dispatch_ns, dispatch_ns);
-      for (const SlowSpan* x : behind)
-        if (std::find(b.behind.begin(), b.behind.end(), x) == b.behind.end())
-          b.behind.push_back(x);
-      continue;
-    }
-    current[{e.pid, e.tid}] = out.size();
-    out.push_back({{s}, std::move(behind), dispatch_ns});
-  }
-  for (Backlog& b : out)
-    std::stable_sort(b.behind.begin(), b.behind.end(), report::starts_before);
-  return out;
-}
 
 void write_slow_deliveries(std::ostream& os, const DispatchAnalysis& a,
                            const ReportContext& ctx,
                            const std::vector<const SlowSpan*>& late,
                            uint64_t base) {
   auto rel = [base](uint64_t ns) { return (ns - std::min(base, ns)) / 1e9; };
-  std::vector<Backlog> groups = backlogs(a, late);
+  const std::vector<DeliveryBacklog>& groups = a.backlogs;
+  auto spans = [&a](const std::vector<size_t>& idx) {
+    std::vector<const SlowSpan*> out;
+    for (size_t i : idx) out.push_back(&a.slow[i]);
+    return out;
+  };
   put(os,
       fmt::format("{}: {} (>= {}) in {}", slow_title(LT_ROLE_DELIVERY),
                   late.size(), format_duration(ctx.slow_ns[LT_ROLE_DELIVERY]),
                   plural(groups.size(), "backlog", "backlogs")));
   for (size_t i = 0; i < groups.size(); ++i) {
-    const Backlog& g = groups[i];
-    const SpanEvent& first = g.late.front()->span;
-    const SpanEvent& worst =
-        (*std::max_element(g.late.begin(), g.late.end(),
-                           [](const SlowSpan* x, const SlowSpan* y) {
-                             return x->span.duration_ns < y->span.duration_ns;
-                           }))
-            ->span;
+    const DeliveryBacklog& g = groups[i];
+    const std::vector<const SlowSpan*> g_late = spans(g.late);
+    const SpanEvent& first = g_late.front()->span;
+    const SpanEvent& worst = a.slow[g.worst].span;
     os << '\n';
     std::string id = fmt::format("#{}", i + 1);
-    if (g.late.size() == 1) {
+    if (g_late.size() == 1) {
       put(os,
           fmt::format("{:<4} due +{:.3f}s  lag {}  {}/{} {}", id,
                       rel(first.start_ns), format_duration(first.duration_ns),
@@ -196,8 +160,8 @@ void write_slow_deliveries(std::ostream& os, const DispatchAnalysis& a,
       put(os, fmt::format(
                   "{:<4} due +{:.3f}s..+{:.3f}s  {} late, lag up to {}  "
                   "{}/{} {}",
-                  id, rel(first.start_ns), rel(g.late.back()->span.start_ns),
-                  g.late.size(), format_duration(worst.duration_ns), first.pid,
+                  id, rel(first.start_ns), rel(g_late.back()->span.start_ns),
+                  g_late.size(), format_duration(worst.duration_ns), first.pid,
                   first.tid, first.comm));
       put(os, fmt::format("    worst: {} (due +{:.3f}s)",
                           report::describe_target(worst, ctx).text,
@@ -220,7 +184,7 @@ void write_slow_deliveries(std::ostream& os, const DispatchAnalysis& a,
     if (g.behind.empty() && up.empty())
       put(os, "    behind dispatches each shorter than the slow threshold");
     // A long overload collects many: the longest few, in start order.
-    std::vector<const SlowSpan*> shown = g.behind;
+    std::vector<const SlowSpan*> shown = spans(g.behind);
     if (shown.size() > kMaxBehind) {
       std::stable_sort(shown.begin(), shown.end(),
                        [](const SlowSpan* x, const SlowSpan* y) {

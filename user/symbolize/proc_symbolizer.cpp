@@ -30,6 +30,12 @@ bool ProcSymbolizer::read_maps(uint32_t pid) {
     log::debug("symbolize", "{}", maps.status().message());
     return false;
   }
+  return store_maps(pid, std::move(*maps));
+}
+
+bool ProcSymbolizer::store_maps(uint32_t pid,
+                                std::vector<proc::MapEntry> maps_in) {
+  auto* maps = &maps_in;
   // A zombie's maps are empty; keep the last good snapshot instead.
   if (maps->empty()) return false;
   std::sort(maps->begin(), maps->end(),
@@ -54,6 +60,16 @@ bool ProcSymbolizer::read_maps(uint32_t pid) {
 
 void ProcSymbolizer::snapshot(uint32_t pid) {
   if (!read_maps(pid)) return;
+  open_files(pid);
+}
+
+void ProcSymbolizer::add_mappings(uint32_t pid,
+                                  std::vector<proc::MapEntry> maps) {
+  if (!store_maps(pid, std::move(maps))) return;
+  open_files(pid);
+}
+
+void ProcSymbolizer::open_files(uint32_t pid) {
   // Open every mapped file while /proc/PID/root and map_files still lead to
   // it: data mappings matter too (vtables live in read-only data).
   for (const proc::MapEntry& m : maps_[pid].back())

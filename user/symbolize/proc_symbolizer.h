@@ -27,6 +27,10 @@ class ProcSymbolizer : public Symbolizer {
   // debug area) and leave earlier state alone.
   void snapshot(uint32_t pid);
 
+  // The same from mappings read by someone else (the live event source's
+  // MappingsEvent).
+  void add_mappings(uint32_t pid, std::vector<proc::MapEntry> maps);
+
   // module: the mapped path, "[vdso]", "[anon]"; empty when no mapping
   // contains addr. function: the demangled symbol; empty when unknown.
   Frame symbolize(uint32_t pid, uint64_t addr) override;
@@ -48,6 +52,8 @@ class ProcSymbolizer : public Symbolizer {
   };
 
   bool read_maps(uint32_t pid);
+  bool store_maps(uint32_t pid, std::vector<proc::MapEntry> maps);
+  void open_files(uint32_t pid);
   const proc::MapEntry* find_mapping(uint32_t pid, uint64_t addr) const;
   const elf::ElfFile* elf_for(uint32_t pid, const proc::MapEntry& map);
   Frame lookup(uint32_t pid, uint64_t addr);

@@ -11,6 +11,9 @@
 #include <vector>
 
 #include "looptrace/abi.h"
+#include "proc/maps.h"
+#include "profiles/probe.h"
+#include "symbolize/symbolizer.h"
 
 namespace looptrace {
 
@@ -107,8 +110,81 @@ struct ExecEvent {
   uint64_t ts_ns = 0;
 };
 
-using Event = std::variant<SpanEvent, SampleEvent, SpanDropEvent, PointEvent,
-                           IoEvent, ExecEvent>;
+// Thresholds and limits of a run: what the kernel filtered with and what
+// the analysers judge by. Every default is written here, once.
+struct Thresholds {
+  static constexpr uint64_t kSlowNs = 16'000'000;  // one 60 Hz frame
+  static constexpr uint64_t kSlowInputNs = 100'000'000;
+  static constexpr uint64_t kBarrierStallNs = 3'000'000'000;  // WeChat's 3 s
+  static constexpr uint32_t kSampleHz = 1000;
+  static constexpr uint32_t kRingbufBytes = 8u << 20;
+  static constexpr uint32_t kHistMax = 4096;  // threads x probes
+
+  // A span of role r is slow iff its duration >= slow_ns[r].
+  std::array<uint64_t, LT_ROLE_MAX> slow_ns{kSlowNs, kSlowNs, kSlowNs};
+  uint64_t sample_after_ns = kSlowNs / 2;
+  uint32_t sample_hz = kSampleHz;         // 0: no stack sampling
+  bool record_all = false;                // every span crossed the ring buffer
+  uint64_t delivery_drain_ns = 0;         // 0: every slow delivery is reported
+  uint64_t slow_input_ns = kSlowInputNs;  // input events get a blame
+  uint64_t barrier_stall_ns = kBarrierStallNs;  // a barrier held this long
+};
+
+// The first event of every stream: what was traced, how, and where. The
+// analysers configure themselves from it; a recording starts with it.
+struct SessionEvent {
+  uint32_t pid = 0;  // run-wide: 0
+  uint32_t tid = 0;
+  uint32_t abi_version = LT_ABI_VERSION;
+  std::string looptrace_version;
+  Thresholds thresholds;
+  std::vector<ProbeDef> probes;  // span and point probes, by id
+  std::string command_line;      // the traced command, if any
+  int32_t target_pid = -1;       // -p or the command; -1 system-wide
+  bool has_input = false;
+  std::string input_hook;  // "raw syscall tracepoints", ...
+  uint64_t start_ns = 0;   // CLOCK_MONOTONIC when tracing began
+  std::string hostname;
+  std::string kernel;  // uname -r
+  // Realtime at start_ns (ns since the epoch), to date the recording.
+  uint64_t start_realtime_ns = 0;
+};
+
+// A process's mappings when it was first seen (or after an exec): what its
+// addresses mean.
+struct MappingsEvent {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint64_t ts_ns = 0;
+  std::vector<proc::MapEntry> maps;
+};
+
+// What an address of a process is, resolved while the process lived: a
+// recording carries the symbols it needs to be read on another machine.
+struct SymbolEvent {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  Frame frame;
+};
+
+// What waited on a queue behind its sync barriers at ts_ns: synchronous
+// messages due and not yet dispatched (from the enqueue probe's map).
+struct QueueEvent {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint64_t queue = 0;
+  uint64_t ts_ns = 0;
+  int64_t waiting = -1;  // -1: unknown (no enqueue probe)
+  uint64_t oldest_due_ns = 0;
+};
+
+// The tracer's clock at a check: barriers held past the stall threshold
+// by now become stalls (after the QueueEvents of the same check).
+struct TickEvent {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint64_t ts_ns = 0;
+};
 
 // Read from the lt_hists map at the end of a run: every span of one thread
 // at one probe, fast and slow.
@@ -129,5 +205,29 @@ struct Counters {
   std::array<uint64_t, LT_CNT_MAX> bpf{};
   uint64_t decode_errors = 0;  // malformed ring-buffer records
 };
+
+// The last event of a complete stream: the kernel's histograms and
+// counters, and why and when tracing stopped. A recording cut short has
+// none; its replay says so.
+struct EndEvent {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint64_t end_ns = 0;  // CLOCK_MONOTONIC when tracing stopped
+  std::string stop_reason;
+  std::vector<ThreadHistogram> hists;
+  Counters counters;
+};
+
+using Event = std::variant<SpanEvent, SampleEvent, SpanDropEvent, PointEvent,
+                           IoEvent, ExecEvent, SessionEvent, MappingsEvent,
+                           SymbolEvent, QueueEvent, TickEvent, EndEvent>;
+
+// The process and thread an event belongs to (0 for run-wide events).
+inline uint32_t event_pid(const Event& ev) {
+  return std::visit([](const auto& e) { return e.pid; }, ev);
+}
+inline uint32_t event_tid(const Event& ev) {
+  return std::visit([](const auto& e) { return e.tid; }, ev);
+}
 
 }  // namespace looptrace

@@ -1,0 +1,89 @@
+#include "analysis/backlog.h"
+
+#include <algorithm>
+
+namespace looptrace {
+namespace {
+
+bool starts_before(const SlowSpan* x, const SlowSpan* y) {
+  return x->span.start_ns < y->span.start_ns;
+}
+
+}  // namespace
+
+RunningInstead::RunningInstead(const DispatchAnalysis& a) {
+  for (const SlowSpan& s : a.slow)
+    if (s.span.role != LT_ROLE_DELIVERY)
+      threads_[{s.span.pid, s.span.tid}].spans.push_back(&s);
+  for (auto& [key, t] : threads_) {
+    std::stable_sort(t.spans.begin(), t.spans.end(), starts_before);
+    uint64_t m = 0;
+    for (const SlowSpan* s : t.spans) {
+      m = std::max(m, s->span.start_ns + s->span.duration_ns);
+      t.max_end.push_back(m);
+    }
+  }
+}
+
+std::vector<const SlowSpan*> RunningInstead::operator()(
+    const SpanEvent& d) const {
+  std::vector<const SlowSpan*> out;
+  auto it = threads_.find({d.pid, d.tid});
+  if (it == threads_.end()) return out;
+  const Thread& t = it->second;
+  const uint64_t due = d.start_ns, start = d.start_ns + d.duration_ns;
+  // Spans that started before the dispatch, walked back while any of them
+  // (nested ones included) may still end after the due time.
+  auto first_after = std::lower_bound(
+      t.spans.begin(), t.spans.end(), start,
+      [](const SlowSpan* s, uint64_t v) { return s->span.start_ns < v; });
+  for (size_t i = static_cast<size_t>(first_after - t.spans.begin()); i > 0;
+       --i) {
+    if (t.max_end[i - 1] <= due) break;
+    const SpanEvent& e = t.spans[i - 1]->span;
+    if (e.start_ns + e.duration_ns > due) out.push_back(t.spans[i - 1]);
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+std::vector<DeliveryBacklog> delivery_backlogs(const DispatchAnalysis& a) {
+  std::vector<const SlowSpan*> late;
+  for (const SlowSpan& s : a.slow)
+    if (s.span.role == LT_ROLE_DELIVERY) late.push_back(&s);
+  std::stable_sort(late.begin(), late.end(), starts_before);
+  const RunningInstead running(a);
+  auto index = [&a](const SlowSpan* s) {
+    return static_cast<size_t>(s - a.slow.data());
+  };
+  std::vector<DeliveryBacklog> out;
+  std::map<std::pair<uint32_t, uint32_t>, size_t> current;  // by thread
+  for (const SlowSpan* s : late) {
+    const SpanEvent& e = s->span;
+    const uint64_t dispatch_ns = e.start_ns + e.duration_ns;
+    auto it = current.find({e.pid, e.tid});
+    DeliveryBacklog* b = nullptr;
+    if (it != current.end() && e.start_ns <= out[it->second].last_dispatch_ns) {
+      b = &out[it->second];
+    } else {
+      current[{e.pid, e.tid}] = out.size();
+      b = &out.emplace_back();
+      b->worst = index(s);
+    }
+    b->late.push_back(index(s));
+    b->last_dispatch_ns = std::max(b->last_dispatch_ns, dispatch_ns);
+    if (e.duration_ns > a.slow[b->worst].span.duration_ns) b->worst = index(s);
+    for (const SlowSpan* x : running(e))
+      if (std::find(b->behind.begin(), b->behind.end(), index(x)) ==
+          b->behind.end())
+        b->behind.push_back(index(x));
+  }
+  for (DeliveryBacklog& b : out)
+    std::stable_sort(b.behind.begin(), b.behind.end(),
+                     [&a](size_t x, size_t y) {
+                       return a.slow[x].span.start_ns < a.slow[y].span.start_ns;
+                     });
+  return out;
+}
+
+}  // namespace looptrace

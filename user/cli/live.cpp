@@ -1,0 +1,182 @@
+#include "cli/live.h"
+
+#include <signal.h>
+#include <time.h>
+
+#include <algorithm>
+#include <set>
+
+#include "proc/maps.h"
+#include "proc/pid.h"
+#include "proc/process.h"
+
+namespace looptrace {
+namespace {
+
+volatile sig_atomic_t g_stop_signal = 0;
+
+void on_stop_signal(int sig) { g_stop_signal = sig; }
+
+// Adds MappingsEvents to the tracer's stream: a process's mappings are read
+// when it is first seen (while it is alive) and again after an exec.
+class MappingsTracker {
+ public:
+  explicit MappingsTracker(const Tracer::Sink& emit) : emit_(emit) {}
+
+  void operator()(Event&& ev) {
+    uint32_t pid = event_pid(ev);
+    uint32_t tid = event_tid(ev);
+    // Records come in runs from one thread: the sets are only consulted
+    // when the thread changes (a flood of input records is a million a
+    // second).
+    if (last_thread_ != std::make_pair(pid, tid)) {
+      last_thread_ = {pid, tid};
+      threads_.emplace(pid, tid);
+      if (pids_.insert(pid).second) emit_maps(pid, tid, 0);
+    }
+    if (const auto* x = std::get_if<ExecEvent>(&ev))
+      emit_maps(pid, tid, x->ts_ns);
+    emit_(std::move(ev));
+  }
+  std::set<std::pair<uint32_t, uint32_t>>& threads() { return threads_; }
+
+ private:
+  void emit_maps(uint32_t pid, uint32_t tid, uint64_t ts) {
+    auto maps = proc::read_maps(pid);
+    // Gone already, or a zombie (no maps): nothing new to say.
+    if (!maps.ok() || maps->empty()) return;
+    MappingsEvent m;
+    m.pid = pid;
+    m.tid = tid;
+    m.ts_ns = ts ? ts : monotonic_ns();
+    m.maps = std::move(*maps);
+    emit_(Event(std::move(m)));
+  }
+
+  const Tracer::Sink& emit_;
+  std::pair<uint32_t, uint32_t> last_thread_{0, 0};
+  std::set<uint32_t> pids_;
+  std::set<std::pair<uint32_t, uint32_t>> threads_;
+};
+
+void emit_queues(Tracer& tracer, const LiveHooks& hooks, uint64_t now, bool all,
+                 const Tracer::Sink& emit) {
+  if (!hooks.queues_to_check) return;
+  for (auto [pid, queue] : hooks.queues_to_check(now, all)) {
+    Tracer::Waiting w = tracer.sync_waiting(pid, queue, now);
+    QueueEvent q;
+    q.pid = pid;
+    q.queue = queue;
+    q.ts_ns = now;
+    q.waiting = w.count;
+    q.oldest_due_ns = w.oldest_due_ns;
+    emit(Event(q));
+  }
+}
+
+}  // namespace
+
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  // A closed terminal or a dropped ssh session: stop and report, as for
+  // Ctrl-C, rather than die with nothing written.
+  sigaction(SIGHUP, &sa, nullptr);
+  // A reader that went away (a pipe, a FIFO for --events, the terminal's
+  // ssh channel) is a write error to report, not a silent death.
+  signal(SIGPIPE, SIG_IGN);
+}
+
+uint64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull +
+         static_cast<uint64_t>(ts.tv_nsec);
+}
+
+LiveEnd run_live(Tracer& tracer, Child* child, pid_t pid, uint64_t t0,
+                 uint64_t duration_ns, bool barriers, bool input,
+                 const Tracer::Sink& emit, const LiveHooks& hooks) {
+  MappingsTracker tracker(emit);
+  Tracer::Sink sink = [&tracker](Event&& ev) { tracker(std::move(ev)); };
+  // The target lives while any of its processes does: the command, or -p's
+  // process even after its main thread exited, and what they forked.
+  auto target_alive = [&] {
+    if (child && !child->exited()) return true;
+    for (uint32_t tgid : tracer.traced_processes())
+      if (proc::pid_running(tgid)) return true;
+    return false;
+  };
+  LiveEnd end;
+  uint64_t last_alive_check = 0, last_stall_check = 0, last_progress = 0;
+  while (true) {
+    if (g_stop_signal) {
+      end.reason = g_stop_signal == SIGINT   ? "interrupted"
+                   : g_stop_signal == SIGHUP ? "hangup"
+                                             : "terminated";
+      break;
+    }
+    uint64_t now = monotonic_ns();
+    if (duration_ns && now - t0 >= duration_ns) {
+      end.reason = "duration elapsed";
+      break;
+    }
+    // Whether the target lives: at most every 50 ms, not after every
+    // wakeup (at a high event rate that would steal the reader's time).
+    if (now - last_alive_check >= 50'000'000) {
+      last_alive_check = now;
+      if ((child || pid > 0) && !target_alive()) {
+        end.reason = child ? std::string(kCommandExited)
+                           : fmt::format("pid {} exited", pid);
+        break;
+      }
+    }
+    // Input records do not wake us (abi.h io_wakeup_bytes): poll more
+    // often, so that a short-lived process's mappings are read while it
+    // is alive.
+    const int max_wait_ms = input ? 25 : 100;
+    int timeout = max_wait_ms;
+    if (duration_ns) {
+      uint64_t left = duration_ns - std::min(duration_ns, now - t0);
+      timeout = static_cast<int>(
+          std::min<uint64_t>(max_wait_ms, left / 1'000'000 + 1));
+    }
+    end.run_status = tracer.poll(timeout, sink);
+    now = monotonic_ns();
+    // Stalls are announced as they happen, not only at exit.
+    if (barriers && now - last_stall_check >= 20'000'000) {
+      last_stall_check = now;
+      emit_queues(tracer, hooks, now, false, sink);
+      sink(Event(TickEvent{0, 0, now}));
+    }
+    if (hooks.on_progress && now - last_progress >= 250'000'000) {
+      last_progress = now;
+      hooks.on_progress(now);
+    }
+    if (!end.run_status.ok()) break;
+  }
+  end.end_ns = monotonic_ns();
+  end.stop_status = tracer.stop(sink);
+  EndEvent last;
+  last.end_ns = end.end_ns;
+  last.stop_reason = end.reason;
+  last.hists = tracer.read_histograms();
+  last.counters = tracer.read_counters();
+  // A leaked barrier: what is waiting behind it now, at the end.
+  if (barriers) emit_queues(tracer, hooks, monotonic_ns(), true, sink);
+  // A loop stuck in a dispatch right now is the most important finding of
+  // all: report spans still in flight on every thread we know of.
+  std::set<std::pair<uint32_t, uint32_t>>& threads = tracker.threads();
+  for (const ThreadHistogram& h : last.hists) threads.emplace(h.pid, h.tid);
+  for (uint32_t tgid : tracer.traced_processes())
+    for (uint32_t tid : proc::thread_ids(tgid)) threads.emplace(tgid, tid);
+  for (SpanEvent& ev : tracer.read_in_flight(threads, monotonic_ns()))
+    sink(Event(std::move(ev)));
+  emit(Event(std::move(last)));
+  return end;
+}
+
+}  // namespace looptrace

@@ -1,0 +1,94 @@
+#include "cli/live_view.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "base/duration.h"
+#include "profiles/profile.h"
+#include "report/report_common.h"
+
+namespace looptrace {
+
+LiveView::LiveView(bool live, bool quiet, const SessionEvent& session,
+                   Symbolizer* symbols)
+    : live_(live),
+      quiet_(quiet),
+      tty_(!quiet && isatty(STDERR_FILENO)),
+      session_(session),
+      symbols_(symbols) {}
+
+void LiveView::consume(const Event& ev) {
+  if (const auto* io = std::get_if<IoEvent>(&ev)) {
+    if (!io->is_send()) ++input_;
+    return;
+  }
+  const auto* sp = std::get_if<SpanEvent>(&ev);
+  // Slow dispatches and idle handlers; the late deliveries behind one are
+  // its symptoms (the report groups them).
+  if (sp == nullptr ||
+      (sp->role != LT_ROLE_DISPATCH && sp->role != LT_ROLE_IDLE) ||
+      sp->duration_ns < session_.thresholds.slow_ns[sp->role])
+    return;
+  ++slow_;
+  if (!live_) return;  // asked for, even with -q
+  ReportContext ctx;
+  ctx.probes = &session_.probes;
+  ctx.symbolizer = symbols_;
+  std::string state = sp->in_flight     ? " STILL RUNNING"
+                      : sp->cut_short() ? " cut short"
+                                        : "";
+  print(fmt::format("looptrace: slow {} {} {} pid {} tid {} ({}){}",
+                    role_name(sp->role), format_duration(sp->duration_ns),
+                    report::describe_target(*sp, ctx).text, sp->pid, sp->tid,
+                    sp->comm, state));
+}
+
+void LiveView::progress(uint64_t now_ns, const Tracer& tracer) {
+  if (!tty_) return;
+  now_ns_ = now_ns;
+  if (now_ns - last_counts_ns_ >= 1'000'000'000) {
+    last_counts_ns_ = now_ns;
+    uint64_t spans = 0;
+    for (const ThreadHistogram& h : tracer.read_histograms())
+      if (h.role == LT_ROLE_DISPATCH || h.role == LT_ROLE_IDLE)
+        spans += h.count;
+    spans_ = spans;
+    Counters c = tracer.read_counters();
+    lost_ = c.bpf[LT_CNT_RB_FULL] + c.bpf[LT_CNT_HIST_FULL] + c.decode_errors;
+  }
+  draw();
+}
+
+void LiveView::draw() {
+  std::string line =
+      fmt::format("looptrace: {} traced, {} spans, {} slow",
+                  format_duration(now_ns_ - session_.start_ns), spans_, slow_);
+  if (session_.has_input) line += fmt::format(", {} input reads", input_);
+  line += fmt::format(", {} lost", lost_);
+  // \r and clear-to-end: the line is rewritten in place.
+  std::fprintf(stderr, "\r%s\033[K", line.c_str());
+  std::fflush(stderr);
+  drawn_ = true;
+}
+
+void LiveView::clear() {
+  if (!drawn_) return;
+  std::fputs("\r\033[K", stderr);
+  drawn_ = false;
+}
+
+void LiveView::print(const std::string& line) {
+  bool was = drawn_;
+  clear();
+  std::fprintf(stderr, "%s\n", line.c_str());
+  if (was) draw();
+  std::fflush(stderr);
+}
+
+void LiveView::finish() {
+  clear();
+  tty_ = false;
+}
+
+}  // namespace looptrace

@@ -1,0 +1,50 @@
+// What a person sees while tracing: on a terminal, one status line updated
+// in place (elapsed, dispatches, slow, input events, lost); with --live,
+// each slow span as it ends; barrier stalls as they happen. Lines are
+// printed above the status line, never through it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "loader/tracer.h"
+#include "symbolize/symbolizer.h"
+#include "trace/events.h"
+
+namespace looptrace {
+
+class LiveView {
+ public:
+  // `live`: print slow spans as they end. `quiet`: print nothing but what
+  // print() is given. The status line is drawn only on a terminal.
+  LiveView(bool live, bool quiet, const SessionEvent& session,
+           Symbolizer* symbols);
+
+  void consume(const Event& ev);
+  // Redraws the status line (at most four times a second); reads the
+  // kernel's counts from `tracer` once a second.
+  void progress(uint64_t now_ns, const Tracer& tracer);
+  // One line on stderr, above the status line.
+  void print(const std::string& line);
+  // Clears the status line for good.
+  void finish();
+
+ private:
+  void clear();
+  void draw();
+
+  bool live_;
+  bool quiet_;
+  bool tty_;
+  const SessionEvent& session_;
+  Symbolizer* symbols_;
+  bool drawn_ = false;
+  uint64_t now_ns_ = 0;
+  uint64_t last_counts_ns_ = 0;
+  uint64_t spans_ = 0;  // every span the kernel counted
+  uint64_t slow_ = 0;
+  uint64_t input_ = 0;
+  uint64_t lost_ = 0;
+};
+
+}  // namespace looptrace

@@ -1,0 +1,345 @@
+#include "cli/plan.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+
+#include "base/duration.h"
+#include "base/log.h"
+#include "elf/resolve.h"
+#include "proc/sockets.h"
+#include "profiles/key_expr.h"
+#include "profiles/profile.h"
+
+namespace looptrace {
+namespace {
+
+Result<uint32_t> parse_size(const std::string& s) {
+  if (s.empty()) return Status::Error("bad size ''", ErrorKind::kUsage);
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(s.c_str(), &end, 10);
+  std::string unit(end);
+  if (errno || end == s.c_str())
+    return Status::Error(fmt::format("bad size '{}'", s), ErrorKind::kUsage);
+  if (unit == "K" || unit == "k")
+    v <<= 10;
+  else if (unit == "M" || unit == "m")
+    v <<= 20;
+  else if (unit == "G" || unit == "g")
+    v <<= 30;
+  else if (!unit.empty())
+    return Status::Error(fmt::format("bad size '{}': use K, M or G", s),
+                         ErrorKind::kUsage);
+  if (v < 4096 || v > (1ull << 30) || (v & (v - 1)))
+    return Status::Error(
+        fmt::format("bad ring buffer size '{}': a power of two from 4K to 1G",
+                    s),
+        ErrorKind::kUsage);
+  return static_cast<uint32_t>(v);
+}
+
+bool input_wanted(const RecordArgs& a) {
+  return a.input || !a.input_fd.empty() || !a.input_peer.empty();
+}
+
+// The input probes: which calls, where, for which processes. `target` is
+// the traced process (-p or the command), -1 system-wide.
+Status build_input(const RecordArgs& a, pid_t target,
+                   const ResolveContext& rctx,
+                   const std::vector<ProbeDef>& profile_io, InputTrace* in) {
+  if (!input_wanted(a) && profile_io.empty()) return Status::Ok();
+  // A profile's input roles are uprobes on its own functions.
+  in->mode = a.input_mode == "uprobe" || (!a.input && !profile_io.empty())
+                 ? InputMode::kUprobe
+                 : InputMode::kSyscall;
+  auto hook = syscall_hook_from_env();
+  if (!hook.ok()) return hook.status();
+  in->hook = *hook;
+  std::vector<std::string> calls = a.input_calls;
+  if (calls.empty()) calls = {"recvfrom", "sendto", "recvmsg", "sendmsg"};
+  for (std::string& c : calls) {
+    // There is no recv or send system call on x86-64: libc's recv is the
+    // recvfrom system call.
+    if (in->mode == InputMode::kSyscall) {
+      if (c == "recv") c = "recvfrom";
+      if (c == "send") c = "sendto";
+    }
+    if (!input_call_op(c))
+      return Status::Error(
+          fmt::format("--input-calls: unknown call '{}' (recvfrom, sendto, "
+                      "recvmsg, sendmsg, read, write)",
+                      c),
+          ErrorKind::kUsage);
+  }
+  std::sort(calls.begin(), calls.end());
+  calls.erase(std::unique(calls.begin(), calls.end()), calls.end());
+  if (in->mode == InputMode::kSyscall) {
+    in->syscalls = calls;
+  } else if (!profile_io.empty() && a.input_binary.empty()) {
+    for (const ProbeDef& p : profile_io) {
+      uint32_t op = (p.role == LT_ROLE_INPUT_SEND ? LT_IO_SEND : 0u) |
+                    (p.msghdr ? LT_IO_MSGHDR : 0u);
+      in->uprobes.push_back({p.path, p.resolved_symbol, p.file_offset, op});
+    }
+  } else {
+    std::vector<std::string> bins = a.input_binary;
+    if (bins.empty()) bins = {"libc.so.6"};
+    for (const std::string& bin : bins) {
+      auto path = resolve_binary(bin, rctx);
+      if (!path.ok()) return path.status();
+      size_t found = 0;
+      for (const std::string& c : calls) {
+        // libc's recv and send are functions of their own.
+        std::vector<std::string> syms{c};
+        if (c == "recvfrom") syms.push_back("recv");
+        if (c == "sendto") syms.push_back("send");
+        for (const std::string& sym : syms) {
+          auto m = elf::resolve_symbol(*path, sym);
+          if (!m.ok()) {
+            log::debug("resolve", "{}: no {}", *path, sym);
+            continue;
+          }
+          // Past glibc's single-threaded check: a probe on it would be
+          // single-stepped in every process calling these functions.
+          in->uprobes.push_back({*path, sym,
+                                 uprobe_offset(*path, m->file_offset),
+                                 *input_call_op(sym)});
+          ++found;
+        }
+      }
+      if (found == 0)
+        return Status::Error(
+            fmt::format("--input-mode uprobe: {} has none of the socket "
+                        "functions ({})",
+                        *path, fmt::join(calls, ", ")),
+            ErrorKind::kUsage);
+    }
+  }
+  if (target > 0) in->tgids.push_back(static_cast<uint32_t>(target));
+  if ((!a.input_fd.empty() || !a.input_peer.empty()) && a.pid <= 0)
+    return Status::Error("--input-fd and --input-peer need -p PID",
+                         ErrorKind::kUsage);
+  for (int fd : a.input_fd) {
+    auto ino = proc::fd_socket_inode(static_cast<uint32_t>(a.pid), fd);
+    if (!ino.ok()) return ino.status();
+    in->raw_inodes.push_back(*ino);
+  }
+  if (a.pid <= 0) return Status::Ok();
+  auto all = proc::unix_sockets();
+  if (!all.ok()) {
+    if (!a.input_peer.empty()) return all.status();
+    log::debug("loader", "no unix socket peers: {}", all.status().message());
+    return Status::Ok();
+  }
+  // A running target's channels may lead to processes we do not trace (an
+  // InputDispatcher in system_server): watch their ends from the start.
+  for (uint64_t ino : proc::socket_inodes(static_cast<uint32_t>(a.pid))) {
+    auto it = all->find(ino);
+    if (it != all->end() && it->second.peer != 0)
+      in->peer_inodes.push_back(it->second.peer);
+  }
+  for (const std::string& peer : a.input_peer) {
+    if (peer == "auto") {
+      auto conns =
+          proc::display_connections(static_cast<uint32_t>(a.pid), *all);
+      if (!conns.ok()) return conns.status();
+      for (const proc::PeerSocket& c : *conns) {
+        log::info("input channel: socket {} connected to {}", c.inode, c.peer);
+        in->raw_inodes.push_back(c.inode);
+      }
+      continue;
+    }
+    auto inos =
+        proc::sockets_connected_to(static_cast<uint32_t>(a.pid), peer, *all);
+    if (!inos.ok()) return inos.status();
+    for (uint64_t i : *inos) in->raw_inodes.push_back(i);
+  }
+  return Status::Ok();
+}
+
+Status build_probes(const RecordArgs& a, std::vector<ProbeDef>* probes) {
+  if (!a.profile.empty()) {
+    auto prof = load_profile(a.profile);
+    if (!prof.ok()) return prof.status();
+    for (ProbeDef& p : prof->probes) probes->push_back(std::move(p));
+  }
+  std::vector<KeyDef> keys;
+  for (const std::string& k : a.keys) {
+    auto kd = parse_key_def(k);
+    if (!kd.ok()) return kd.status();
+    keys.push_back(*kd);
+  }
+  if (keys.size() > LT_MAX_KEYS)
+    return Status::Error(fmt::format("at most {} --key options", LT_MAX_KEYS),
+                         ErrorKind::kUsage);
+  auto add = [&](const std::vector<std::string>& list,
+                 uint32_t role) -> Status {
+    for (const std::string& s : list) {
+      auto p = parse_probe_arg(s, role);
+      if (!p.ok()) return p.status();
+      p->keys = keys;
+      probes->push_back(std::move(*p));
+    }
+    return Status::Ok();
+  };
+  LT_RETURN_IF_ERROR(add(a.dispatch, LT_ROLE_DISPATCH));
+  LT_RETURN_IF_ERROR(add(a.idle, LT_ROLE_IDLE));
+  // Point probes read their arguments by position; the names are what the
+  // kernel side and the barrier analyser look for.
+  auto arg_key = [](const char* name, int pos, KeyFormat f) -> Result<KeyDef> {
+    if (pos < 0 || pos > 5)
+      return Status::Error(
+          fmt::format("--{}-arg must be 0..5 (got {})", name, pos),
+          ErrorKind::kUsage);
+    auto spec = parse_key_expr(fmt::format("arg{}", pos));
+    if (!spec.ok()) return spec.status();
+    return KeyDef{name, fmt::format("arg{}", pos), *spec, f};
+  };
+  auto add_point =
+      [&](const std::vector<std::string>& list, uint32_t role,
+          std::vector<std::pair<const char*, int>> args) -> Status {
+    for (const std::string& s : list) {
+      auto p = parse_probe_arg(s, role);
+      if (!p.ok()) return p.status();
+      for (auto [name, pos] : args) {
+        auto k =
+            arg_key(name, pos,
+                    std::string(name) == "when" || std::string(name) == "token"
+                        ? KeyFormat::kInt
+                        : KeyFormat::kPointer);
+        if (!k.ok()) return k.status();
+        p->keys.push_back(*k);
+      }
+      probes->push_back(std::move(*p));
+    }
+    return Status::Ok();
+  };
+  LT_RETURN_IF_ERROR(add_point(a.barrier_post, LT_ROLE_BARRIER_POST,
+                               {{"queue", a.queue_arg}}));
+  LT_RETURN_IF_ERROR(
+      add_point(a.barrier_remove, LT_ROLE_BARRIER_REMOVE,
+                {{"queue", a.queue_arg}, {"token", a.token_arg}}));
+  LT_RETURN_IF_ERROR(add_point(
+      a.enqueue, LT_ROLE_ENQUEUE,
+      {{"queue", a.queue_arg}, {"msg", a.msg_arg}, {"when", a.when_arg}}));
+  bool profile_io = false;
+  for (const ProbeDef& p : *probes)
+    profile_io = profile_io || p.role == LT_ROLE_INPUT_RECV ||
+                 p.role == LT_ROLE_INPUT_SEND;
+  if (probes->empty() && !input_wanted(a) && !profile_io)
+    return Status::Error(
+        "nothing to trace: give --profile NAME or --dispatch "
+        "BINARY:SYMBOL",
+        ErrorKind::kUsage);
+  return Status::Ok();
+}
+
+Status build_options(const RecordArgs& a, Plan* s) {
+  auto slow = parse_duration(a.slow);
+  if (!slow.ok()) return slow.status();
+  if (*slow == 0)
+    return Status::Error("--slow must be above 0", ErrorKind::kUsage);
+  s->opts.limits.slow_ns[LT_ROLE_DISPATCH] = *slow;
+  s->opts.limits.slow_ns[LT_ROLE_IDLE] = *slow;
+  auto sd = parse_duration(a.slow_delivery);
+  if (!sd.ok()) return sd.status();
+  s->opts.limits.slow_ns[LT_ROLE_DELIVERY] = *sd;
+  // Android's Looper: after a slow delivery, quiet until the lag is < 10 ms.
+  if (a.delivery_hysteresis) s->opts.limits.delivery_drain_ns = 10'000'000;
+  if (!a.slow_idle.empty()) {
+    auto si = parse_duration(a.slow_idle);
+    if (!si.ok()) return si.status();
+    s->opts.limits.slow_ns[LT_ROLE_IDLE] = *si;
+  }
+  uint64_t min_slow =
+      std::min(s->opts.limits.slow_ns[0], s->opts.limits.slow_ns[1]);
+  s->opts.limits.sample_after_ns = min_slow / 2;
+  if (!a.sample_after.empty()) {
+    auto sa = parse_duration(a.sample_after);
+    if (!sa.ok()) return sa.status();
+    s->opts.limits.sample_after_ns = *sa;
+  }
+  if (!a.duration.empty()) {
+    auto d = parse_duration(a.duration);
+    if (!d.ok()) return d.status();
+    if (*d == 0)
+      return Status::Error("--duration must be above 0", ErrorKind::kUsage);
+    s->duration_ns = *d;
+  }
+  if (a.sample_freq > 100000)
+    return Status::Error("--sample-freq: at most 100000 Hz", ErrorKind::kUsage);
+  s->opts.limits.sample_hz = a.sample_freq;
+  auto rb = parse_size(a.ringbuf_size);
+  if (!rb.ok()) return rb.status();
+  s->opts.ringbuf_bytes = *rb;
+  if (a.hist_max == 0 || a.hist_max > (1u << 20))
+    return Status::Error("--max-threads: 1 to 1048576", ErrorKind::kUsage);
+  s->opts.hist_max = a.hist_max;
+  s->opts.limits.record_all = a.record_all;
+  auto bs = parse_duration(a.barrier_stall);
+  if (!bs.ok()) return bs.status();
+  s->opts.limits.barrier_stall_ns = *bs;
+  auto si = parse_duration(a.slow_input);
+  if (!si.ok()) return si.status();
+  s->opts.limits.slow_input_ns = *si;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::vector<Budget>> parse_budgets(
+    const std::vector<std::string>& exprs) {
+  std::vector<Budget> out;
+  for (const std::string& e : exprs) {
+    auto b = parse_budget(e);
+    if (!b.ok()) return b.status();
+    out.push_back(std::move(*b));
+  }
+  return out;
+}
+
+Status parse_plan(const RecordArgs& a, Plan* p) {
+  LT_RETURN_IF_ERROR(build_options(a, p));
+  auto budgets = parse_budgets(a.fail_if);
+  if (!budgets.ok()) return budgets.status();
+  p->budgets = std::move(*budgets);
+  return build_probes(a, &p->probes);
+}
+
+Status resolve_plan(const ResolveContext& rctx, Plan* p) {
+  LT_RETURN_IF_ERROR(resolve_probes(&p->probes, rctx));
+  // Input roles are socket-call probes, not spans: they take no slot in the
+  // kernel's probe table.
+  std::vector<ProbeDef> spans;
+  for (ProbeDef& probe : p->probes) {
+    bool io =
+        probe.role == LT_ROLE_INPUT_RECV || probe.role == LT_ROLE_INPUT_SEND;
+    (io ? p->input_probes : spans).push_back(std::move(probe));
+  }
+  for (size_t i = 0; i < spans.size(); ++i)
+    spans[i].id = static_cast<uint32_t>(i);
+  p->probes = std::move(spans);
+  p->opts.probes = p->probes;
+  return Status::Ok();
+}
+
+Status plan_input(const RecordArgs& a, const ResolveContext& rctx, pid_t target,
+                  Plan* p) {
+  p->opts.pid = target;
+  return build_input(a, target, rctx, p->input_probes, &p->opts.input);
+}
+
+std::string join_command(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const std::string& a : argv) {
+    if (!s.empty()) s += ' ';
+    s += a;
+  }
+  return s;
+}
+
+}  // namespace looptrace

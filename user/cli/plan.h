@@ -1,0 +1,51 @@
+// What `looptrace record` will trace, from its arguments: the probes, the
+// kernel's options and thresholds, the input channels. Built in two steps:
+// parse_plan checks the arguments before anything touches the system;
+// resolve_plan finds the probes in the binaries and the target's channels.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "cli/record.h"
+#include "loader/tracer.h"
+#include "profiles/probe.h"
+#include "profiles/resolve.h"
+#include "report/budget.h"
+
+namespace looptrace {
+
+struct Plan {
+  // Span and point probes; after resolve_plan, ids are their indices.
+  std::vector<ProbeDef> probes;
+  std::vector<ProbeDef> input_probes;  // a profile's input.recv/input.send
+  TraceOptions opts;                   // opts.limits: every threshold
+  uint64_t duration_ns = 0;            // 0: until stopped
+  std::vector<Budget> budgets;         // --fail-if
+};
+
+// --fail-if expressions, parsed (a bad one is a usage error, before
+// anything is traced).
+Result<std::vector<Budget>> parse_budgets(
+    const std::vector<std::string>& exprs);
+
+// Usage errors (exit 2) for bad values, unknown keys, an empty probe set.
+Status parse_plan(const RecordArgs& a, Plan* p);
+
+// Resolves the probes (binaries, symbols); numbers the span and point
+// probes.
+Status resolve_plan(const ResolveContext& rctx, Plan* p);
+
+// The input channels of `target` (-p, the command; -1 system-wide), once
+// it exists.
+Status plan_input(const RecordArgs& a, const ResolveContext& rctx, pid_t target,
+                  Plan* p);
+
+// "a b c": the command line as the report shows it.
+std::string join_command(const std::vector<std::string>& argv);
+
+}  // namespace looptrace

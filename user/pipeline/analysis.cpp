@@ -1,0 +1,172 @@
+#include "pipeline/analysis.h"
+
+#include <algorithm>
+
+#include "base/duration.h"
+
+namespace looptrace {
+
+Result<Thresholds> apply_overrides(const Thresholds& recorded,
+                                   const ThresholdOverrides& o) {
+  Thresholds t = recorded;
+  static constexpr const char* kOption[LT_ROLE_MAX] = {"--slow", "--slow-idle",
+                                                       "--slow-delivery"};
+  for (int r = 0; r < LT_ROLE_MAX; ++r) {
+    if (!o.slow_ns[r]) continue;
+    // With --record-all every span crossed the ring buffer: any threshold.
+    if (*o.slow_ns[r] < recorded.slow_ns[r] && !recorded.record_all)
+      return Status::Error(
+          fmt::format("{} {} is below the recorded {}: shorter spans never "
+                      "reached the recording",
+                      kOption[r], format_duration(*o.slow_ns[r]),
+                      format_duration(recorded.slow_ns[r])),
+          ErrorKind::kUsage);
+    t.slow_ns[r] = *o.slow_ns[r];
+  }
+  if (o.slow_input_ns) t.slow_input_ns = *o.slow_input_ns;
+  if (o.barrier_stall_ns) t.barrier_stall_ns = *o.barrier_stall_ns;
+  return t;
+}
+
+Analysis::Analysis(Symbolizer* symbolizer, ThresholdOverrides overrides)
+    : symbolizer_(symbolizer), overrides_(overrides) {}
+
+void Analysis::configure(const SessionEvent& s) {
+  session_ = s;
+  configured_ = true;
+  auto t = apply_overrides(s.thresholds, overrides_);
+  if (!t.ok()) {
+    status_ = t.status();
+    thresholds_ = s.thresholds;
+  } else {
+    status_ = Status::Ok();
+    thresholds_ = *t;
+  }
+  DispatchOptions d;
+  d.slow_ns = thresholds_.slow_ns;
+  // Samples group by function, not by instruction: a busy loop sampled at
+  // different instructions is one place.
+  Symbolizer* sym = symbolizer_;
+  d.frame_key = [sym](uint32_t pid, uint64_t addr) {
+    if (sym == nullptr) return addr;
+    Frame f = sym->symbolize(pid, addr);
+    return f.known() ? addr - f.offset : addr;
+  };
+  dispatch_ = std::make_unique<DispatchAnalyzer>(std::move(d));
+  BarrierOptions b;
+  b.stall_ns = thresholds_.barrier_stall_ns;
+  barriers_ = std::make_unique<BarrierAnalyzer>(b, &session_.probes);
+  has_barriers_ = std::any_of(
+      session_.probes.begin(), session_.probes.end(),
+      [](const ProbeDef& p) { return p.role == LT_ROLE_BARRIER_POST; });
+  if (session_.has_input) {
+    InputOptions i;
+    i.blame_ns = thresholds_.slow_input_ns;
+    // Blame can name only spans that crossed the ring buffer: slow ones.
+    i.min_span_ns = std::min(thresholds_.slow_ns[LT_ROLE_DISPATCH],
+                             thresholds_.slow_ns[LT_ROLE_IDLE]);
+    input_ = std::make_unique<InputAnalyzer>(i);
+  }
+}
+
+void Analysis::consume(const Event& ev) {
+  if (const auto* s = std::get_if<SessionEvent>(&ev)) {
+    if (!configured_) configure(*s);
+    return;
+  }
+  if (!configured_ || ended_) {
+    // An EndEvent is the last word on counters; what follows it (late
+    // symbols) is for the symbolizer, not the analysers.
+    return;
+  }
+  std::visit(
+      [this](const auto& e) {
+        using T = std::decay_t<decltype(e)>;
+        if constexpr (std::is_same_v<T, SpanEvent>) {
+          note_time(e.start_ns + e.duration_ns);
+        } else if constexpr (std::is_same_v<T, SampleEvent> ||
+                             std::is_same_v<T, PointEvent> ||
+                             std::is_same_v<T, IoEvent> ||
+                             std::is_same_v<T, ExecEvent> ||
+                             std::is_same_v<T, QueueEvent> ||
+                             std::is_same_v<T, TickEvent>) {
+          note_time(e.ts_ns);
+        }
+      },
+      ev);
+  if (const auto* q = std::get_if<QueueEvent>(&ev)) {
+    queues_[{q->pid, q->queue}] = *q;
+    return;
+  }
+  if (const auto* t = std::get_if<TickEvent>(&ev)) {
+    auto waiting = [this](const Barrier& b) -> std::pair<int64_t, uint64_t> {
+      auto it = queues_.find({b.pid, b.queue});
+      if (it == queues_.end()) return {-1, 0};
+      return {it->second.waiting, it->second.oldest_due_ns};
+    };
+    for (Barrier& b : barriers_->check_stalls(t->ts_ns, waiting))
+      new_stalls_.push_back(std::move(b));
+    return;
+  }
+  if (const auto* e = std::get_if<EndEvent>(&ev)) {
+    end_ = *e;
+    ended_ = true;
+    // A leaked barrier: what was waiting behind it at the end.
+    for (const Barrier& b : barriers_->open_barriers()) {
+      auto it = queues_.find({b.pid, b.queue});
+      if (it != queues_.end())
+        barriers_->note_waiting(b, it->second.waiting,
+                                it->second.oldest_due_ns);
+    }
+    return;
+  }
+  dispatch_->consume(ev);
+  barriers_->consume(ev);
+  if (input_) input_->consume(ev);
+}
+
+std::vector<Barrier> Analysis::take_new_stalls() {
+  std::vector<Barrier> out;
+  out.swap(new_stalls_);
+  return out;
+}
+
+std::vector<std::pair<uint32_t, uint64_t>> Analysis::queues_to_check(
+    uint64_t now_ns, bool all) const {
+  std::vector<std::pair<uint32_t, uint64_t>> out;
+  if (!barriers_) return out;
+  for (const Barrier& b : barriers_->open_barriers()) {
+    bool due =
+        !b.stalled && now_ns >= b.posted_ns + thresholds_.barrier_stall_ns;
+    if (all || due) out.emplace_back(b.pid, b.queue);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+const Findings& Analysis::finish() {
+  if (!configured_) {
+    // Nothing to analyse; empty findings with an empty context.
+    ctx_.symbolizer = symbolizer_;
+    return findings_;
+  }
+  uint64_t end_ns =
+      ended_ ? end_.end_ns : std::max(last_ns_, session_.start_ns);
+  findings_.analysis = dispatch_->finish(end_.hists, end_.counters);
+  findings_.barriers = barriers_->finish(end_ns);
+  findings_.has_barriers = has_barriers_;
+  findings_.has_input = input_ != nullptr;
+  if (input_) findings_.input = input_->finish();
+  ctx_.probes = &session_.probes;
+  ctx_.symbolizer = symbolizer_;
+  ctx_.slow_ns = thresholds_.slow_ns;
+  ctx_.duration_ns = end_ns - session_.start_ns;
+  ctx_.command_line = session_.command_line;
+  ctx_.start_ns = session_.start_ns;
+  ctx_.barrier_stall_ns = thresholds_.barrier_stall_ns;
+  if (has_barriers_) ctx_.barriers = &findings_.barriers;
+  return findings_;
+}
+
+}  // namespace looptrace

@@ -1,0 +1,48 @@
+#include "pipeline/symbols.h"
+
+#include "report/target.h"
+
+namespace looptrace {
+
+Frame RecordedSymbols::symbolize(uint32_t pid, uint64_t addr) {
+  auto it = table_.find({pid, addr});
+  if (it != table_.end()) return it->second;
+  Frame f;
+  f.addr = addr;
+  return f;
+}
+
+Frame CapturingSymbolizer::symbolize(uint32_t pid, uint64_t addr) {
+  auto [it, fresh] = seen_.try_emplace({pid, addr});
+  if (fresh) {
+    it->second = inner_->symbolize(pid, addr);
+    SymbolEvent s;
+    s.pid = pid;
+    s.frame = it->second;
+    pending_.push_back(std::move(s));
+  }
+  return it->second;
+}
+
+void CapturingSymbolizer::prepare(const Event& ev,
+                                  const std::vector<ProbeDef>& probes) {
+  auto frames = [this](uint32_t pid, const std::vector<uint64_t>& f) {
+    for (uint64_t addr : f) symbolize(pid, addr);
+  };
+  if (const auto* s = std::get_if<SampleEvent>(&ev)) {
+    frames(s->pid, s->frames);
+  } else if (const auto* p = std::get_if<PointEvent>(&ev)) {
+    frames(p->pid, p->frames);
+  } else if (const auto* sp = std::get_if<SpanEvent>(&ev)) {
+    for (const ProbeDef& probe : probes)
+      if (probe.id == sp->probe_id) (void)render_keys(*sp, probe, this);
+  }
+}
+
+std::vector<SymbolEvent> CapturingSymbolizer::take() {
+  std::vector<SymbolEvent> out;
+  out.swap(pending_);
+  return out;
+}
+
+}  // namespace looptrace

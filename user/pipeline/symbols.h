@@ -1,0 +1,57 @@
+// Symbols in the event stream. A live run resolves addresses from the
+// processes themselves; a recording carries every resolution it needed as
+// SymbolEvents, written before the event that needs them, so that it reads
+// the same on a machine without the binaries.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "symbolize/symbolizer.h"
+#include "trace/events.h"
+
+namespace looptrace {
+
+struct PidAddrHash {
+  size_t operator()(const std::pair<uint32_t, uint64_t>& k) const {
+    return std::hash<uint64_t>()(k.second * 31 + k.first);
+  }
+};
+
+// A recording's symbols: fed SymbolEvents, answers from them only (an
+// address never resolved while recording is unknown; the process may be
+// gone, its pid reused).
+class RecordedSymbols : public Symbolizer {
+ public:
+  void add(const SymbolEvent& s) { table_[{s.pid, s.frame.addr}] = s.frame; }
+  Frame symbolize(uint32_t pid, uint64_t addr) override;
+  size_t size() const { return table_.size(); }
+
+ private:
+  std::unordered_map<std::pair<uint32_t, uint64_t>, Frame, PidAddrHash> table_;
+};
+
+// Wraps the live symbolizer: every first resolution of (pid, address) is
+// also queued as a SymbolEvent for the recording.
+class CapturingSymbolizer : public Symbolizer {
+ public:
+  explicit CapturingSymbolizer(Symbolizer* inner) : inner_(inner) {}
+  Frame symbolize(uint32_t pid, uint64_t addr) override;
+
+  // Resolves what the analysers and reports will ask about `ev` (its
+  // frames, its code and vtable keys under `probes`), so that the
+  // SymbolEvents can precede it in the recording.
+  void prepare(const Event& ev, const std::vector<ProbeDef>& probes);
+  // The SymbolEvents queued since the last call.
+  std::vector<SymbolEvent> take();
+
+ private:
+  Symbolizer* inner_;
+  std::unordered_map<std::pair<uint32_t, uint64_t>, Frame, PidAddrHash> seen_;
+  std::vector<SymbolEvent> pending_;
+};
+
+}  // namespace looptrace

@@ -1,0 +1,173 @@
+#include "report/html_report.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "profiles/profile.h"
+#include "report/html_page.h"  // generated from report/html/page.html
+#include "report/json_limits.h"
+#include "report/report_common.h"
+#include "trace/input_message.h"
+
+namespace looptrace {
+namespace {
+
+using nlohmann::json;
+
+// Where the data goes in the page. (Not a static_assert on the page: GCC
+// cannot evaluate string_view::find on it under -fsanitize=undefined.)
+constexpr std::string_view kDataMarker = "<!-- looptrace:data -->";
+
+// Input events drawn on the timeline; beyond it the slowest are kept. Each
+// is one SVG rectangle: tens of thousands make a browser sluggish, and the
+// input stages table still covers every event.
+constexpr size_t kMaxTimelineInputs = 20000;
+
+struct Window {
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+};
+
+// The interval the timeline spans: from the start of tracing (or the first
+// event) to its end, widened to every drawn item so that none falls off.
+Window time_window(const Findings& found, const ReportContext& ctx) {
+  uint64_t start =
+      ctx.start_ns != 0 ? ctx.start_ns : found.analysis.first_event_ns;
+  uint64_t end = 0;
+  auto see = [&](uint64_t from, uint64_t to) {
+    if (from == 0) return;
+    if (start == 0 || from < start) start = from;
+    end = std::max({end, from, to});
+  };
+  for (const SlowSpan& s : found.analysis.slow)
+    see(s.span.start_ns, s.span.start_ns + s.span.duration_ns);
+  for (const Barrier& b : found.barriers.barriers)
+    see(b.posted_ns, std::max(b.removed_ns, b.stalled_ns));
+  for (const InputEventInfo& e : found.input.events)
+    see(e.arrival_ns(), e.consumed_ns());
+  end = std::max({end, start + ctx.duration_ns, start + 1});
+  return {start, end};
+}
+
+// Every sample of every slow span, folded the way flamegraph.pl's input
+// is: one entry per distinct stack, root first, with its sample count.
+// Frames are indices into "names": the same frames recur in every stack.
+json flame_json(const DispatchAnalysis& a, report::FrameNames& names) {
+  std::map<std::string, uint32_t> index;
+  json name_list = json::array();
+  std::map<std::vector<uint32_t>, uint64_t> folded;
+  for (const SlowSpan& s : a.slow) {
+    for (const StackGroup& g : s.stacks) {
+      std::vector<uint32_t> path;
+      for (auto it = g.frames.rbegin(); it != g.frames.rend(); ++it) {
+        const std::string& name = names.name(s.span.pid, *it);
+        auto [pos, added] =
+            index.try_emplace(name, static_cast<uint32_t>(index.size()));
+        if (added) name_list.push_back(name);
+        path.push_back(pos->second);
+      }
+      folded[path] += g.count;
+    }
+  }
+  json stacks = json::array();
+  for (const auto& [path, count] : folded)
+    stacks.push_back({{"count", count}, {"frames", path}});
+  return {{"names", std::move(name_list)}, {"stacks", std::move(stacks)}};
+}
+
+// Each input event's arrival and consumption on its app thread; events
+// never consumed first, then the slowest, when there are too many.
+json input_timeline_json(const InputAnalysis& a, size_t* omitted) {
+  std::vector<const InputEventInfo*> drawable;
+  for (const InputEventInfo& e : a.events)
+    if (e.arrival_ns() != 0) drawable.push_back(&e);
+  auto latency = [](const InputEventInfo* e) {
+    return e->app_latency().value_or(UINT64_MAX);
+  };
+  json out = json::array();
+  for (const InputEventInfo* e : report::keep_best(
+           drawable, kMaxTimelineInputs,
+           [&](const InputEventInfo*x, const InputEventInfo*y) {
+             return latency(x) > latency(y);
+           },
+           omitted))
+    out.push_back({{"pid", e->pid},
+                   {"tid", e->tid},
+                   {"comm", e->comm},
+                   {"seq", e->seq},
+                   {"type", std::string(input_type_name(e->type))},
+                   {"arrival_ns", e->arrival_ns()},
+                   {"consumed_ns", e->consumed_ns() ? json(e->consumed_ns())
+                                                    : json(nullptr)}});
+  return out;
+}
+
+json page_data(const Findings& found, const ReportContext& ctx) {
+  json report = findings_to_json(found, ctx);
+  // Each span keeps its stuck stack ("stack"); every other sample is in
+  // "flame", so the per-span lists would only repeat them.
+  for (const char* list : {"slow_dispatches", "slow_idle_handlers"}) {
+    for (json& s : report[list]) {
+      s.erase("stacks");
+      s.erase("stacks_omitted");
+    }
+  }
+  json lost = json::array();
+  for (const report::LostItem& l : report::lost_items(found.analysis))
+    if (l.value != 0) lost.push_back(l.text);
+  report::FrameNames names(ctx.symbolizer);
+  size_t inputs_omitted = 0;
+  json inputs = found.has_input
+                    ? input_timeline_json(found.input, &inputs_omitted)
+                    : json::array();
+  const Window w = time_window(found, ctx);
+  return {{"report", std::move(report)},
+          {"window", {{"start_ns", w.start_ns}, {"end_ns", w.end_ns}}},
+          {"lost", std::move(lost)},
+          {"flame", flame_json(found.analysis, names)},
+          {"input_events", std::move(inputs)},
+          {"input_events_omitted", inputs_omitted}};
+}
+
+// JSON text that cannot end the <script> element holding it: '<' occurs
+// only inside JSON strings, where \u003c means the same character, so
+// "</script>" or "<!--" in a symbol name stays data.
+std::string script_safe(const json& j) {
+  // Symbol names and comms are bytes from the traced system: invalid UTF-8
+  // becomes U+FFFD instead of an exception.
+  const std::string text =
+      j.dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (c == '<')
+      out += "\\u003c";
+    else
+      out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+Status write_html(std::ostream& os, const Findings& found,
+                  const ReportContext& ctx) {
+  const std::string_view page = kHtmlPage;
+  const size_t at = page.find(kDataMarker);
+  if (at == std::string_view::npos)  // an edit of page.html lost it
+    return Status::Error("the built-in HTML page has no data marker");
+  os << page.substr(0, at)
+     << R"(<script type="application/json" id="looptrace-data">)"
+     << script_safe(page_data(found, ctx)) << "</script>"
+     << page.substr(at + kDataMarker.size());
+  os.flush();
+  if (!os) return Status::Error("writing the HTML report failed");
+  return Status::Ok();
+}
+
+}  // namespace looptrace

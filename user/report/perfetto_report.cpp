@@ -1,0 +1,364 @@
+// The trace-event format as Perfetto's JSON importer reads it
+// (src/trace_processor/importers/json/json_trace_parser.cc):
+// - "X" slices go on their thread's track and must nest there: a slice that
+//   partly overlaps another is moved to an overflow track with an error.
+//   Slow dispatches and idle handlers nest (a nested loop runs inside its
+//   caller), so they are X slices; a delivery's lag overlaps the dispatches
+//   that made it late, so it is an async slice.
+// - Async ("b"/"e") slices go on a process's track named after the event:
+//   the name is the track, so every slice of one kind shares a name and
+//   says what it is in its args.
+// - Flows ("bind_id" with "flow_out"/"flow_in" on an X slice) attach to
+//   that slice itself; the older "s"/"f" events attach to whatever slice
+//   is open on the thread, and there may be none.
+// - "stackFrames"/"samples" are skipped by the importer: a stack is shown
+//   as an instant event with its frames in args.
+#include "report/perfetto_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <functional>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "profiles/profile.h"
+#include "report/barrier_report.h"
+#include "report/input_report.h"
+#include "report/json_stream.h"
+#include "report/report_common.h"
+
+namespace looptrace {
+namespace {
+
+using nlohmann::json;
+using Emit = std::function<void(const json&)>;
+
+// Every timestamp the trace shows, CLOCK_MONOTONIC.
+struct TimeRange {
+  uint64_t first = std::numeric_limits<uint64_t>::max();
+  uint64_t last = 0;
+  void add(uint64_t ns) {
+    if (ns == 0) return;  // a stage not seen
+    first = std::min(first, ns);
+    last = std::max(last, ns);
+  }
+};
+
+TimeRange time_range(const Findings& f, const ReportContext& ctx) {
+  TimeRange r;
+  if (ctx.start_ns) {
+    r.add(ctx.start_ns);
+    r.add(ctx.start_ns + ctx.duration_ns);
+  }
+  for (const SlowSpan& s : f.analysis.slow) {
+    r.add(s.span.start_ns);
+    r.add(s.span.start_ns + s.span.duration_ns);
+    for (const StackGroup& g : s.stacks) r.add(g.first_ns);
+  }
+  if (f.has_barriers)
+    for (const Barrier& b : f.barriers.barriers) {
+      r.add(b.posted_ns);
+      r.add(b.removed_ns);
+    }
+  if (f.has_input)
+    for (const InputEventInfo& e : f.input.events)
+      for (uint64_t ns :
+           {e.sent_ns, e.received_ns, e.finished_ns, e.finish_received_ns})
+        r.add(ns);
+  if (r.first > r.last) r.first = r.last = 0;  // nothing at all
+  return r;
+}
+
+// One stage of an input event where a thread of ours saw it.
+struct InputPoint {
+  const char* stage;
+  uint32_t pid, tid;
+  uint64_t ns;
+};
+
+// Sent and acknowledged on the sender's side (the analysis keeps one
+// thread for it: the first that moved the event), received and consumed on
+// the app's receiving thread; stages not seen, or seen on a thread not
+// known, are left out.
+std::vector<InputPoint> input_points(const InputEventInfo& e) {
+  std::vector<InputPoint> out;
+  auto add = [&out](const char* stage, uint32_t pid, uint32_t tid,
+                    uint64_t ns) {
+    if (ns != 0 && tid != 0) out.push_back({stage, pid, tid, ns});
+  };
+  add("sent", e.sender_pid, e.sender_tid, e.sent_ns);
+  add("received", e.pid, e.tid, e.received_ns);
+  add("consumed", e.pid, e.tid, e.finished_ns);
+  add("acknowledged", e.sender_pid, e.sender_tid, e.finish_received_ns);
+  return out;
+}
+
+class TraceEvents {
+ public:
+  using SpansByRole = std::array<std::vector<const SlowSpan*>, LT_ROLE_MAX>;
+  // `spans`: the slow spans to show (report::listed_spans).
+  TraceEvents(const Findings& f, const ReportContext& ctx,
+              const SpansByRole& spans, TimeRange range, std::ostream& os,
+              const Emit& emit)
+      : f_(f),
+        ctx_(ctx),
+        spans_(spans),
+        range_(range),
+        os_(os),
+        emit_(emit),
+        names_(ctx.symbolizer) {}
+
+  void write_all();
+
+ private:
+  // Microseconds since the base, exact to the nanosecond below 2^51 ns
+  // (26 days): Perfetto rounds ts * 1000 to the nearest integer.
+  double ts(uint64_t ns) const {
+    return ns > range_.first ? static_cast<double>(ns - range_.first) / 1e3
+                             : 0.0;
+  }
+  static double us(uint64_t ns) { return static_cast<double>(ns) / 1e3; }
+
+  void thread_names();
+  void span(const SlowSpan& s);
+  void delivery(const SlowSpan& s, const report::RunningInstead& running);
+  void barrier(const Barrier& b);
+  void input_event(const InputEventInfo& e, const json& fields);
+  void async_slice(const std::string& name, const char* cat, uint32_t pid,
+                   uint32_t tid, uint64_t begin_ns, uint64_t end_ns, json args);
+
+  const Findings& f_;
+  const ReportContext& ctx_;
+  const SpansByRole& spans_;
+  TimeRange range_;
+  std::ostream& os_;
+  const Emit& emit_;
+  report::FrameNames names_;
+  uint64_t next_id_ = 1;  // async slices and flows
+};
+
+void TraceEvents::write_all() {
+  thread_names();
+  // A nested span starting at its caller's nanosecond must come after it.
+  std::vector<const SlowSpan*> on_threads = spans_[LT_ROLE_DISPATCH];
+  on_threads.insert(on_threads.end(), spans_[LT_ROLE_IDLE].begin(),
+                    spans_[LT_ROLE_IDLE].end());
+  std::stable_sort(
+      on_threads.begin(), on_threads.end(),
+      [](const SlowSpan* x, const SlowSpan* y) {
+        return std::make_tuple(x->span.start_ns, y->span.duration_ns) <
+               std::make_tuple(y->span.start_ns, x->span.duration_ns);
+      });
+  for (const SlowSpan* s : on_threads) {
+    if (!os_) return;
+    span(*s);
+  }
+  const report::RunningInstead running(f_.analysis);
+  for (const SlowSpan* s : spans_[LT_ROLE_DELIVERY]) {
+    if (!os_) return;
+    delivery(*s, running);
+  }
+  if (f_.has_barriers)
+    for (const Barrier& b : f_.barriers.barriers) {
+      if (!os_) return;
+      barrier(b);
+    }
+  if (f_.has_input)
+    for_each_listed_input_event(
+        f_.input, f_.analysis, ctx_,
+        [this](const InputEventInfo& e, const json& fields) {
+          if (os_) input_event(e, fields);
+        });
+}
+
+// A name for every thread and process whose name the run saw: loop
+// threads, and the threads that received input.
+void TraceEvents::thread_names() {
+  std::map<std::pair<uint32_t, uint32_t>, std::string> comm;
+  auto note = [&comm](uint32_t pid, uint32_t tid, const std::string& name) {
+    if (tid != 0 && !name.empty()) comm.try_emplace({pid, tid}, name);
+  };
+  for (const ThreadSummary& t : f_.analysis.threads) note(t.pid, t.tid, t.comm);
+  for (const SlowSpan& s : f_.analysis.slow)
+    note(s.span.pid, s.span.tid, s.span.comm);
+  if (f_.has_input)
+    for (const InputEventInfo& e : f_.input.events) note(e.pid, e.tid, e.comm);
+  auto meta = [](const char* what, uint32_t pid, uint32_t tid,
+                 const std::string& name) {
+    return json{{"name", what},
+                {"ph", "M"},
+                {"pid", pid},
+                {"tid", tid},
+                {"args", {{"name", name}}}};
+  };
+  for (const auto& [key, name] : comm) {
+    const auto [pid, tid] = key;
+    // A process is named after its main thread, as ps shows it.
+    if (pid == tid) emit_(meta("process_name", pid, tid, name));
+    emit_(meta("thread_name", pid, tid, name));
+  }
+}
+
+// A slow dispatch or idle handler, then where its stack samples were: one
+// instant per distinct stack, at its first sample.
+void TraceEvents::span(const SlowSpan& s) {
+  const SpanEvent& e = s.span;
+  json fields = slow_span_json(s, ctx_, names_);
+  const std::string target = fields["target"];
+  emit_({{"name", target},
+         {"cat", role_name(e.role)},
+         {"ph", "X"},
+         {"pid", e.pid},
+         {"tid", e.tid},
+         {"ts", ts(e.start_ns)},
+         {"dur", us(e.duration_ns)},
+         {"args", std::move(fields)}});
+  for (const StackGroup& g : s.stacks) {
+    json frames = json::array();
+    for (uint64_t addr : g.frames) frames.push_back(names_.name(e.pid, addr));
+    std::string top =
+        g.frames.empty() ? "[no frames]" : names_.function(e.pid, g.frames[0]);
+    emit_({{"name", "stack: " + top},
+           {"cat", "stack"},
+           {"ph", "i"},
+           {"s", "t"},
+           {"pid", e.pid},
+           {"tid", e.tid},
+           {"ts", ts(g.first_ns)},
+           {"args",
+            {{"span", target},
+             {"count", g.count},
+             {"longest_run", g.longest_run},
+             {"first_ns", g.first_ns},
+             {"last_ns", g.last_ns},
+             {"frames", std::move(frames)}}}});
+  }
+}
+
+// Its lag, from the message's due time to its dispatch, on the thread's
+// row of late messages.
+void TraceEvents::delivery(const SlowSpan& s,
+                           const report::RunningInstead& running) {
+  const SpanEvent& e = s.span;
+  async_slice(fmt::format("slow deliveries (tid {})", e.tid), "delivery", e.pid,
+              e.tid, e.start_ns, e.start_ns + e.duration_ns,
+              slow_delivery_json(s, running, ctx_));
+}
+
+// From post to removal (a leaked one to the end of the trace); the ones
+// that stalled get a row of their own.
+void TraceEvents::barrier(const Barrier& b) {
+  std::string name = fmt::format("{}sync barriers on queue {:#x}",
+                                 b.stalled ? "STALLED " : "", b.queue);
+  uint64_t end =
+      b.removed() ? b.removed_ns : std::max(range_.last, b.posted_ns);
+  async_slice(name, "barrier", b.pid, b.tid, b.posted_ns, end,
+              barrier_json(b, names_));
+}
+
+// An async slice from its first seen stage to its last, and a zero-length
+// slice at each stage on the thread where it happened, linked by a flow.
+void TraceEvents::input_event(const InputEventInfo& e, const json& fields) {
+  const std::vector<InputPoint> points = input_points(e);
+  const uint64_t id = next_id_++;
+  const std::string channel = fields.value("channel", "");
+  uint64_t first = std::numeric_limits<uint64_t>::max(), last = 0;
+  for (uint64_t ns :
+       {e.sent_ns, e.received_ns, e.finished_ns, e.finish_received_ns}) {
+    if (ns == 0) continue;
+    first = std::min(first, ns);
+    last = std::max(last, ns);
+  }
+  const uint32_t pid = e.pid ? e.pid : e.sender_pid;
+  if (pid != 0 && last != 0) {
+    // The JSON report's fields less what a long trace repeats for nothing:
+    // the stages are flat keys too, and null is a stage not seen.
+    json args = json::object();
+    for (const auto& [k, v] : fields.items())
+      if (!v.is_null() && k != "stages") args[k] = v;
+    async_slice("input events on " + channel, "input", pid,
+                e.pid ? e.tid : e.sender_tid, first, last, std::move(args));
+  }
+  for (size_t i = 0; i < points.size(); ++i) {
+    const InputPoint& p = points[i];
+    json ev = {{"name", std::string("input ") + p.stage},
+               {"cat", "input"},
+               {"ph", "X"},
+               {"pid", p.pid},
+               {"tid", p.tid},
+               {"ts", ts(p.ns)},
+               {"dur", 0},
+               {"args", {{"seq", e.seq}, {"channel", channel}}}};
+    if (points.size() > 1) {
+      ev["bind_id"] = id;
+      if (i > 0) ev["flow_in"] = true;
+      if (i + 1 < points.size()) ev["flow_out"] = true;
+    }
+    emit_(ev);
+  }
+}
+
+void TraceEvents::async_slice(const std::string& name, const char* cat,
+                              uint32_t pid, uint32_t tid, uint64_t begin_ns,
+                              uint64_t end_ns, json args) {
+  const uint64_t id = next_id_++;
+  emit_({{"name", name},
+         {"cat", cat},
+         {"ph", "b"},
+         {"id", id},
+         {"pid", pid},
+         {"tid", tid},
+         {"ts", ts(begin_ns)},
+         {"args", std::move(args)}});
+  emit_({{"name", name},
+         {"cat", cat},
+         {"ph", "e"},
+         {"id", id},
+         {"pid", pid},
+         {"tid", tid},
+         {"ts", ts(std::max(begin_ns, end_ns))}});
+}
+
+}  // namespace
+
+Status write_perfetto(std::ostream& os, const Findings& found,
+                      const ReportContext& ctx) {
+  const TimeRange range = time_range(found, ctx);
+  std::array<size_t, LT_ROLE_MAX> omitted{};
+  const auto spans = report::listed_spans(found.analysis, &omitted);
+  // What the JSON report leaves out, this trace leaves out too (a run can
+  // have a million slow deliveries: a trace nobody can open); Perfetto
+  // shows these counts under "json_metadata" in the trace's info page.
+  json metadata = {
+      {"source", "looptrace"},
+      {"clock", "CLOCK_MONOTONIC"},
+      {"ts_base_ns", range.first},
+      {"command", ctx.command_line},
+      {"duration_ns", ctx.duration_ns},
+      {"slow_dispatches_omitted", omitted[LT_ROLE_DISPATCH]},
+      {"slow_idle_handlers_omitted", omitted[LT_ROLE_IDLE]},
+      {"slow_deliveries_omitted", omitted[LT_ROLE_DELIVERY]},
+      {"input_events_not_listed",
+       found.has_input ? input_events_not_listed(found.input) : 0},
+      {"barriers_not_listed", found.has_barriers ? found.barriers.dropped : 0},
+  };
+  json top = {{"displayTimeUnit", "ms"}, {"metadata", std::move(metadata)}};
+  std::map<std::string, JsonElements> arrays;
+  arrays["traceEvents"] = [&](const Emit& emit) {
+    TraceEvents(found, ctx, spans, range, os, emit).write_all();
+  };
+  write_json_object(os, top, arrays, JsonElementLayout::kOneLine);
+  os << '\n';
+  os.flush();
+  if (!os) return Status::Error("writing the Perfetto trace failed");
+  return Status::Ok();
+}
+
+}  // namespace looptrace
