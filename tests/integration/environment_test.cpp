@@ -57,7 +57,7 @@ TEST(Environment, ConfidentialityLockdownIsNamed) {
       "echo 'none integrity [confidentiality]' "
       "> /sys/kernel/security/lockdown",
       kRecord);
-  expect_one_error(r, 3, "kernel lockdown is in confidentiality mode",
+  expect_one_error(r, 4, "kernel lockdown is in confidentiality mode",
                    "boot with lockdown=integrity");
 }
 

@@ -72,7 +72,7 @@ TEST(Errors, NotRoot) {
   RunResult r =
       run({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
            looptrace_bin(), "record", "--profile", "refapp", "-d", "1s"});
-  expect_clean_error(r, 3, "needs root");
+  expect_clean_error(r, 4, "needs root");
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "analysis/barrier.h"
+#include "fake_symbolizer.h"
 #include "profiles/key_expr.h"
 #include "report/report_common.h"
 #include "report/target.h"
@@ -23,30 +24,7 @@ namespace {
 
 constexpr uint64_t kMs = 1000000;
 
-// Symbols by start address; an address inside [start, start + 0x100) maps
-// to the symbol with an offset.
-class FakeSymbolizer : public Symbolizer {
- public:
-  explicit FakeSymbolizer(std::map<uint64_t, std::string> syms)
-      : syms_(std::move(syms)) {}
-  Frame symbolize(uint32_t, uint64_t addr) override {
-    calls++;
-    Frame f;
-    f.addr = addr;
-    auto it = syms_.upper_bound(addr);
-    if (it == syms_.begin()) return f;
-    --it;
-    if (addr - it->first >= 0x100) return f;
-    f.module = "/usr/bin/refapp";
-    f.function = it->second;
-    f.offset = addr - it->first;
-    return f;
-  }
-  int calls = 0;
-
- private:
-  std::map<uint64_t, std::string> syms_;
-};
+using fixture::FakeSymbolizer;
 
 constexpr uint64_t kStallVtable = 0x5000;
 constexpr uint64_t kWorkVtable = 0x5100;
@@ -541,6 +519,7 @@ TEST(DeliveryReport, TextGroupsBacklogs) {
   ctx.start_ns = 0;
   a.first_event_ns = 0;
   std::ostringstream os;
+  a.backlogs = delivery_backlogs(a);  // as the analysis does
   write_text_report(os, a, ctx);
   const std::string out = os.str();
   EXPECT_NE(out.find("SLOW DELIVERIES: 5 (>= 16.0ms) in 3 backlogs"),
@@ -590,6 +569,7 @@ TEST(DeliveryReport, TextNamesABarrierUpMeanwhile) {
   ctx.slow_ns = {16 * ms, 16 * ms, 16 * ms};
   ctx.barriers = &barriers;
   std::ostringstream os;
+  a.backlogs = delivery_backlogs(a);  // as the analysis does
   write_text_report(os, a, ctx);
   const std::string out = os.str();
   EXPECT_NE(out.find("a sync barrier was up: token 4 posted +0.200s, removed "
@@ -635,6 +615,7 @@ TEST(DeliveryReport, TextNamesTheLongestSpansOfABacklog) {
   ctx.probes = &probes;
   ctx.slow_ns = {16 * ms, 16 * ms, 16 * ms};
   std::ostringstream os;
+  a.backlogs = delivery_backlogs(a);  // as the analysis does
   write_text_report(os, a, ctx);
   const std::string out = os.str();
   EXPECT_NE(out.find("in 1 backlog\n"), std::string::npos) << out;
@@ -646,6 +627,12 @@ TEST(DeliveryReport, TextNamesTheLongestSpansOfABacklog) {
     EXPECT_NE(out.find(fmt::format(" {} at +", what)), std::string::npos)
         << out;
   EXPECT_NE(out.find("and 2 shorter slow spans"), std::string::npos) << out;
+  // The JSON groups them the same way.
+  nlohmann::json j = to_json(a, ctx);
+  ASSERT_EQ(j["delivery_backlogs"].size(), 1u);
+  EXPECT_EQ(j["delivery_backlogs"][0]["late"], 7);
+  EXPECT_EQ(j["delivery_backlogs"][0]["worst_lag_ns"], 26 * ms);
+  EXPECT_EQ(j["delivery_backlogs"][0]["behind"].size(), 7u);
 }
 
 }  // namespace
