@@ -198,6 +198,7 @@ struct FinishRecord {
   bool handled;
   int64_t consume_time_ns;
   int64_t received_ns;
+  int64_t runq_ns;  // run-queue wait around the recvfrom and the clock read
 };
 
 [[noreturn]] REFAPP_NOINLINE void runDispatcher(const InputConfig& cfg,
@@ -277,9 +278,11 @@ struct FinishRecord {
         size = wireSize(msg);
         pending = true;
       }
+      const int64_t runq0 = runDelayNs();
       const int64_t sent_ns = monotonicNs();
       const ssize_t n =
           sendto(fd, &msg, size, MSG_DONTWAIT | MSG_NOSIGNAL, nullptr, 0);
+      const int64_t sent_runq_ns = runDelayNs() - runq0;
       if (n == static_cast<ssize_t>(size)) {
         log.write({{"event", "input_send"},
                    {"pid", pid},
@@ -289,6 +292,7 @@ struct FinishRecord {
                    {"size", size},
                    {"event_time_ns", ev.when_ns},
                    {"sent_ns", sent_ns},
+                   {"sent_runq_ns", sent_runq_ns},
                    {"action", ev.action},
                    {"tap", ev.tap}});
         max_late_ns = std::max(max_late_ns, sent_ns - ev.when_ns);
@@ -340,9 +344,11 @@ struct FinishRecord {
     if (r <= 0) continue;  // due, EINTR (stop flag)
     if ((pfd.revents & POLLIN) != 0) {
       for (;;) {
+        const int64_t runq0 = runDelayNs();
         const ssize_t n = recvfrom(fd, &in, sizeof(InputMessage), MSG_DONTWAIT,
                                    nullptr, nullptr);
         const int64_t received_ns = monotonicNs();
+        const int64_t runq_ns = runDelayNs() - runq0;
         if (n < 0) {
           if (errno == EINTR) continue;
           if (errno != EAGAIN && errno != EWOULDBLOCK) eof = true;
@@ -358,7 +364,8 @@ struct FinishRecord {
           continue;
         }
         finishes.push_back({in.header.seq, in.body.finished.handled != 0,
-                            in.body.finished.consumeTime, received_ns});
+                            in.body.finished.consumeTime, received_ns,
+                            runq_ns});
       }
       for (const FinishRecord& f : finishes) {
         log.write({{"event", "input_finish_recv"},
@@ -366,7 +373,8 @@ struct FinishRecord {
                    {"seq", f.seq},
                    {"handled", f.handled},
                    {"consume_time_ns", f.consume_time_ns},
-                   {"finish_received_ns", f.received_ns}});
+                   {"finish_received_ns", f.received_ns},
+                   {"finish_received_runq_ns", f.runq_ns}});
         outstanding.erase(f.seq);
         ++finished;
       }
@@ -539,9 +547,11 @@ void InputHandler::handleMessage(Message* msg) {
   fin.body.finished.handled = 1;
   fin.body.finished.consumeTime = msg->arg2;
   for (int tries = 0;; ++tries) {
+    const int64_t runq0 = runDelayNs();
     finished_ns_ = monotonicNs();
     const ssize_t n = sendto(fd_, &fin, kFinishedWireSize,
                              MSG_DONTWAIT | MSG_NOSIGNAL, nullptr, 0);
+    finished_runq_ns_ = runDelayNs() - runq0;
     finish_errno_ = n < 0 ? errno : 0;
     if (n >= 0 || finish_errno_ == EINTR) {
       if (n >= 0) break;
@@ -581,6 +591,7 @@ void InputHandler::onDispatched(Message* msg) {
                          {"handled", true},
                          {"consume_time_ns", msg->arg2},
                          {"finished_ns", finished_ns_},
+                         {"finished_runq_ns", finished_runq_ns_},
                          {"dispatch_start_ns", msg->dispatch_start_ns},
                          {"dispatch_end_ns", msg->dispatch_end_ns},
                          {"when_ns", msg->when_ns}};
@@ -606,9 +617,11 @@ void InputReceiver::consumeEvents() {
   static_assert(sizeof(InputMessage) == 2472);
   InputMessage msg;
   for (;;) {
+    const int64_t runq0 = runDelayNs();
     const ssize_t n = recvfrom(fd_, &msg, sizeof(InputMessage), MSG_DONTWAIT,
                                nullptr, nullptr);
     const int64_t received_ns = monotonicNs();
+    const int64_t runq_ns = runDelayNs() - runq0;
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK) {
@@ -632,7 +645,8 @@ void InputReceiver::consumeEvents() {
         key ? msg.body.key.eventTime : msg.body.motion.eventTime;
     batch_.push_back({msg.header.seq, msg.header.type,
                       key ? 0u : msg.body.motion.pointerCount,
-                      static_cast<uint32_t>(n), event_time, received_ns});
+                      static_cast<uint32_t>(n), event_time, received_ns,
+                      runq_ns});
     ++received_;
     // Android hands the event to the app from here; this app posts it to
     // its InputHandler, due now (a synchronous message: it waits behind
@@ -657,7 +671,8 @@ bool InputReceiver::handleEvent(int /*fd*/, int revents) {
                        {"pointers", r.pointers},
                        {"size", r.size},
                        {"event_time_ns", r.event_time_ns},
-                       {"received_ns", r.received_ns}});
+                       {"received_ns", r.received_ns},
+                       {"received_runq_ns", r.runq_ns}});
   }
   batch_.clear();
   if ((revents & POLLIN) == 0 &&

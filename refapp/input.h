@@ -99,6 +99,7 @@ class InputHandler : public Handler {
   std::map<uint32_t, int64_t> stall_ms_;  // seq -> ms
   // Of the last handleMessage.
   int64_t finished_ns_ = 0;
+  int64_t finished_runq_ns_ = 0;  // run-queue wait around it and the sendto
   int64_t stall_start_ns_ = 0;
   int64_t stall_end_ns_ = 0;
   int64_t stall_requested_ms_ = 0;
@@ -141,6 +142,7 @@ class InputReceiver : public FdCallback {
     uint32_t size;
     int64_t event_time_ns;
     int64_t received_ns;
+    int64_t runq_ns;  // run-queue wait around the recvfrom and the clock read
   };
 
   LoopThread& loop_;

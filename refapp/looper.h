@@ -49,6 +49,14 @@ inline int64_t monotonicNs() {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
+// The calling thread's run-queue wait so far as the kernel counts it
+// (schedstat's run_delay, ns; 0 where the kernel does not say). A clock
+// read next to a syscall trails or leads the kernel's own timestamp of that
+// syscall by as long as the thread waited for a CPU in between: the ground
+// truth logs give that wait for each such timestamp (`*_runq_ns`) so that a
+// test can tell a tracer's error from a preempted reader.
+int64_t runDelayNs();
+
 class Handler;
 class Looper;
 
