@@ -42,3 +42,63 @@ static __always_inline void times_now(struct lt_thread *st, __u64 now, __u64 *cp
 	*cpu = st->cpu_acc + oncpu;
 	*steal = st->steal_acc + (ran - oncpu);
 }
+
+/*
+ * The thread runs (this is one of its probes): books that say it is off CPU
+ * missed its switch-in. Count it and restart the books from now; a span
+ * across it takes its split from the kernel's counters (kernel_times).
+ */
+static __always_inline void books_check(struct lt_thread *st, __u64 now)
+{
+	if (!st->off_since)
+		return;
+	st->sched_unseen++;
+	count(LT_CNT_SCHED_UNSEEN);
+	st->off_since = 0;
+	st->oncpu_since = now;
+	st->steal_since = steal_now(bpf_get_current_task_btf());
+}
+
+/*
+ * The kernel's own counters of the current thread: CPU time
+ * (se.sum_exec_runtime, brought up to date at each context switch and
+ * scheduler tick, not in between) and run-queue wait (sched_info.run_delay,
+ * exact while the thread runs). 0 where the kernel lacks them.
+ */
+static __always_inline void kernel_times(__u64 *cpu, __u64 *delay)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+
+	*cpu = t->se.sum_exec_runtime;
+	*delay = 0;
+	if (bpf_core_field_exists(t->sched_info))
+		*delay = t->sched_info.run_delay;
+}
+
+/*
+ * The CPU/run-queue/steal split of a span ending now (rec->duration_ns set;
+ * cpu and steal from times_now). Steal seen at a context switch may predate
+ * the entry, where the run queue had not accounted it yet: never let that
+ * make CPU time negative. A span across a switch the books missed takes its
+ * split from the kernel's counters (LT_SPAN_SPLIT_KERNEL).
+ */
+static __always_inline void span_split(struct lt_thread *st, struct lt_frame *f,
+				       struct lt_span_rec *rec, __u64 cpu, __u64 steal)
+{
+	__u64 kcpu, kdelay, dur = rec->duration_ns;
+
+	if (st->sched_unseen == f->unseen_at_start) {
+		rec->cpu_ns = cpu > f->cpu_at_start ? cpu - f->cpu_at_start : 0;
+		rec->steal_ns = steal > f->steal_at_start ? steal - f->steal_at_start : 0;
+		rec->runq_ns = st->runq_acc - f->runq_at_start;
+		return;
+	}
+	kernel_times(&kcpu, &kdelay);
+	cpu = kcpu > f->kcpu_at_start ? kcpu - f->kcpu_at_start : 0;
+	rec->cpu_ns = cpu < dur ? cpu : dur;
+	rec->runq_ns = kdelay > f->kdelay_at_start ? kdelay - f->kdelay_at_start : 0;
+	if (rec->runq_ns > dur - rec->cpu_ns)
+		rec->runq_ns = dur - rec->cpu_ns;
+	rec->steal_ns = 0;
+	rec->flags |= LT_SPAN_SPLIT_KERNEL;
+}

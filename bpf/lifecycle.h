@@ -17,6 +17,7 @@ static __always_inline void cut_short(struct lt_thread *st, __u32 why)
 	__u64 now = bpf_ktime_get_ns(), cpu, steal;
 	__u32 depth = st->depth, d;
 
+	books_check(st, now);
 	times_now(st, now, &cpu, &steal);
 	for (d = 0; d < LT_MAX_DEPTH; d++) {
 		struct lt_span_rec *rec;
@@ -38,14 +39,12 @@ static __always_inline void cut_short(struct lt_thread *st, __u32 why)
 		rec->span_id = f->span_id;
 		rec->start_ns = f->start_ns;
 		rec->duration_ns = now - f->start_ns;
-		rec->cpu_ns = cpu > f->cpu_at_start ? cpu - f->cpu_at_start : 0;
-		rec->steal_ns = steal > f->steal_at_start ? steal - f->steal_at_start : 0;
-		rec->runq_ns = st->runq_acc - f->runq_at_start;
+		rec->flags = f->flags | why;
+		span_split(st, f, rec, cpu, steal);
 		rec->probe_id = f->probe_id;
 		rec->role = role;
 		rec->depth = d;
 		rec->key_fault_mask = f->key_fault_mask;
-		rec->flags = f->flags | why;
 		rec->pad = 0;
 		__builtin_memcpy(rec->keys, f->keys, sizeof(rec->keys));
 		bpf_get_current_comm(rec->comm, sizeof(rec->comm));
@@ -99,7 +98,11 @@ static __always_inline void inherit_spans(struct task_struct *parent, struct tas
 		count(LT_CNT_STORAGE_FAIL);
 		return;
 	}
-	*cst = *pst;
+	/* Copied in parts: the whole struct is too large for one inline copy. */
+	__builtin_memcpy(cst, pst, __builtin_offsetof(struct lt_thread, stack));
+	for (i = 0; i < LT_MAX_DEPTH; i++)
+		cst->stack[i] = pst->stack[i];
+	cst->io = pst->io;
 	cst->oncpu_since = 0;
 	cst->off_since = bpf_ktime_get_ns();
 	cst->off_runnable = 1;

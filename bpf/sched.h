@@ -38,8 +38,14 @@ int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	}
 	st = bpf_task_storage_get(&lt_threads, next, 0, 0);
 	if (st) {
-		if (st->off_since && st->off_runnable)
+		if (!st->off_since && st->oncpu_since) {
+			/* Books that say it already runs missed its switch-out. */
+			st->sched_unseen++;
+			count(LT_CNT_SCHED_UNSEEN);
+		} else if (st->off_since && st->off_runnable) {
 			st->runq_acc += now - st->off_since;
+		}
+		/* (Books not started yet, oncpu_since 0, start here.) */
 		st->off_since = 0;
 		st->oncpu_since = now;
 		st->steal_since = steal;

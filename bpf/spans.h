@@ -163,6 +163,7 @@ int BPF_KPROBE(lt_span_entry)
 		st->oncpu_since = now;
 		st->steal_since = steal_now(bpf_get_current_task_btf());
 	}
+	books_check(st, now);
 	d = st->depth;
 	if (d >= LT_MAX_DEPTH) {
 		st->depth = d + 1; /* still paired with its return */
@@ -173,6 +174,8 @@ int BPF_KPROBE(lt_span_entry)
 	f->start_ns = now;
 	times_now(st, now, &f->cpu_at_start, &f->steal_at_start);
 	f->runq_at_start = st->runq_acc;
+	kernel_times(&f->kcpu_at_start, &f->kdelay_at_start);
+	f->unseen_at_start = st->sched_unseen;
 	f->span_id = ++st->next_span_id;
 	f->probe_id = probe_id;
 	f->key_fault_mask = 0;
@@ -283,19 +286,14 @@ int BPF_KRETPROBE(lt_span_return)
 	rec->span_id = f->span_id;
 	rec->start_ns = f->start_ns;
 	rec->duration_ns = dur;
-	/*
-	 * Steal seen at a context switch may predate the entry, where the run
-	 * queue had not accounted it yet: never let that make CPU time negative.
-	 */
+	books_check(st, now);
 	times_now(st, now, &cpu, &steal);
-	rec->cpu_ns = cpu > f->cpu_at_start ? cpu - f->cpu_at_start : 0;
-	rec->steal_ns = steal > f->steal_at_start ? steal - f->steal_at_start : 0;
-	rec->runq_ns = st->runq_acc - f->runq_at_start;
+	rec->flags = f->flags;
+	span_split(st, f, rec, cpu, steal);
 	rec->probe_id = probe_id;
 	rec->role = role;
 	rec->depth = d;
 	rec->key_fault_mask = f->key_fault_mask;
-	rec->flags = f->flags;
 	rec->pad = 0;
 	__builtin_memcpy(rec->keys, f->keys, sizeof(rec->keys));
 	bpf_get_current_comm(rec->comm, sizeof(rec->comm));

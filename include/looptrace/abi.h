@@ -165,7 +165,11 @@ enum lt_counter {
 	/* lt_tgids or lt_chans was full: a forked child or a channel's peer
 	 * end is not followed. */
 	LT_CNT_WATCH_FULL = 10,
-	LT_CNT_MAX = 11,
+	/* A traced thread's context switch the sched_switch books did not see
+	 * (found when the books disagree with the thread running): the CPU
+	 * split of a span across it comes from the kernel's own counters. */
+	LT_CNT_SCHED_UNSEEN = 11,
+	LT_CNT_MAX = 12,
 };
 
 struct lt_rec_header {
@@ -202,6 +206,11 @@ struct lt_span_rec {
  * another program. The record is sent then; its end is that moment. */
 #define LT_SPAN_EXIT 2u
 #define LT_SPAN_EXEC 4u
+/* The sched_switch books missed a context switch of the thread during the
+ * span: cpu_ns and runq_ns come from the kernel's counters of the thread
+ * (se.sum_exec_runtime, up to a scheduler tick stale at each end, and
+ * sched_info.run_delay, exact); steal_ns is 0. */
+#define LT_SPAN_SPLIT_KERNEL 8u
 
 struct lt_sample_rec {
 	struct lt_rec_header hdr; /* ts_ns = sample time */
@@ -234,6 +243,12 @@ struct lt_frame {
 	__u32 key_fault_mask;
 	__u32 sampled;
 	__u32 flags; /* LT_SPAN_* */
+	/* The kernel's counters of the thread at the start, and the books'
+	 * unseen switches then (LT_SPAN_SPLIT_KERNEL). */
+	__u64 kcpu_at_start;
+	__u64 kdelay_at_start;
+	__u32 unseen_at_start;
+	__u32 pad;
 };
 
 /*
@@ -388,7 +403,7 @@ struct lt_thread {
 	/* With span_tgid_filter: 1 its process is traced, 2 it is not, 0 not
 	 * known yet (one lt_tgids lookup per thread, not per call). */
 	__u32 traced;
-	__u32 pad;
+	__u32 sched_unseen; /* context switches the books missed */
 	struct lt_frame stack[LT_MAX_DEPTH];
 	struct lt_io_pending io; /* the input call in progress */
 };

@@ -119,6 +119,15 @@ TEST_F(RefappDispatch, EveryInjectedStallIsFoundAndNothingElse) {
     // CPU time: the app reads its own thread CPU clock around the stall.
     uint64_t cpu = (*m)["cpu_ns"];
     uint64_t dur = (*m)["duration_ns"];
+    // Where looptrace's books missed a context switch of the thread, the
+    // split is the kernel's counters': CPU time up to a tick stale at each
+    // end, and the miss is counted.
+    const bool kernel_split = (*m)["split_from"] == "kernel_counters";
+    const int64_t split_slack = kernel_split ? 2 * tick : 0;
+    if (kernel_split) {
+      EXPECT_GT(report["lost"]["unseen_switches"].get<uint64_t>(), 0u)
+          << what << ": " << m->dump();
+    }
     ASSERT_TRUE(st.contains("cpu_ns"));
     // Known defect, left to the stacks issue ("a CPU split that adds up"):
     // looptrace's CPU time can exceed the kernel's thread CPU clock, even
@@ -133,7 +142,8 @@ TEST_F(RefappDispatch, EveryInjectedStallIsFoundAndNothingElse) {
     if (check_cpu && std::string(check_cpu) == "1") {
       const int64_t run_delay =
           std::max<int64_t>(0, st.value("run_delay_ns", 0));
-      EXPECT_LE(std::llabs(diff(cpu, st["cpu_ns"])), cpu_tolerance + run_delay)
+      EXPECT_LE(std::llabs(diff(cpu, st["cpu_ns"])),
+                cpu_tolerance + run_delay + split_slack)
           << what << ": looptrace cpu " << cpu << " vs app " << st["cpu_ns"]
           << "; the thread's run-queue wait " << run_delay << "; " << m->dump()
           << " vs " << st.dump();
@@ -149,8 +159,9 @@ TEST_F(RefappDispatch, EveryInjectedStallIsFoundAndNothingElse) {
       // Sleeping and waiting on a lock cost (almost) no CPU: the time is
       // blocked, apart from what a VM's host stole while it was on CPU.
       uint64_t steal = (*m)["steal_ns"];
-      EXPECT_LT(cpu, dur / 10 + 1'000'000) << what << ": cpu " << cpu;
-      EXPECT_GT(blocked, (dur - std::min(dur, steal)) * 9 / 10)
+      EXPECT_LT(cpu, dur / 10 + 1'000'000 + split_slack)
+          << what << ": cpu " << cpu << ": " << m->dump();
+      EXPECT_GT(blocked + split_slack, (dur - std::min(dur, steal)) * 9 / 10)
           << what << ": " << m->dump();
     }
   }

@@ -20,6 +20,8 @@
 #include <string>
 #include <string_view>
 
+#include <fmt/format.h>
+
 #include "base/log.h"
 #include "looptrace.skel.h"
 #include "proc/process.h"
@@ -642,6 +644,22 @@ std::vector<SpanEvent> Tracer::read_in_flight(
       ev.depth = d;
       ev.key_fault_mask = f.key_fault_mask;
       for (int k = 0; k < LT_MAX_KEYS; ++k) ev.keys[k] = f.keys[k];
+      if (st.sched_unseen != f.unseen_at_start) {
+        // The books missed a switch: the kernel's counters of the thread,
+        // now (schedstat: CPU ns, run-queue wait ns).
+        unsigned long long kcpu = 0, kdelay = 0;
+        std::ifstream in(fmt::format("/proc/{}/task/{}/schedstat", pid, tid));
+        if (in >> kcpu >> kdelay) {
+          ev.cpu_ns = std::min<uint64_t>(
+              kcpu > f.kcpu_at_start ? kcpu - f.kcpu_at_start : 0,
+              ev.duration_ns);
+          ev.runq_ns = std::min<uint64_t>(
+              kdelay > f.kdelay_at_start ? kdelay - f.kdelay_at_start : 0,
+              ev.duration_ns - ev.cpu_ns);
+          ev.steal_ns = 0;
+          ev.flags |= LT_SPAN_SPLIT_KERNEL;
+        }
+      }
       ev.in_flight = true;
       out.push_back(std::move(ev));
     }

@@ -88,6 +88,10 @@ std::vector<LostItem> lost_items(const DispatchAnalysis& a) {
                    c[LT_CNT_KEY_FAULT])},
       {"stack_failures", c[LT_CNT_STACK_FAIL],
        fmt::format("stack samples failed: {}", c[LT_CNT_STACK_FAIL])},
+      {"unseen_switches", c[LT_CNT_SCHED_UNSEEN],
+       fmt::format("context switches unseen: {} (those spans' CPU split is "
+                   "the kernel's, +-1 tick)",
+                   c[LT_CNT_SCHED_UNSEEN])},
       {"watch_full", c[LT_CNT_WATCH_FULL],
        fmt::format("process/channel table full: {} children or channel "
                    "peers not followed",
