@@ -1,7 +1,7 @@
 // lt-bench-floor: the benchmark floor. Attaches the empty uprobe + uretprobe
-// pair from tests/bench/empty.bpf.c to one function, the way looptrace attaches its
-// span probes (same libbpf call, same file offset from our ELF resolver), so
-// that the difference to looptrace is only what our programs do.
+// pair from tests/bench/empty.bpf.c to one function, the way looptrace attaches
+// its span probes (same libbpf call, same file offset from our ELF resolver),
+// so that the difference to looptrace is only what our programs do.
 //
 //   lt-bench-floor BINARY SYMBOL -p PID        attach to a running process;
 //                                              print "ready"; detach on

@@ -4,6 +4,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <linux/perf_event.h>
 #include <sched.h>
 #include <sys/mount.h>
@@ -19,8 +20,6 @@
 #include <fstream>
 #include <string>
 #include <string_view>
-
-#include <fmt/format.h>
 
 #include "base/log.h"
 #include "looptrace.skel.h"
@@ -540,7 +539,8 @@ Result<std::unique_ptr<Tracer>> Tracer::CreateWith(const TraceOptions& opts,
   }
   for (const ProbeDef& p : opts.probes)
     LT_RETURN_IF_ERROR(impl->attach_probe(p));
-  if (opts.limits.sample_hz) LT_RETURN_IF_ERROR(impl->attach_sampler(opts.limits.sample_hz));
+  if (opts.limits.sample_hz)
+    LT_RETURN_IF_ERROR(impl->attach_sampler(opts.limits.sample_hz));
 
   impl->rb.reset(ring_buffer__new(bpf_map__fd(skel->maps.lt_events),
                                   &Impl::on_record, impl.get(), nullptr));

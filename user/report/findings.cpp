@@ -11,7 +11,7 @@
 namespace looptrace {
 
 nlohmann::json findings_to_json(const Findings& found,
-                                    const ReportContext& ctx) {
+                                const ReportContext& ctx) {
   nlohmann::json j = to_json(found.analysis, ctx);
   if (found.has_barriers) {
     nlohmann::json bj = barriers_to_json(found.barriers, ctx);

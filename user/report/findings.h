@@ -28,7 +28,7 @@ struct Findings {
 // every summary, count and percentile; what budgets are evaluated against
 // (report/budget.h) and what the HTML page embeds.
 nlohmann::json findings_to_json(const Findings& found,
-                                    const ReportContext& ctx);
+                                const ReportContext& ctx);
 
 // The JSON report (docs/json-schema.md); writes and closes `f`, returns the
 // first write error.
