@@ -29,10 +29,17 @@ int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	steal = steal_now(prev); /* prev and next share this CPU's rq */
 	st = bpf_task_storage_get(&lt_threads, prev, 0, 0);
 	if (st && st->oncpu_since) {
-		__u64 oncpu = oncpu_delta(st, now, steal);
+		if (st->off_since) {
+			/* Books that say it is off CPU missed its switch-in:
+			 * when it went on CPU is not known. */
+			st->sched_unseen++;
+			count(LT_CNT_SCHED_UNSEEN);
+		} else {
+			__u64 oncpu = oncpu_delta(st, now, steal);
 
-		st->cpu_acc += oncpu;
-		st->steal_acc += (now - st->oncpu_since) - oncpu;
+			st->cpu_acc += oncpu;
+			st->steal_acc += (now - st->oncpu_since) - oncpu;
+		}
 		st->off_since = now;
 		st->off_runnable = task_state(prev) == 0; /* TASK_RUNNING: preempted */
 	}
