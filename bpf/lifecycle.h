@@ -35,20 +35,7 @@ static __always_inline void cut_short(struct lt_thread *st, __u32 why)
 			count(LT_CNT_RB_FULL);
 			continue;
 		}
-		fill_header(&rec->hdr, LT_REC_SPAN, sizeof(*rec), now);
-		rec->span_id = f->span_id;
-		rec->start_ns = f->start_ns;
-		rec->duration_ns = now - f->start_ns;
-		rec->flags = f->flags | why;
-		span_split(st, f, rec, cpu, steal);
-		rec->probe_id = f->probe_id;
-		rec->role = role;
-		rec->depth = d;
-		rec->key_fault_mask = f->key_fault_mask;
-		rec->pad = 0;
-		__builtin_memcpy(rec->keys, f->keys, sizeof(rec->keys));
-		bpf_get_current_comm(rec->comm, sizeof(rec->comm));
-		bpf_ringbuf_submit(rec, rb_flags());
+		submit_span(rec, st, f, now, cpu, steal, f->probe_id, role, d, f->flags | why);
 	}
 	/* Reported: tracing that stops meanwhile must not report them again. */
 	st->depth = 0;

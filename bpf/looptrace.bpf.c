@@ -22,6 +22,8 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
+/* In this order: each file uses what the ones above it define. */
+// clang-format off
 #include "maps.h"
 #include "cputime.h"
 #include "keys.h"
@@ -33,3 +35,4 @@ char LICENSE[] SEC("license") = "GPL";
 #include "io_sock.h"
 #include "io_calls.h"
 #include "io_hooks.h"
+// clang-format on

@@ -215,6 +215,28 @@ int BPF_KPROBE(lt_span_entry)
 	return 0;
 }
 
+/* Fills and sends the record of span `f` (depth `depth`) ending now;
+ * cpu/steal: the thread's times_now. */
+static __always_inline void submit_span(struct lt_span_rec *rec, struct lt_thread *st,
+					struct lt_frame *f, __u64 now, __u64 cpu, __u64 steal,
+					__u32 probe_id, __u32 role, __u32 depth, __u32 flags)
+{
+	fill_header(&rec->hdr, LT_REC_SPAN, sizeof(*rec), now);
+	rec->span_id = f->span_id;
+	rec->start_ns = f->start_ns;
+	rec->duration_ns = now - f->start_ns;
+	rec->flags = flags;
+	span_split(st, f, rec, cpu, steal);
+	rec->probe_id = probe_id;
+	rec->role = role;
+	rec->depth = depth;
+	rec->key_fault_mask = f->key_fault_mask;
+	rec->pad = 0;
+	__builtin_memcpy(rec->keys, f->keys, sizeof(rec->keys));
+	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
+	bpf_ringbuf_submit(rec, rb_flags());
+}
+
 SEC("uretprobe")
 int BPF_KRETPROBE(lt_span_return)
 {
@@ -282,22 +304,9 @@ int BPF_KRETPROBE(lt_span_return)
 			count(LT_CNT_HIST_FULL);
 		return 0;
 	}
-	fill_header(&rec->hdr, LT_REC_SPAN, sizeof(*rec), now);
-	rec->span_id = f->span_id;
-	rec->start_ns = f->start_ns;
-	rec->duration_ns = dur;
 	books_check(st, now);
 	times_now(st, now, &cpu, &steal);
-	rec->flags = f->flags;
-	span_split(st, f, rec, cpu, steal);
-	rec->probe_id = probe_id;
-	rec->role = role;
-	rec->depth = d;
-	rec->key_fault_mask = f->key_fault_mask;
-	rec->pad = 0;
-	__builtin_memcpy(rec->keys, f->keys, sizeof(rec->keys));
-	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
-	bpf_ringbuf_submit(rec, rb_flags());
+	submit_span(rec, st, f, now, cpu, steal, probe_id, role, d, f->flags);
 	return 0;
 }
 
