@@ -43,18 +43,6 @@ bool stack_mentions(const nlohmann::json& slow, const std::string& fn) {
   return false;
 }
 
-// One scheduler tick, from the kernel config (HZ=250 when unknown).
-int64_t tick_ns() {
-  for (const std::string& cmd :
-       {std::string("zcat /proc/config.gz 2>/dev/null"),
-        std::string("cat /boot/config-$(uname -r) 2>/dev/null")}) {
-    RunResult r = run({"sh", "-c", cmd + " | sed -n 's/^CONFIG_HZ=//p'"});
-    int hz = std::atoi(r.out.c_str());
-    if (hz > 0) return 1'000'000'000 / hz;
-  }
-  return 4'000'000;
-}
-
 class RefappDispatch : public ::testing::Test {
  protected:
   void SetUp() override { LT_REQUIRE_BPF(); }

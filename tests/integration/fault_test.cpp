@@ -347,8 +347,13 @@ TEST_F(Fault, KilledInsideAStallIsReported) {
       (*m)["start_ns"].get<uint64_t>() + (*m)["duration_ns"].get<uint64_t>();
   EXPECT_GE(end, killed_at);
   EXPECT_LT(end, killed_at + 50'000'000);
-  // A spinning thread: on a CPU or waiting for one, never blocked.
-  EXPECT_LT((*m)["blocked_ns"].get<uint64_t>(), 5'000'000u) << m->dump();
+  // A spinning thread: on a CPU or waiting for one, never blocked. (A
+  // split from the kernel's counters, after a switch looptrace's books
+  // missed, may be a tick stale at each end.)
+  const uint64_t slack =
+      (*m)["split_from"] == "kernel_counters" ? 2 * tick_ns() : 0;
+  EXPECT_LT((*m)["blocked_ns"].get<uint64_t>(), 5'000'000u + slack)
+      << m->dump();
   EXPECT_GT((*m)["samples"].get<uint64_t>(), 0u);
   bool busy = false;
   for (const auto& f : (*m)["stack"])

@@ -199,6 +199,17 @@ uint64_t file_offset_of(const std::string& path, const std::string& symbol) {
 
 // The steal column of /proc/stat, all CPUs (time a hypervisor ran
 // something else), in ns.
+int64_t tick_ns() {
+  for (const std::string& cmd :
+       {std::string("zcat /proc/config.gz 2>/dev/null"),
+        std::string("cat /boot/config-$(uname -r) 2>/dev/null")}) {
+    RunResult r = run({"sh", "-c", cmd + " | sed -n 's/^CONFIG_HZ=//p'"});
+    int hz = std::atoi(r.out.c_str());
+    if (hz > 0) return 1'000'000'000 / hz;
+  }
+  return 4'000'000;
+}
+
 int64_t steal_ns() {
   std::ifstream in("/proc/stat");
   std::string cpu;

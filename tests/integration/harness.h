@@ -99,6 +99,8 @@ uint64_t file_offset_of(const std::string& path, const std::string& symbol);
 // the traced program reading its own clock, so ground truth taken inside a
 // program is only as exact as the steal during the run allows.
 int64_t steal_ns();
+// One scheduler tick, from the kernel config (HZ=250 when unknown).
+int64_t tick_ns();
 
 // a - b for CLOCK_MONOTONIC nanoseconds.
 inline int64_t diff(uint64_t a, uint64_t b) {
