@@ -3,6 +3,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <type_traits>
+#include <vector>
 
 #include "profiles/key_expr.h"
 
@@ -356,13 +357,28 @@ EndEvent end_from(const json& j) {
   return e;
 }
 
+// No record holds a float, and reading one out of range as an integer is
+// undefined behaviour in get<>(): a document with any is refused. The walk
+// keeps its own stack; the nesting comes from the file.
+bool has_float(const json& root) {
+  std::vector<const json*> todo{&root};
+  while (!todo.empty()) {
+    const json* j = todo.back();
+    todo.pop_back();
+    if (j->is_number_float()) return true;
+    if (j->is_structured())
+      for (const auto& child : *j) todo.push_back(&child);
+  }
+  return false;
+}
+
 template <typename F>
 bool from_cbor(const uint8_t* data, size_t size, F&& make, Event* out) {
   try {
     // Even without exceptions the DOM parser throws for an absurd array
     // size (out_of_range.408).
     json j = json::from_cbor(data, data + size, true, false);
-    if (j.is_discarded()) return false;
+    if (j.is_discarded() || has_float(j)) return false;
     *out = make(j);
   } catch (const json::exception&) {
     return false;
