@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fake_symbolizer.h"
+#include "input_listing.h"
 #include "report/findings.h"
 
 namespace looptrace::fixture {
@@ -238,6 +239,7 @@ struct TraceFixture {
     raw.received_ns = kT0 + 105 * kMs;
     raw.finished_ns = kT0 + 150 * kMs;
     found.input.events.push_back(raw);
+    list_all(found.input);
   }
 };
 

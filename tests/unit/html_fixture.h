@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fake_symbolizer.h"
+#include "input_listing.h"
 #include "looptrace/abi.h"
 #include "profiles/probe.h"
 #include "report/findings.h"
@@ -263,6 +264,7 @@ struct Fixture {
     found.input.events = {input_event(1, InputType::kKey, 120, 160),
                           input_event(2, InputType::kMotion, 420, 0)};
     found.input.channels = {input_channel()};
+    fixture::list_all(found.input);
 
     ctx.probes = &probes;
     ctx.symbolizer = &sym;

@@ -840,5 +840,210 @@ TEST(InputBlameTest, ThroughTheAnalyzerShortSpansAreNotKept) {
   EXPECT_FALSE(a.events[0].blame->own_handler);
 }
 
+// One event on kChanA: sent at `t`, received 1 ms later, FINISHED sent
+// from dispatch `span_id` (started at `handle`) at `done`, received 1 ms
+// after.
+std::vector<Event> event_at(uint32_t seq, uint64_t t, uint64_t handle,
+                            uint64_t done, uint64_t span_id) {
+  Bytes m = fixture::motion(seq, static_cast<int64_t>(t - kMs), 1);
+  return {sent(kChanA, m, t), received(kChanA, m, t + kMs),
+          finish_sent(kChanA, seq, done, handle, span_id),
+          finish_received(kChanA, seq, done + kMs)};
+}
+
+void feed(InputAnalyzer& an, const std::vector<Event>& evs) {
+  for (const Event& e : evs) an.consume(e);
+}
+
+TEST(InputGroupsTest, ByTheDispatchWaitedBehindThenByRuns) {
+  InputOptions opts;
+  opts.blame_ns = 100 * kMs;
+  InputAnalyzer an(opts);
+  // Three events arrive during a 200 ms stall (50..250 ms).
+  std::vector<Event> evs;
+  for (uint32_t i = 0; i < 3; ++i) {
+    Bytes m = fixture::motion(1 + i, static_cast<int64_t>(99 * kMs), 1);
+    evs.push_back(sent(kChanA, m, (100 + 10 * i) * kMs));
+  }
+  evs.push_back(span(kAppTid, 5, 50 * kMs, 250 * kMs));
+  for (uint32_t i = 0; i < 3; ++i) {
+    Bytes m = fixture::motion(1 + i, static_cast<int64_t>(99 * kMs), 1);
+    uint64_t at = (251 + 3 * i) * kMs;
+    evs.push_back(received(kChanA, m, at));
+    evs.push_back(finish_sent(kChanA, 1 + i, at + kMs, at, 10 + i));
+    evs.push_back(finish_received(kChanA, 1 + i, at + 2 * kMs));
+  }
+  // Two slow ones behind nothing recorded, one after the other.
+  for (uint32_t i = 0; i < 2; ++i) {
+    uint64_t t = (400 + 10 * i) * kMs;
+    for (const Event& e :
+         event_at(4 + i, t, t + 119 * kMs, t + 120 * kMs, 20 + i))
+      evs.push_back(e);
+  }
+  // Two fast ones.
+  for (uint32_t i = 0; i < 2; ++i) {
+    uint64_t t = (700 + 10 * i) * kMs;
+    for (const Event& e :
+         event_at(6 + i, t, t + 2 * kMs, t + (2 + i) * kMs, 30 + i))
+      evs.push_back(e);
+  }
+  feed(an, evs);
+  InputAnalysis a = an.finish();
+  ASSERT_EQ(a.channels.size(), 1u);
+  const std::vector<InputGroup>& w = a.channels[0].worst;
+  ASSERT_EQ(w.size(), 3u);
+  // Worst first: the stall's (its first event waited longest).
+  EXPECT_EQ(w[0].events, 3u);
+  EXPECT_EQ(w[0].seq_lo, 1u);
+  EXPECT_EQ(w[0].seq_hi, 3u);
+  EXPECT_EQ(w[0].worst.seq, 1u);
+  EXPECT_EQ(w[0].first_arrival_ns, 100 * kMs);
+  EXPECT_EQ(w[0].last_arrival_ns, 120 * kMs);
+  ASSERT_TRUE(w[0].worst.blame.has_value());
+  EXPECT_EQ(w[0].worst.blame->chain.at(w[0].worst.blame->primary).span.span_id,
+            5u);
+  EXPECT_EQ(w[1].events, 2u);
+  EXPECT_EQ(w[1].seq_lo, 4u);
+  EXPECT_EQ(*w[1].worst.app_latency(), 120 * kMs);
+  ASSERT_TRUE(w[1].worst.blame.has_value());
+  EXPECT_TRUE(w[1].worst.blame->chain.empty());
+  EXPECT_EQ(w[2].events, 2u);
+  EXPECT_EQ(w[2].seq_lo, 6u);
+  EXPECT_EQ(w[2].seq_hi, 7u);
+  EXPECT_FALSE(w[2].worst.blame.has_value());
+  EXPECT_EQ(w[2].worst.seq, 7u);
+}
+
+TEST(InputListingTest, TheFirstBlamedThenTheFirstOthersAndEveryCount) {
+  InputOptions opts;
+  opts.blame_ns = 100 * kMs;
+  opts.max_listed = 4;
+  opts.max_timeline = 2;
+  InputAnalyzer an(opts);
+  std::vector<uint64_t> handling;
+  for (uint32_t i = 1; i <= 10; ++i) {
+    uint64_t t = i * 1000 * kMs;
+    // Events 3, 5 and 8 are consumed 150 ms or more after they arrive.
+    uint64_t lat = (i == 3 || i == 5 || i == 8) ? (150 + i) * kMs : i * kMs;
+    feed(an, event_at(i, t, t + kMs, t + lat, 100 + i));
+    handling.push_back(lat - kMs);  // received 1 ms after sent
+  }
+  InputAnalysis a = an.finish();
+  EXPECT_EQ(a.total, 10u);
+  EXPECT_EQ(a.blamed, 3u);
+  std::vector<uint32_t> listed;
+  for (const InputEventInfo& e : a.events) listed.push_back(e.seq);
+  EXPECT_EQ(listed, (std::vector<uint32_t>{1, 3, 5, 8}));
+  EXPECT_EQ(a.not_listed, 6u);
+  // The slowest two, in order.
+  ASSERT_EQ(a.timeline.size(), 2u);
+  EXPECT_EQ(a.timeline[0].seq, 5u);
+  EXPECT_EQ(a.timeline[1].seq, 8u);
+  EXPECT_EQ(a.timeline_omitted, 8u);
+  EXPECT_EQ(a.first_ns, 1000 * kMs);
+  EXPECT_EQ(a.last_ns, 10000 * kMs + 11 * kMs);
+  // Percentiles cover all ten.
+  const Percentiles& h =
+      a.channels.at(0)
+          .stages[static_cast<size_t>(InputStage::kHandlingLatency)];
+  EXPECT_EQ(h.count, 10u);
+  EXPECT_EQ(h, exact_percentiles(handling));
+}
+
+TEST(InputListingTest, PercentilesStayExactWhenTheValuesGoToDisk) {
+  InputOptions opts;
+  opts.spill_buffer = 4;  // nearly every value goes to the temp file
+  opts.max_listed = 3;
+  InputAnalyzer an(opts);
+  std::mt19937_64 rng(11);
+  std::vector<uint64_t> handling;
+  for (uint32_t i = 1; i <= 500; ++i) {
+    uint64_t t = i * 1000 * kMs;
+    uint64_t lat = 2 * kMs + rng() % (50 * kMs);
+    feed(an, event_at(i, t, t + kMs, t + lat, 100 + i));
+    handling.push_back(lat - kMs);
+  }
+  InputAnalysis a = an.finish();
+  EXPECT_TRUE(a.spill_error.empty()) << a.spill_error;
+  EXPECT_EQ(a.events.size(), 3u);
+  const Percentiles& h =
+      a.channels.at(0)
+          .stages[static_cast<size_t>(InputStage::kHandlingLatency)];
+  EXPECT_EQ(h, exact_percentiles(handling));
+}
+
+TEST(InputBlameTest, AtMostMaxChainDispatchesAndAlwaysThePrimary) {
+  InputOptions opts;
+  opts.blame_ns = 100 * kMs;
+  opts.max_chain = 3;
+  InputAnalyzer an(opts);
+  Bytes m = fixture::key(1, static_cast<int64_t>(99 * kMs));
+  an.consume(sent(kChanA, m, 100 * kMs));
+  // Running at arrival and short, then five longer ones.
+  an.consume(span(kAppTid, 1, 95 * kMs, 102 * kMs));
+  for (uint64_t i = 0; i < 5; ++i)
+    an.consume(
+        span(kAppTid, 2 + i, (110 + 30 * i) * kMs, (130 + 30 * i + i) * kMs));
+  an.consume(received(kChanA, m, 260 * kMs));
+  an.consume(finish_sent(kChanA, 1, 262 * kMs, 261 * kMs, 9));
+  an.consume(finish_received(kChanA, 1, 263 * kMs));
+  InputAnalysis a = an.finish();
+  ASSERT_EQ(a.events.size(), 1u);
+  ASSERT_TRUE(a.events[0].blame.has_value());
+  const InputBlame& b = *a.events[0].blame;
+  ASSERT_EQ(b.chain.size(), 3u);
+  EXPECT_EQ(b.omitted, 3u);
+  // In time order: the primary, then the two longest.
+  EXPECT_EQ(b.chain[b.primary].span.span_id, 1u);
+  EXPECT_EQ(b.primary, 0u);
+  EXPECT_EQ(b.chain[1].span.span_id, 5u);
+  EXPECT_EQ(b.chain[2].span.span_id, 6u);
+  // The wait covers all six.
+  EXPECT_EQ(b.waited_ns, 2 * kMs + (20 + 21 + 22 + 23 + 24) * kMs);
+}
+
+TEST(InputBlameTest, ThroughTheAnalyzerTheHandlingDispatchSeenAfterFinished) {
+  InputOptions opts;
+  opts.blame_ns = 100 * kMs;
+  InputAnalyzer an(opts);
+  Bytes m = fixture::key(1, static_cast<int64_t>(99 * kMs));
+  an.consume(sent(kChanA, m, 100 * kMs));
+  an.consume(received(kChanA, m, 101 * kMs));
+  // FINISHED from inside dispatch 9 (102..300 ms), which reaches the stream
+  // only when it returns, after the FINISHED was received.
+  an.consume(finish_sent(kChanA, 1, 250 * kMs, 102 * kMs, 9));
+  an.consume(finish_received(kChanA, 1, 251 * kMs));
+  an.consume(span(kAppTid, 9, 102 * kMs, 300 * kMs));
+  InputAnalysis a = an.finish();
+  ASSERT_EQ(a.events.size(), 1u);
+  ASSERT_TRUE(a.events[0].blame.has_value());
+  EXPECT_TRUE(a.events[0].blame->own_handler);
+  ASSERT_EQ(a.events[0].blame->chain.size(), 1u);
+  EXPECT_EQ(a.events[0].blame->chain[0].span.span_id, 9u);
+}
+
+TEST(InputBlameTest, AnOldDispatchIsKeptWhileAnEventThatWaitedBehindItIsOpen) {
+  InputOptions opts;
+  opts.blame_ns = 100 * kMs;
+  opts.reorder_ns = 1000 * kMs;
+  InputAnalyzer an(opts);
+  Bytes m = fixture::key(1, static_cast<int64_t>(999 * kMs));
+  an.consume(sent(kChanA, m, 1000 * kMs));
+  an.consume(span(kAppTid, 5, 500 * kMs, 10000 * kMs));
+  an.consume(received(kChanA, m, 10001 * kMs));
+  // Ten seconds of another thread's dispatches: enough to prune.
+  for (uint64_t i = 0; i < 5000; ++i)
+    an.consume(span(kAppTid + 1, 100 + i, (10000 + 2 * i) * kMs,
+                    (10000 + 2 * i + 1) * kMs + 1));
+  an.consume(finish_sent(kChanA, 1, 20500 * kMs, 20400 * kMs, 9));
+  an.consume(finish_received(kChanA, 1, 20501 * kMs));
+  InputAnalysis a = an.finish();
+  EXPECT_EQ(a.spans_dropped, 0u);
+  ASSERT_EQ(a.events.size(), 1u);
+  ASSERT_TRUE(a.events[0].blame.has_value());
+  ASSERT_FALSE(a.events[0].blame->chain.empty());
+  EXPECT_EQ(a.events[0].blame->chain[0].span.span_id, 5u);
+}
+
 }  // namespace
 }  // namespace looptrace

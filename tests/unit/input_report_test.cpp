@@ -35,32 +35,43 @@ SpanEvent stall() {
   return s;
 }
 
-TEST(InputTextReport, WorstEventsAreGroupedByWhatTheyWaitedBehind) {
-  InputAnalysis a;
-  // Three events behind the 200 ms stall, then two slow ones with no slow
-  // dispatch to name, then two fast ones.
-  for (uint32_t i = 0; i < 3; ++i) {
-    InputEventInfo e = event(1 + i, 150 + 10 * i, 180 - 10 * i);
-    InputBlame b;
-    b.arrival_ns = e.sent_ns;
-    b.chain.push_back({stall(), true});
-    e.blame = b;
-    a.events.push_back(e);
-  }
-  for (uint32_t i = 0; i < 2; ++i) {
-    InputEventInfo e = event(4 + i, 400 + 10 * i, 120);
-    InputBlame b;
-    b.arrival_ns = e.sent_ns;
-    b.unattributed_ns = 120 * kMs;
-    e.blame = b;
-    a.events.push_back(e);
-  }
-  a.events.push_back(event(6, 600, 2));
-  a.events.push_back(event(7, 610, 3));
+InputGroup group(const InputEventInfo& worst, uint64_t n, uint32_t seq_lo,
+                 uint32_t seq_hi, uint64_t first_ms, uint64_t last_ms) {
+  InputGroup g;
+  g.worst = worst;
+  g.events = n;
+  g.seq_lo = seq_lo;
+  g.seq_hi = seq_hi;
+  g.first_arrival_ns = first_ms * kMs;
+  g.last_arrival_ns = last_ms * kMs;
+  return g;
+}
+
+TEST(InputTextReport, WorstGroupsNameWhatTheyWaitedBehind) {
+  // The analyser's groups (input_analysis_test): three events behind the
+  // 200 ms stall, two slow ones with no slow dispatch to name, two fast.
+  InputEventInfo behind = event(1, 150, 180);
+  InputBlame b;
+  b.arrival_ns = behind.sent_ns;
+  b.chain.push_back({stall(), true});
+  b.chain.push_back({stall(), false});
+  b.omitted = 3;
+  b.waited_ns = 190 * kMs;
+  behind.blame = b;
+  InputEventInfo unnamed = event(4, 400, 120);
+  InputBlame u;
+  u.arrival_ns = unnamed.sent_ns;
+  u.unattributed_ns = 120 * kMs;
+  unnamed.blame = u;
   InputChannelSummary c;
   c.channel = 7;
   c.pid = 10;
   c.events = 7;
+  c.worst = {group(behind, 3, 1, 3, 150, 170),
+             group(unnamed, 2, 4, 5, 400, 410),
+             group(event(7, 610, 3), 2, 6, 7, 600, 610)};
+  InputAnalysis a;
+  a.total = 7;
   a.channels.push_back(c);
   std::vector<ProbeDef> probes(1);
   probes[0].resolved_symbol = "Loop::dispatch";
@@ -70,8 +81,7 @@ TEST(InputTextReport, WorstEventsAreGroupedByWhatTheyWaitedBehind) {
   std::ostringstream os;
   write_input_report(os, a, DispatchAnalysis{}, ctx);
   const std::string out = os.str();
-  // Worst first: the stall's group (180 ms), the unnamed run (120 ms), the
-  // fast pair.
+  EXPECT_NE(out.find("INPUT: 7 events on 1 channel"), std::string::npos) << out;
   size_t g1 = out.find(
       "3 events, seq 1..3: arrived +50.0ms..+70.0ms, "
       "consumed up to 180ms later");
@@ -88,6 +98,10 @@ TEST(InputTextReport, WorstEventsAreGroupedByWhatTheyWaitedBehind) {
   EXPECT_LT(g2, g3);
   EXPECT_NE(out.find("behind Loop::dispatch (200ms)"), std::string::npos)
       << out;
+  // Those the analysis left out of the chain are counted all the same.
+  EXPECT_NE(out.find("and 4 more dispatches; waited 190ms in all (the worst)"),
+            std::string::npos)
+      << out;
   EXPECT_NE(out.find("behind dispatches each shorter than the slow threshold "
                      "(120ms, the worst)"),
             std::string::npos)
@@ -96,11 +110,13 @@ TEST(InputTextReport, WorstEventsAreGroupedByWhatTheyWaitedBehind) {
 
 TEST(InputTextReport, ALoneEventIsShownAsItself) {
   InputAnalysis a;
-  a.events.push_back(event(9, 200, 5));
   InputChannelSummary c;
   c.channel = 7;
   c.events = 1;
+  InputEventInfo e = event(9, 200, 5);
+  c.worst = {group(e, 1, 9, 9, 200, 200)};
   a.channels.push_back(c);
+  a.total = 1;
   std::ostringstream os;
   ReportContext ctx;
   ctx.start_ns = 100 * kMs;

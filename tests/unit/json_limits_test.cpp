@@ -142,57 +142,53 @@ TEST(JsonLimits, ThreadsAreBoundedAndTotalsCountThemAll) {
   EXPECT_TRUE(slow_one) << "a thread with slow spans is kept";
 }
 
-TEST(JsonLimits, InputEventsAreBoundedEvenWhenAllAreBlamed) {
-  // More blamed events than the cap: blamed events used to be listed
-  // whatever their number.
+TEST(JsonLimits, InputEventsAreTheAnalysisListAndItsCount) {
+  // The analysis lists (input_analysis_test); the JSON says what it left
+  // out.
   InputAnalysis in;
-  const size_t blamed = report::kJsonMaxInputEvents + 3;
-  for (size_t i = 0; i < blamed + 2; ++i) {
+  for (uint32_t i = 0; i < 3; ++i) {
     InputEventInfo e;
-    e.seq = static_cast<uint32_t>(i + 1);
+    e.seq = i + 1;
     e.received_ns = 1000 + i;
-    if (i < blamed) e.blame = InputBlame{};
     in.events.push_back(e);
   }
+  in.total = 3 + 5;
+  in.not_listed = 5;
   FakeRun r;
-  size_t listed = 0, listed_blamed = 0;
-  for_each_input_event_json(in, r.a, r.ctx, [&](const nlohmann::json& e) {
-    ++listed;
-    listed_blamed += e["blame"].is_null() ? 0 : 1;
-  });
-  EXPECT_EQ(listed, report::kJsonMaxInputEvents);
-  EXPECT_EQ(listed_blamed, report::kJsonMaxInputEvents);
-  nlohmann::json s = input_summary_to_json(in, r.a);
+  size_t listed = 0;
+  for_each_input_event_json(in, r.a, r.ctx,
+                            [&](const nlohmann::json&) { ++listed; });
+  EXPECT_EQ(listed, 3u);
+  nlohmann::json s = input_summary_to_json(in, r.a, r.ctx);
   EXPECT_EQ(s["input_summary"]["not_listed"], 5u);
-  EXPECT_EQ(s["input_summary"]["events"], blamed + 2);
+  EXPECT_EQ(s["input_summary"]["events"], 8u);
 }
 
-TEST(JsonLimits, BlameNamesAtMostSomeDispatchesAndKeepsThePrimary) {
+TEST(JsonLimits, BlameSaysHowManyDispatchesTheAnalysisLeftOut) {
   InputAnalysis in;
   InputEventInfo e;
   e.received_ns = 1;
   InputBlame b;
-  for (uint64_t i = 0; i < report::kJsonMaxRelated + 20; ++i) {
+  for (uint64_t i = 0; i < 3; ++i) {
     BlameSpan s;
     s.span.start_ns = 10 + i * 10 * kMs;
-    s.span.duration_ns = 5 * kMs;
+    s.span.duration_ns = (5 - i) * kMs;
     b.chain.push_back(s);
   }
-  // The one running when the event arrived: short, named all the same.
-  b.primary = 117;
-  b.chain[117].running_at_arrival = true;
-  b.chain[117].span.duration_ns = 1 * kMs;
+  b.primary = 2;
+  b.omitted = 20;
   e.blame = b;
   in.events.push_back(e);
+  in.total = 1;
   FakeRun r;
   nlohmann::json got;
   for_each_input_event_json(in, r.a, r.ctx,
                             [&](const nlohmann::json& j) { got = j; });
   const auto& blame = got["blame"];
-  ASSERT_EQ(blame["dispatches"].size(), report::kJsonMaxRelated);
+  ASSERT_EQ(blame["dispatches"].size(), 3u);
   EXPECT_EQ(blame["dispatches_omitted"], 20u);
-  EXPECT_EQ(blame["start_ns"], 10 + 117 * 10 * kMs);
-  EXPECT_EQ(blame["duration_ns"], 1 * kMs);
+  EXPECT_EQ(blame["start_ns"], 10 + 2 * 10 * kMs);
+  EXPECT_EQ(blame["duration_ns"], 3 * kMs);
 }
 
 }  // namespace

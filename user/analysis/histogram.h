@@ -15,6 +15,7 @@ struct Percentiles {
   uint64_t p90 = 0;
   uint64_t p99 = 0;
   uint64_t max = 0;
+  bool operator==(const Percentiles&) const = default;
 };
 
 // Adds `from` into `into`: slots, count, sum, max. The identity fields of

@@ -136,25 +136,44 @@ std::optional<InputBlame> select_blame(const InputEventInfo& ev,
   return b;
 }
 
-InputAnalyzer::InputAnalyzer(InputOptions options) : options_(options) {}
+// Per channel: what is summed over every event as it is finalized.
+struct InputAnalyzer::Channel {
+  InputChannelSummary summary;
+  std::vector<ValueSpill> values;  // per stage
+  // Worst groups: by the dispatch they waited behind, and runs of events
+  // with none to name (the one still open last), the closed ones trimmed
+  // to the worst.
+  std::map<SpanKey, InputGroup> named;
+  std::vector<InputGroup> runs;
+  enum Kind { kNamed, kUnnamed, kUnblamed } prev = kNamed;
+};
+
+InputAnalyzer::InputAnalyzer(InputOptions options)
+    : options_(options), spill_(std::make_unique<SpillFile>()) {}
+
+InputAnalyzer::~InputAnalyzer() = default;
 
 void InputAnalyzer::consume(const Event& ev) {
   if (const auto* io = std::get_if<IoEvent>(&ev)) {
+    note_time(io->ts_ns);
     on_io(*io);
   } else if (const auto* sp = std::get_if<SpanEvent>(&ev)) {
+    if (!sp->in_flight) note_time(span_end(*sp));
     on_span(*sp);
+  } else {
+    return;
   }
+  settle_ready();
 }
 
-InputEventInfo& InputAnalyzer::open_event(uint64_t channel, uint32_t seq) {
-  auto [it, fresh] = open_.try_emplace({channel, seq}, events_.size());
+uint64_t InputAnalyzer::open_event(uint64_t channel, uint32_t seq) {
+  auto [it, fresh] = open_.try_emplace({channel, seq}, next_idx_);
   if (fresh) {
-    InputEventInfo e;
+    InputEventInfo& e = live_[next_idx_++];
     e.channel = channel;
     e.seq = seq;
-    events_.push_back(std::move(e));
   }
-  return events_[it->second];
+  return it->second;
 }
 
 void InputAnalyzer::on_io(const IoEvent& io) {
@@ -193,7 +212,8 @@ void InputAnalyzer::on_io(const IoEvent& io) {
     if (m->is_event()) return send ? e.sent_ns : e.received_ns;
     return send ? e.finished_ns : e.finish_received_ns;
   };
-  InputEventInfo* e = &open_event(channel, m->seq);
+  uint64_t idx = open_event(channel, m->seq);
+  InputEventInfo* e = &live_.at(idx);
   if (slot(*e) != 0) {
     bool consumed = e->has_finish || e->finish_received_ns != 0;
     if (!m->is_event() || !consumed) {
@@ -201,7 +221,9 @@ void InputAnalyzer::on_io(const IoEvent& io) {
       return;
     }
     open_.erase({channel, m->seq});
-    e = &open_event(channel, m->seq);
+    done(idx);
+    idx = open_event(channel, m->seq);
+    e = &live_.at(idx);
   }
   slot(*e) = io.ts_ns;
   if (e->peer == 0) e->peer = peer;
@@ -235,13 +257,41 @@ void InputAnalyzer::on_io(const IoEvent& io) {
       e->has_finish = true;
       if (!e->handled) e->handled = m->handled;
     }
-    if (e->finished_ns && e->finish_received_ns) open_.erase({channel, m->seq});
+  }
+  // Done when each side that was seen at all has finished its part: the
+  // app sent FINISHED, the sender received it. (An untraced side never
+  // will.)
+  const bool app_done = e->received_ns == 0 || e->finished_ns != 0;
+  const bool sender_done = e->sent_ns == 0 || e->finish_received_ns != 0;
+  if (e->has_finish && app_done && sender_done) done(idx);
+}
+
+void InputAnalyzer::done(uint64_t idx) {
+  if (settling_set_.insert(idx).second) settling_.push_back(idx);
+}
+
+void InputAnalyzer::settle_ready() {
+  // Records from several CPUs reach the stream a little out of order: an
+  // event is final once the stream is reorder_ns past its last stage.
+  while (!settling_.empty()) {
+    uint64_t idx = settling_.front();
+    auto it = live_.find(idx);
+    if (it != live_.end()) {
+      const InputEventInfo& e = it->second;
+      uint64_t last = std::max(
+          {e.sent_ns, e.received_ns, e.finished_ns, e.finish_received_ns});
+      if (last + options_.reorder_ns > now_ns_) return;
+    }
+    settling_.pop_front();
+    settling_set_.erase(idx);
+    if (it != live_.end()) settle(idx);
   }
 }
 
 void InputAnalyzer::on_raw(const IoEvent& io) {
   if (io.is_send()) return;
-  InputEventInfo e;
+  uint64_t idx = next_idx_++;
+  InputEventInfo& e = live_[idx];
   e.channel = io.inode;
   e.peer = io.peer_inode;
   e.chan_kind = LT_CHAN_RAW;
@@ -256,18 +306,29 @@ void InputAnalyzer::on_raw(const IoEvent& io) {
     e.handling_span_id = io.span_id;
     e.handling_probe = io.span_probe;
   }
-  raw_pending_[{io.pid, io.tid}].push_back(events_.size());
-  events_.push_back(std::move(e));
+  raw_pending_[{io.pid, io.tid}].push_back(idx);
 }
 
 void InputAnalyzer::on_span(const SpanEvent& sp) {
   ThreadKey tk{sp.pid, sp.tid};
+  const bool blame_role =
+      sp.role == LT_ROLE_DISPATCH || sp.role == LT_ROLE_IDLE;
+  if (blame_role &&
+      (sp.duration_ns >= options_.min_span_ns || (sp.flags & LT_SPAN_INPUT))) {
+    std::vector<SpanEvent>& kept = spans_[tk];
+    kept.push_back(sp);
+    if (kept.size() > options_.max_spans) {
+      kept.erase(kept.begin());
+      ++stats_.spans_dropped;
+    }
+    if (++spans_since_prune_ >= 1024) prune_spans();
+  }
   if ((sp.flags & LT_SPAN_INPUT) != 0 && !sp.in_flight) {
     auto it = raw_pending_.find(tk);
     if (it != raw_pending_.end()) {
-      std::vector<size_t> left;
-      for (size_t idx : it->second) {
-        InputEventInfo& e = events_[idx];
+      std::vector<uint64_t> left, consumed;
+      for (uint64_t idx : it->second) {
+        InputEventInfo& e = live_.at(idx);
         bool mine = e.handling_span_id
                         ? e.handling_span_id == sp.span_id
                         : sp.depth == 0 && sp.start_ns >= e.received_ns;
@@ -281,67 +342,267 @@ void InputAnalyzer::on_span(const SpanEvent& sp) {
         e.handling_start_ns = sp.start_ns;
         e.handling_span_id = sp.span_id;
         e.handling_probe = sp.probe_id;
+        consumed.push_back(idx);
       }
       it->second = std::move(left);
+      if (it->second.empty()) raw_pending_.erase(it);
+      for (uint64_t idx : consumed) done(idx);
     }
   }
-  if (sp.role != LT_ROLE_DISPATCH && sp.role != LT_ROLE_IDLE) return;
-  if (sp.duration_ns >= options_.min_span_ns || (sp.flags & LT_SPAN_INPUT))
-    spans_[tk].push_back(sp);
+  release_pending(tk, sp);
+}
+
+void InputAnalyzer::settle(uint64_t idx) {
+  InputEventInfo& e = live_.at(idx);
+  // Whatever it waited behind ended before its handling began, on its own
+  // thread, so reached the stream before its FINISHED did. Only the
+  // handling dispatch itself comes later: wait for it when it could be
+  // the blame.
+  std::optional<uint64_t> lat = e.app_latency();
+  if (lat && *lat >= options_.blame_ns && e.handling_span_id != 0) {
+    ThreadKey tk{e.pid, e.tid};
+    auto it = spans_.find(tk);
+    bool seen = false;
+    if (it != spans_.end())
+      for (const SpanEvent& s : it->second)
+        seen = seen || s.span_id == e.handling_span_id;
+    std::optional<InputBlame> b = select_blame(
+        e, it == spans_.end() ? std::vector<SpanEvent>{} : it->second,
+        options_.blame_ns);
+    if (!seen && b && b->chain.empty()) {
+      pending_blame_[tk].push_back(idx);
+      return;
+    }
+  }
+  finalize(idx);
+}
+
+void InputAnalyzer::release_pending(const ThreadKey& tk, const SpanEvent& sp) {
+  auto it = pending_blame_.find(tk);
+  if (it == pending_blame_.end() || sp.in_flight) return;
+  // The handling dispatch itself, or an outermost one that began after it
+  // (so it has ended, seen or too short to record).
+  std::vector<uint64_t> left, done;
+  for (uint64_t idx : it->second) {
+    const InputEventInfo& e = live_.at(idx);
+    if (sp.span_id == e.handling_span_id ||
+        (sp.depth == 0 && sp.start_ns > e.handling_start_ns))
+      done.push_back(idx);
+    else
+      left.push_back(idx);
+  }
+  it->second = std::move(left);
+  if (it->second.empty()) pending_blame_.erase(it);
+  for (uint64_t idx : done) finalize(idx);
+}
+
+void InputAnalyzer::prune_spans() {
+  spans_since_prune_ = 0;
+  // A dispatch that ended before every event still to be finalized
+  // arrived, and long enough ago that no event still to be seen arrived
+  // before it ended, can be no one's blame.
+  uint64_t keep_from =
+      now_ns_ > options_.reorder_ns ? now_ns_ - options_.reorder_ns : 0;
+  for (const auto& [idx, e] : live_)
+    if (e.arrival_ns() != 0) keep_from = std::min(keep_from, e.arrival_ns());
+  for (auto it = spans_.begin(); it != spans_.end();) {
+    std::vector<SpanEvent>& v = it->second;
+    v.erase(std::remove_if(v.begin(), v.end(),
+                           [&](const SpanEvent& s) {
+                             return !s.in_flight && span_end(s) <= keep_from;
+                           }),
+            v.end());
+    it = v.empty() ? spans_.erase(it) : std::next(it);
+  }
+}
+
+void InputAnalyzer::finalize(uint64_t idx) {
+  auto node = live_.extract(idx);
+  InputEventInfo& e = node.mapped();
+  auto oit = open_.find({e.channel, e.seq});
+  if (oit != open_.end() && oit->second == idx) open_.erase(oit);
+  if (e.sent_ns == 0 && e.received_ns == 0) {
+    // An acknowledgement of an event never seen.
+    ++stats_.unmatched;
+    return;
+  }
+  static const std::vector<SpanEvent> kNone;
+  auto sit = spans_.find({e.pid, e.tid});
+  e.blame = select_blame(e, sit == spans_.end() ? kNone : sit->second,
+                         options_.blame_ns);
+  if (e.blame && e.blame->chain.size() > options_.max_chain) {
+    // Too many to name: the primary one, then the longest.
+    InputBlame& b = *e.blame;
+    std::vector<size_t> all(b.chain.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+    std::vector<size_t> kept = report::keep_best(
+        all, options_.max_chain,
+        [&b](size_t x, size_t y) {
+          return std::make_tuple(x == b.primary, b.chain[x].span.duration_ns) >
+                 std::make_tuple(y == b.primary, b.chain[y].span.duration_ns);
+        },
+        &b.omitted);
+    std::vector<BlameSpan> chain;
+    for (size_t i : kept) {
+      if (i == b.primary) b.primary = chain.size();
+      chain.push_back(std::move(b.chain[i]));
+    }
+    b.chain = std::move(chain);
+  }
+
+  std::unique_ptr<Channel>& cp = channels_[e.channel];
+  if (!cp) {
+    cp = std::make_unique<Channel>();
+    for (int s = 0; s < kInputStages; ++s)
+      cp->values.emplace_back(spill_.get(), options_.spill_buffer);
+  }
+  Channel& ch = *cp;
+  InputChannelSummary& c = ch.summary;
+  c.channel = e.channel;
+  if (c.peer == 0) c.peer = e.peer;
+  c.chan_kind = e.chan_kind;
+  if (e.layout) c.layout = e.layout;
+  if (c.pid == 0 && e.pid) {
+    c.pid = e.pid;
+    c.comm = e.comm;
+  }
+  if (c.sender_pid == 0) c.sender_pid = e.sender_pid;
+  ++c.events;
+  if (e.type == InputType::kKey) ++c.keys;
+  if (e.type == InputType::kMotion) ++c.motions;
+  if (e.finished_ns == 0) ++c.unfinished;
+  if (e.blame) ++c.blamed;
+  for (int s = 0; s < kInputStages; ++s)
+    if (auto v = e.stage(static_cast<InputStage>(s))) ch.values[s].add(*v);
+  for (uint64_t ns :
+       {e.sent_ns, e.received_ns, e.finished_ns, e.finish_received_ns}) {
+    if (ns == 0) continue;
+    if (stats_.first_ns == 0 || ns < stats_.first_ns) stats_.first_ns = ns;
+    stats_.last_ns = std::max(stats_.last_ns, ns);
+  }
+  ++stats_.total;
+  if (e.blame) ++stats_.blamed;
+  add_to_group(ch, e);
+  list(idx, std::move(e));
+}
+
+void InputAnalyzer::add_to_group(Channel& c, const InputEventInfo& e) {
+  std::optional<uint64_t> lat = e.app_latency();
+  if (!lat) return;
+  auto add = [&e, lat](InputGroup& g) {
+    if (g.events == 0 || *lat > *g.worst.app_latency()) g.worst = e;
+    ++g.events;
+    g.seq_lo = std::min(g.seq_lo, e.seq);
+    g.seq_hi = std::max(g.seq_hi, e.seq);
+    g.first_arrival_ns = std::min(g.first_arrival_ns, e.arrival_ns());
+    g.last_arrival_ns = std::max(g.last_arrival_ns, e.arrival_ns());
+  };
+  auto kind = !e.blame                 ? Channel::kUnblamed
+              : e.blame->chain.empty() ? Channel::kUnnamed
+                                       : Channel::kNamed;
+  if (kind == Channel::kNamed) {
+    const SpanEvent& p = e.blame->chain[e.blame->primary].span;
+    add(c.named[{p.pid, p.tid, p.span_id}]);
+  } else if (kind == c.prev) {
+    add(c.runs.back());
+  } else {
+    // A run closes: of the closed ones only the worst can be listed.
+    if (c.runs.size() > 2 * options_.max_worst + 1) {
+      InputGroup open = std::move(c.runs.back());
+      c.runs.pop_back();
+      std::stable_sort(c.runs.begin(), c.runs.end(),
+                       [](const InputGroup& x, const InputGroup& y) {
+                         return *x.worst.app_latency() > *y.worst.app_latency();
+                       });
+      c.runs.resize(options_.max_worst);
+      c.runs.push_back(std::move(open));
+    }
+    add(c.runs.emplace_back());
+  }
+  c.prev = kind;
+}
+
+void InputAnalyzer::list(uint64_t idx, InputEventInfo&& e) {
+  const OrderKey key{e.channel, idx};
+  auto latency = e.app_latency();
+  // Never consumed first, then the slowest; ties: the earlier.
+  TimelineKey tkey{latency ? ~*latency : 0, e.channel, idx};
+  if (timeline_.size() < options_.max_timeline ||
+      (!timeline_.empty() && tkey < timeline_.rbegin()->first)) {
+    timeline_.emplace(tkey, e);
+    if (timeline_.size() > options_.max_timeline)
+      timeline_.erase(std::prev(timeline_.end()));
+  }
+  // The first max_listed blamed events in order, then as many of the
+  // unblamed ones as there is room for: room that only shrinks.
+  auto keep_first = [](std::map<OrderKey, InputEventInfo>& m, size_t cap,
+                       const OrderKey& k, InputEventInfo&& ev) {
+    if (cap == 0) return;
+    if (m.size() >= cap && !(k < m.rbegin()->first)) return;
+    m.emplace(k, std::move(ev));
+    if (m.size() > cap) m.erase(std::prev(m.end()));
+  };
+  const size_t blamed_room =
+      std::min<uint64_t>(stats_.blamed, options_.max_listed);
+  if (e.blame) {
+    keep_first(listed_blamed_, options_.max_listed, key, std::move(e));
+  } else {
+    keep_first(listed_unblamed_, options_.max_listed - blamed_room, key,
+               std::move(e));
+  }
+  while (listed_unblamed_.size() > options_.max_listed - blamed_room)
+    listed_unblamed_.erase(std::prev(listed_unblamed_.end()));
 }
 
 InputAnalysis InputAnalyzer::finish() {
-  InputAnalysis out = stats_;
-  static const std::vector<SpanEvent> kNone;
-  // In place: a long trace holds millions of events, never two copies.
-  auto never_seen = [](const InputEventInfo& e) {
-    return e.sent_ns == 0 && e.received_ns == 0;
-  };
-  auto kept = std::remove_if(events_.begin(), events_.end(), never_seen);
-  // Acknowledgements of events we never saw.
-  out.unmatched += static_cast<uint64_t>(events_.end() - kept);
-  events_.erase(kept, events_.end());
-  for (InputEventInfo& e : events_) {
-    auto it = spans_.find({e.pid, e.tid});
-    e.blame = select_blame(e, it == spans_.end() ? kNone : it->second,
-                           options_.blame_ns);
-  }
-  out.events = std::move(events_);
-  events_.clear();
+  // Whatever is still waiting, in order: its handling dispatch never came,
+  // or it was never consumed.
+  pending_blame_.clear();
+  raw_pending_.clear();
+  settling_.clear();
+  settling_set_.clear();
   open_.clear();
+  while (!live_.empty()) finalize(live_.begin()->first);
   spans_.clear();
-  std::stable_sort(out.events.begin(), out.events.end(),
-                   [](const InputEventInfo& a, const InputEventInfo& b) {
-                     return a.channel < b.channel;
-                   });
-  std::map<uint64_t, std::pair<InputChannelSummary,
-                               std::array<std::vector<uint64_t>, kInputStages>>>
-      chans;
-  for (const InputEventInfo& e : out.events) {
-    auto& [c, vals] = chans[e.channel];
-    c.channel = e.channel;
-    if (c.peer == 0) c.peer = e.peer;
-    c.chan_kind = e.chan_kind;
-    if (e.layout) c.layout = e.layout;
-    if (c.pid == 0 && e.pid) {
-      c.pid = e.pid;
-      c.comm = e.comm;
-    }
-    if (c.sender_pid == 0) c.sender_pid = e.sender_pid;
-    ++c.events;
-    if (e.type == InputType::kKey) ++c.keys;
-    if (e.type == InputType::kMotion) ++c.motions;
-    if (e.finished_ns == 0) ++c.unfinished;
-    if (e.blame) ++c.blamed;
+
+  InputAnalysis out = std::move(stats_);
+  stats_ = InputAnalysis{};
+  for (auto& [id, cp] : channels_) {
+    Channel& ch = *cp;
+    InputChannelSummary& c = ch.summary;
     for (int s = 0; s < kInputStages; ++s)
-      if (auto v = e.stage(static_cast<InputStage>(s))) vals[s].push_back(*v);
-  }
-  for (auto& [id, cv] : chans) {
-    auto& [c, vals] = cv;
-    for (int s = 0; s < kInputStages; ++s)
-      c.stages[s] = exact_percentiles(std::move(vals[s]));
+      c.stages[s] = ch.values[s].percentiles();
+    std::vector<InputGroup>& g = ch.runs;
+    for (auto& [key, named] : ch.named) g.push_back(std::move(named));
+    std::stable_sort(g.begin(), g.end(),
+                     [](const InputGroup& x, const InputGroup& y) {
+                       return *x.worst.app_latency() > *y.worst.app_latency();
+                     });
+    if (g.size() > options_.max_worst) g.resize(options_.max_worst);
+    c.worst = std::move(g);
     out.channels.push_back(std::move(c));
   }
+  channels_.clear();
+  if (spill_->failed()) out.spill_error = spill_->error();
+  // Both lists are in (channel, first seen) order; so is their merge.
+  auto b = listed_blamed_.begin(), u = listed_unblamed_.begin();
+  while (b != listed_blamed_.end() || u != listed_unblamed_.end()) {
+    bool take_b = u == listed_unblamed_.end() ||
+                  (b != listed_blamed_.end() && b->first < u->first);
+    auto& it = take_b ? b : u;
+    out.events.push_back(std::move(it->second));
+    ++it;
+  }
+  listed_blamed_.clear();
+  listed_unblamed_.clear();
+  out.not_listed = out.total - out.events.size();
+  std::map<OrderKey, InputEventInfo> by_order;
+  for (auto& [key, e] : timeline_)
+    by_order.emplace(OrderKey{std::get<1>(key), std::get<2>(key)},
+                     std::move(e));
+  timeline_.clear();
+  for (auto& [key, e] : by_order) out.timeline.push_back(std::move(e));
+  out.timeline_omitted = out.total - out.timeline.size();
   return out;
 }
 

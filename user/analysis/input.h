@@ -5,14 +5,19 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
+#include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <tuple>
 #include <vector>
 
 #include "analysis/histogram.h"
+#include "analysis/value_spill.h"
+#include "report/json_limits.h"
 #include "trace/events.h"
 #include "trace/input_message.h"
 
@@ -52,6 +57,9 @@ struct InputBlame {
   // arrival and the start of its handling, in time order; or the handling
   // dispatch itself (own_handler).
   std::vector<BlameSpan> chain;
+  // Dispatches left out of chain (InputOptions::max_chain): the longest
+  // are kept, with the primary one, in time order.
+  size_t omitted = 0;
   // The one to name: running at arrival, else the longest.
   size_t primary = 0;
 };
@@ -91,6 +99,17 @@ struct InputEventInfo {
   std::optional<uint64_t> app_latency() const;
 };
 
+// Events of one channel that are one entry of its "worst" list: those
+// that waited behind the same slow dispatch, or that were consumed one
+// after another with no slow dispatch to name (a queue draining after a
+// stall), the slow ones apart from the others.
+struct InputGroup {
+  InputEventInfo worst;  // the longest from arrival to consumption
+  uint64_t events = 0;
+  uint32_t seq_lo = UINT32_MAX, seq_hi = 0;
+  uint64_t first_arrival_ns = UINT64_MAX, last_arrival_ns = 0;
+};
+
 struct InputChannelSummary {
   uint64_t channel = 0;
   uint64_t peer = 0;
@@ -104,10 +123,27 @@ struct InputChannelSummary {
   uint64_t unfinished = 0;  // never consumed while traced
   uint64_t blamed = 0;      // over the threshold, with a blame
   std::array<Percentiles, kInputStages> stages{};
+  // Consumed events, grouped; the worst groups first, at most
+  // InputOptions::max_worst.
+  std::vector<InputGroup> worst;
 };
 
+// Counts, percentiles and groups cover every event; of the events
+// themselves only those the reports list are kept, so that a long run's
+// memory stays bounded (docs/looptrace.md, "Memory").
 struct InputAnalysis {
-  std::vector<InputEventInfo> events;  // by channel, then first-seen order
+  uint64_t total = 0;   // every event
+  uint64_t blamed = 0;  // of them, with a blame
+  // The listed events, by channel, then first-seen order: all of them, or
+  // the first max_listed blamed ones and then the first unblamed ones.
+  std::vector<InputEventInfo> events;
+  uint64_t not_listed = 0;  // total - events.size()
+  // The max_timeline slowest to be consumed (never consumed first), in the
+  // same order; and how many others there were.
+  std::vector<InputEventInfo> timeline;
+  uint64_t timeline_omitted = 0;
+  // Earliest and latest stage timestamp of any event, 0 if none.
+  uint64_t first_ns = 0, last_ns = 0;
   std::vector<InputChannelSummary> channels;
   // Seqs whose messages matched no event (counted once per seq): a
   // FINISHED for an event sent before tracing began, or one whose event
@@ -117,6 +153,11 @@ struct InputAnalysis {
   uint64_t other_messages = 0;  // FOCUS, CAPTURE, DRAG, TIMELINE, TOUCH_MODE
   uint64_t legacy_messages = 0;
   uint64_t undecodable = 0;  // records whose bytes did not decode
+  // Dispatches dropped from the blame window (InputOptions::max_spans).
+  uint64_t spans_dropped = 0;
+  // Set when the temp file for stage durations failed: they were kept in
+  // memory instead (exact, unbounded).
+  std::string spill_error;
 };
 
 struct InputOptions {
@@ -124,11 +165,28 @@ struct InputOptions {
   uint64_t blame_ns = Thresholds::kSlowInputNs;
   // Spans kept for blame: at least this long (or consuming raw input).
   uint64_t min_span_ns = 1'000'000;
+  // What the analysis keeps (report/json_limits.h): listed events, the
+  // timeline's, dispatches per blame, worst groups per channel.
+  size_t max_listed = report::kJsonMaxInputEvents;
+  size_t max_timeline = report::kMaxTimelineInputs;
+  size_t max_chain = report::kJsonMaxRelated;
+  size_t max_worst = report::kMaxWorstGroups;
+  // Dispatches kept per thread for blames still to come; beyond it the
+  // oldest go (InputAnalysis::spans_dropped).
+  size_t max_spans = 100'000;
+  // How far the stream may run ahead of a dispatch that an event still to
+  // be seen could have waited behind (records reach the ring buffer in
+  // roughly time order).
+  uint64_t reorder_ns = 2'000'000'000;
+  // Stage values held in memory per channel and stage before they go to
+  // an unlinked temp file.
+  size_t spill_buffer = 8192;
 };
 
 class InputAnalyzer {
  public:
   explicit InputAnalyzer(InputOptions options);
+  ~InputAnalyzer();
 
   void consume(const Event& ev);
   // Call once, after the last event (spans still in flight included).
@@ -137,19 +195,51 @@ class InputAnalyzer {
  private:
   using ChanSeq = std::pair<uint64_t, uint32_t>;
   using ThreadKey = std::pair<uint32_t, uint32_t>;
+  using SpanKey = std::tuple<uint32_t, uint32_t, uint64_t>;
+  using OrderKey = std::pair<uint64_t, uint64_t>;  // channel, first seen
+  struct Channel;
 
   void on_io(const IoEvent& io);
   void on_raw(const IoEvent& io);
   void on_span(const SpanEvent& sp);
-  InputEventInfo& open_event(uint64_t channel, uint32_t seq);
+  uint64_t open_event(uint64_t channel, uint32_t seq);
+  // An event that is consumed and acknowledged: final once the stream has
+  // moved on far enough.
+  void done(uint64_t idx);
+  void settle_ready();
+  // An event that can change no more: finalize it, or wait for its
+  // handling dispatch if its blame may be that.
+  void settle(uint64_t idx);
+  void release_pending(const ThreadKey& tk, const SpanEvent& sp);
+  void finalize(uint64_t idx);
+  void add_to_group(Channel& c, const InputEventInfo& e);
+  void list(uint64_t idx, InputEventInfo&& e);
+  void prune_spans();
+  void note_time(uint64_t ns) { now_ns_ = std::max(now_ns_, ns); }
 
   InputOptions options_;
-  std::vector<InputEventInfo> events_;
-  std::map<ChanSeq, size_t> open_;  // not yet FINISHED-received
+  uint64_t next_idx_ = 0;
+  // Events that may still change, by first-seen order.
+  std::map<uint64_t, InputEventInfo> live_;
+  std::map<ChanSeq, uint64_t> open_;  // by seq, until finalized
+  std::deque<uint64_t> settling_;     // done, in the order they were
+  std::set<uint64_t> settling_set_;
   std::map<uint64_t, uint32_t> raw_seq_;
   // Raw reads waiting for their consuming dispatch, per thread.
-  std::map<ThreadKey, std::vector<size_t>> raw_pending_;
+  std::map<ThreadKey, std::vector<uint64_t>> raw_pending_;
+  // Consumed events whose blame may be their own handling dispatch, not
+  // yet seen, per thread.
+  std::map<ThreadKey, std::vector<uint64_t>> pending_blame_;
   std::map<ThreadKey, std::vector<SpanEvent>> spans_;
+  size_t spans_since_prune_ = 0;
+  uint64_t now_ns_ = 0;
+  std::unique_ptr<SpillFile> spill_;
+  std::map<uint64_t, std::unique_ptr<Channel>> channels_;
+  // The listed events (InputAnalysis::events) still in the running.
+  std::map<OrderKey, InputEventInfo> listed_blamed_, listed_unblamed_;
+  // The timeline's: latency (inverted: never consumed first), order.
+  using TimelineKey = std::tuple<uint64_t, uint64_t, uint64_t>;
+  std::map<TimelineKey, InputEventInfo> timeline_;
   InputAnalysis stats_;
 };
 

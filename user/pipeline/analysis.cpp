@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/duration.h"
+#include "base/log.h"
 
 namespace looptrace {
 
@@ -157,7 +158,12 @@ const Findings& Analysis::finish() {
   findings_.barriers = barriers_->finish(end_ns);
   findings_.has_barriers = has_barriers_;
   findings_.has_input = input_ != nullptr;
-  if (input_) findings_.input = input_->finish();
+  if (input_) {
+    findings_.input = input_->finish();
+    if (!findings_.input.spill_error.empty())
+      log::warn("input stage durations kept in memory: {}",
+                findings_.input.spill_error);
+  }
   ctx_.probes = &session_.probes;
   ctx_.symbolizer = symbolizer_;
   ctx_.slow_ns = thresholds_.slow_ns;

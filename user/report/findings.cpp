@@ -19,7 +19,7 @@ nlohmann::json findings_to_json(const Findings& found,
     j["barriers"] = std::move(bj["barriers"]);
   }
   if (found.has_input) {
-    nlohmann::json ij = input_summary_to_json(found.input, found.analysis);
+    nlohmann::json ij = input_summary_to_json(found.input, found.analysis, ctx);
     for (auto& [k, v] : ij.items()) j[k] = std::move(v);
   }
   return j;

@@ -23,11 +23,6 @@ using nlohmann::json;
 // cannot evaluate string_view::find on it under -fsanitize=undefined.)
 constexpr std::string_view kDataMarker = "<!-- looptrace:data -->";
 
-// Input events drawn on the timeline; beyond it the slowest are kept. Each
-// is one SVG rectangle: tens of thousands make a browser sluggish, and the
-// input stages table still covers every event.
-constexpr size_t kMaxTimelineInputs = 20000;
-
 struct Window {
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;
@@ -48,8 +43,7 @@ Window time_window(const Findings& found, const ReportContext& ctx) {
     see(s.span.start_ns, s.span.start_ns + s.span.duration_ns);
   for (const Barrier& b : found.barriers.barriers)
     see(b.posted_ns, std::max(b.removed_ns, b.stalled_ns));
-  for (const InputEventInfo& e : found.input.events)
-    see(e.arrival_ns(), e.consumed_ns());
+  see(found.input.first_ns, found.input.last_ns);
   end = std::max({end, start + ctx.duration_ns, start + 1});
   return {start, end};
 }
@@ -82,20 +76,14 @@ json flame_json(const DispatchAnalysis& a, report::FrameNames& names) {
 
 // Each input event's arrival and consumption on its app thread; events
 // never consumed first, then the slowest, when there are too many.
+// The analysis picked them (InputAnalysis::timeline): each is one SVG
+// rectangle, and tens of thousands make a browser sluggish; the input
+// stages table still covers every event.
 json input_timeline_json(const InputAnalysis& a, size_t* omitted) {
-  std::vector<const InputEventInfo*> drawable;
-  for (const InputEventInfo& e : a.events)
-    if (e.arrival_ns() != 0) drawable.push_back(&e);
-  auto latency = [](const InputEventInfo* e) {
-    return e->app_latency().value_or(UINT64_MAX);
-  };
+  *omitted = a.timeline_omitted;
   json out = json::array();
-  for (const InputEventInfo* e : report::keep_best(
-           drawable, kMaxTimelineInputs,
-           [&](const InputEventInfo*x, const InputEventInfo*y) {
-             return latency(x) > latency(y);
-           },
-           omitted))
+  for (const InputEventInfo& ev : a.timeline) {
+    const InputEventInfo* e = &ev;
     out.push_back({{"pid", e->pid},
                    {"tid", e->tid},
                    {"comm", e->comm},
@@ -104,6 +92,7 @@ json input_timeline_json(const InputAnalysis& a, size_t* omitted) {
                    {"arrival_ns", e->arrival_ns()},
                    {"consumed_ns", e->consumed_ns() ? json(e->consumed_ns())
                                                     : json(nullptr)}});
+  }
   return out;
 }
 

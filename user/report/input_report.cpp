@@ -16,8 +16,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr size_t kWorstListed = 10;  // events per channel in the text
-
 std::string channel_name(uint64_t inode) {
   return fmt::format("socket:[{}]", inode);
 }
@@ -77,27 +75,6 @@ json blame_span_json(const BlameSpan& b, const SpanIndex& idx,
 json opt(std::optional<uint64_t> v) { return v ? json(*v) : json(nullptr); }
 json opt_ts(uint64_t v) { return v ? json(v) : json(nullptr); }
 
-// A long high-rate trace has millions of events: the blamed ones are
-// listed first, then the others, in order, up to the cap; channel
-// percentiles always cover all of them.
-struct Listing {
-  size_t blamed_room = 0;    // blamed events listed
-  size_t unblamed_room = 0;  // unblamed events listed
-  size_t not_listed = 0;
-};
-
-Listing listing(const InputAnalysis& a) {
-  size_t blamed = 0;
-  for (const InputEventInfo& e : a.events) blamed += e.blame ? 1 : 0;
-  size_t unblamed = a.events.size() - blamed;
-  Listing l;
-  l.blamed_room = std::min(blamed, report::kJsonMaxInputEvents);
-  l.unblamed_room =
-      std::min(unblamed, report::kJsonMaxInputEvents - l.blamed_room);
-  l.not_listed = a.events.size() - l.blamed_room - l.unblamed_room;
-  return l;
-}
-
 json event_json(const InputEventInfo& e, const SpanIndex& idx,
                 const ReportContext& ctx, report::FrameNames& names) {
   json stages = json::object();
@@ -109,23 +86,9 @@ json event_json(const InputEventInfo& e, const SpanIndex& idx,
   json blame = nullptr;
   if (e.blame) {
     const InputBlame& b = *e.blame;
-    // Too many dispatches to name: the primary one, then the longest.
-    std::vector<size_t> all(b.chain.size());
-    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
-    size_t omitted = 0;
-    std::vector<size_t> kept = report::keep_best(
-        all, report::kJsonMaxRelated,
-        [&b](size_t x, size_t y) {
-          return std::make_tuple(x == b.primary, b.chain[x].span.duration_ns) >
-                 std::make_tuple(y == b.primary, b.chain[y].span.duration_ns);
-        },
-        &omitted);
     json chain = json::array();
-    size_t primary = 0;
-    for (size_t i : kept) {
-      if (i == b.primary) primary = chain.size();
-      chain.push_back(blame_span_json(b.chain[i], idx, ctx, names));
-    }
+    for (const BlameSpan& bs : b.chain)
+      chain.push_back(blame_span_json(bs, idx, ctx, names));
     blame = {{"kind", b.own_handler     ? "handled_slowly"
                       : b.chain.empty() ? "unknown"
                                         : "waited_behind"},
@@ -133,10 +96,10 @@ json event_json(const InputEventInfo& e, const SpanIndex& idx,
              {"waited_ns", b.waited_ns},
              {"unattributed_ns", b.unattributed_ns},
              {"dispatches", chain}};
-    if (omitted) blame["dispatches_omitted"] = omitted;
+    if (b.omitted) blame["dispatches_omitted"] = b.omitted;
     if (!b.chain.empty()) {
       for (const char* k : {"target", "start_ns", "duration_ns", "stack"})
-        blame[k] = chain[primary][k];
+        blame[k] = chain[b.primary][k];
     }
   }
   json j = {
@@ -167,10 +130,27 @@ json event_json(const InputEventInfo& e, const SpanIndex& idx,
   return j;
 }
 
+// A channel's worst groups, as the text report lists them.
+json worst_json(const InputChannelSummary& c, const SpanIndex& idx,
+                const ReportContext& ctx, report::FrameNames& names) {
+  json out = json::array();
+  for (const InputGroup& g : c.worst)
+    out.push_back({{"events", g.events},
+                   {"seq_first", g.seq_lo},
+                   {"seq_last", g.seq_hi},
+                   {"first_arrival_ns", g.first_arrival_ns},
+                   {"last_arrival_ns", g.last_arrival_ns},
+                   {"worst", event_json(g.worst, idx, ctx, names)}});
+  return out;
+}
+
 }  // namespace
 
 json input_summary_to_json(const InputAnalysis& a,
-                           const DispatchAnalysis& dispatch) {
+                           const DispatchAnalysis& dispatch,
+                           const ReportContext& ctx) {
+  report::FrameNames names(ctx.symbolizer);
+  SpanIndex idx = index_spans(dispatch);
   // Too many channels: the ones with the most events.
   std::vector<const InputChannelSummary*> all;
   for (const InputChannelSummary& c : a.channels) all.push_back(&c);
@@ -210,22 +190,24 @@ json input_summary_to_json(const InputAnalysis& a,
          {"motions", c.motions},
          {"unfinished", c.unfinished},
          {"blamed", c.blamed},
-         {"stages", stages}});
+         {"stages", stages},
+         {"worst", worst_json(c, idx, ctx, names)}});
   }
   json out = json::object();
   out["input_summary"] = {
-      {"events", a.events.size()},
+      {"events", a.total},
       {"channels", a.channels.size()},
       {"unmatched_messages", a.unmatched},
       {"duplicate_messages", a.duplicates},
       {"other_messages", a.other_messages},
       {"legacy_messages", a.legacy_messages},
       {"undecodable_messages", a.undecodable},
-      {"not_listed", listing(a).not_listed},
+      {"not_listed", a.not_listed},
       {"channels_not_listed", channels_omitted},
       // What the kernel filter let through and turned away.
       {"kernel_recorded", dispatch.counters.bpf[LT_CNT_IO]},
-      {"kernel_rejected", dispatch.counters.bpf[LT_CNT_IO_REJECT]}};
+      {"kernel_rejected", dispatch.counters.bpf[LT_CNT_IO_REJECT]},
+      {"blame_spans_dropped", a.spans_dropped}};
   out["input_channels"] = std::move(channels);
   return out;
 }
@@ -237,18 +219,11 @@ void for_each_listed_input_event(
         fn) {
   report::FrameNames names(ctx.symbolizer);
   SpanIndex idx = index_spans(dispatch);
-  Listing room = listing(a);
-  for (const InputEventInfo& e : a.events) {
-    size_t& left = e.blame ? room.blamed_room : room.unblamed_room;
-    if (left == 0) continue;
-    --left;
+  for (const InputEventInfo& e : a.events)
     fn(e, event_json(e, idx, ctx, names));
-  }
 }
 
-size_t input_events_not_listed(const InputAnalysis& a) {
-  return listing(a).not_listed;
-}
+size_t input_events_not_listed(const InputAnalysis& a) { return a.not_listed; }
 
 void for_each_input_event_json(
     const InputAnalysis& a, const DispatchAnalysis& dispatch,
@@ -265,10 +240,9 @@ void write_input_report(std::ostream& os, const InputAnalysis& a,
   report::FrameNames names(ctx.symbolizer);
   SpanIndex idx = index_spans(dispatch);
   os << '\n';
-  report::put(os,
-              fmt::format("INPUT: {} event{} on {} channel{}", a.events.size(),
-                          a.events.size() == 1 ? "" : "s", a.channels.size(),
-                          a.channels.size() == 1 ? "" : "s"));
+  report::put(os, fmt::format("INPUT: {} event{} on {} channel{}", a.total,
+                              a.total == 1 ? "" : "s", a.channels.size(),
+                              a.channels.size() == 1 ? "" : "s"));
   if (a.channels.empty()) {
     report::put(os,
                 "  no input channel seen (Android InputChannels are AF_UNIX "
@@ -310,98 +284,59 @@ void write_input_report(std::ostream& os, const InputAnalysis& a,
                           format_duration(p.p90), format_duration(p.p99),
                           format_duration(p.max)));
     }
-    // The worst events: longest from arrival to consumption, those that
-    // waited behind the same dispatch as one entry (a stall delays every
-    // event that arrives during it).
-    struct Group {
-      const InputEventInfo* worst = nullptr;
-      size_t n = 0;
-      uint32_t seq_lo = UINT32_MAX, seq_hi = 0;
-      uint64_t first_ns = UINT64_MAX, last_ns = 0;
-    };
-    std::map<std::tuple<uint32_t, uint32_t, uint64_t>, Group> by_blame;
-    std::vector<Group> groups;
-    auto add = [](Group& g, const InputEventInfo& e) {
-      if (!g.worst || *e.app_latency() > *g.worst->app_latency()) g.worst = &e;
-      ++g.n;
-      g.seq_lo = std::min(g.seq_lo, e.seq);
-      g.seq_hi = std::max(g.seq_hi, e.seq);
-      g.first_ns = std::min(g.first_ns, e.arrival_ns());
-      g.last_ns = std::max(g.last_ns, e.arrival_ns());
-    };
-    // Events with no slow dispatch to name (a queue draining after a
-    // stall, or under --slow-input) group while they come one after the
-    // other, the slow ones apart from the others.
-    enum { kNamed, kUnnamed, kUnblamed } prev = kNamed;
-    for (const InputEventInfo& e : a.events) {
-      if (e.channel != c.channel || !e.app_latency()) continue;
-      auto kind = !e.blame                 ? kUnblamed
-                  : e.blame->chain.empty() ? kUnnamed
-                                           : kNamed;
-      if (kind == kNamed) {
-        const SpanEvent& p = e.blame->chain[e.blame->primary].span;
-        add(by_blame[{p.pid, p.tid, p.span_id}], e);
-      } else if (kind == prev) {
-        add(groups.back(), e);
-      } else {
-        add(groups.emplace_back(), e);
-      }
-      prev = kind;
-    }
-    for (auto& [key, g] : by_blame) groups.push_back(g);
-    std::sort(groups.begin(), groups.end(), [](const Group& x, const Group& y) {
-      return *x.worst->app_latency() > *y.worst->app_latency();
-    });
-    if (groups.size() > kWorstListed) groups.resize(kWorstListed);
+    // The worst events: longest from arrival to consumption, grouped
+    // (analysis/input.h, InputGroup).
+    const std::vector<InputGroup>& groups = c.worst;
     if (groups.empty()) continue;
     report::put(os, "  worst (arrival -> consumed):");
     auto rel = [&ctx](uint64_t ns) {
       return format_duration(
           ctx.start_ns && ns > ctx.start_ns ? ns - ctx.start_ns : 0);
     };
-    for (const Group& g : groups) {
-      const InputEventInfo* e = g.worst;
-      if (g.n == 1)
+    for (const InputGroup& g : groups) {
+      const InputEventInfo* e = &g.worst;
+      if (g.events == 1)
         report::put(os, fmt::format("    seq {} {}: arrived +{}, consumed {} "
                                     "later",
                                     e->seq, input_type_name(e->type),
                                     rel(e->arrival_ns()),
                                     format_duration(*e->app_latency())));
       else
-        report::put(os, fmt::format("    {} events, seq {}..{}: arrived +{}.."
-                                    "+{}, consumed up to {} later",
-                                    g.n, g.seq_lo, g.seq_hi, rel(g.first_ns),
-                                    rel(g.last_ns),
-                                    format_duration(*e->app_latency())));
+        report::put(os,
+                    fmt::format("    {} events, seq {}..{}: arrived +{}.."
+                                "+{}, consumed up to {} later",
+                                g.events, g.seq_lo, g.seq_hi,
+                                rel(g.first_arrival_ns), rel(g.last_arrival_ns),
+                                format_duration(*e->app_latency())));
       if (!e->blame) continue;
       const InputBlame& b = *e->blame;
       if (b.chain.empty()) {
         report::put(os, fmt::format("      behind dispatches each shorter than "
                                     "the slow threshold ({}{})",
                                     format_duration(b.unattributed_ns),
-                                    g.n == 1 ? "" : ", the worst"));
+                                    g.events == 1 ? "" : ", the worst"));
         continue;
       }
       const BlameSpan& p = b.chain[b.primary];
       std::string target = report::describe_target(p.span, ctx).text;
-      report::put(
-          os,
-          fmt::format(
-              "      {} {} ({}{})", b.own_handler ? "handled in" : "behind",
-              target, format_duration(p.span.duration_ns),
-              p.running_at_arrival && g.n == 1 ? ", running at arrival" : ""));
-      if (b.chain.size() > 1)
-        report::put(
-            os, fmt::format("      and {} more dispatch{}; waited {} "
-                            "in all{}",
-                            b.chain.size() - 1, b.chain.size() == 2 ? "" : "es",
-                            format_duration(b.waited_ns),
-                            g.n == 1 ? "" : " (the worst)"));
+      report::put(os, fmt::format("      {} {} ({}{})",
+                                  b.own_handler ? "handled in" : "behind",
+                                  target, format_duration(p.span.duration_ns),
+                                  p.running_at_arrival && g.events == 1
+                                      ? ", running at arrival"
+                                      : ""));
+      const size_t behind = b.chain.size() + b.omitted;
+      if (behind > 1)
+        report::put(os, fmt::format("      and {} more dispatch{}; waited {} "
+                                    "in all{}",
+                                    behind - 1, behind == 2 ? "" : "es",
+                                    format_duration(b.waited_ns),
+                                    g.events == 1 ? "" : " (the worst)"));
       // Waits behind dispatches under --slow are not itemized, only summed.
       if (!b.own_handler && b.unattributed_ns >= 1'000'000)
         report::put(os, fmt::format("      and {} behind shorter dispatches{}",
                                     format_duration(b.unattributed_ns),
-                                    g.n == 1 ? "" : " (the worst)"));
+                                    g.events == 1 ? "" : " (the worst)"));
       auto it = idx.find({p.span.pid, p.span.tid, p.span.span_id});
       if (it != idx.end() && !it->second->stacks.empty()) {
         const auto& fr = it->second->stacks[0].frames;

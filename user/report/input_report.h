@@ -24,14 +24,14 @@ void write_input_report(std::ostream& os, const InputAnalysis& a,
 // time, so that a large report is written without holding every event's
 // JSON at once (report/json_stream.h).
 nlohmann::json input_summary_to_json(const InputAnalysis& a,
-                                     const DispatchAnalysis& dispatch);
+                                     const DispatchAnalysis& dispatch,
+                                     const ReportContext& ctx);
 void for_each_input_event_json(
     const InputAnalysis& a, const DispatchAnalysis& dispatch,
     const ReportContext& ctx,
     const std::function<void(const nlohmann::json&)>& emit);
 
-// The events the JSON report lists (all of them, or the blamed ones first
-// and then the others in order, kJsonMaxInputEvents in all), in order, each
+// The events the JSON report lists (InputAnalysis::events), in order, each
 // with its "input_events" element; and how many it leaves out.
 void for_each_listed_input_event(
     const InputAnalysis& a, const DispatchAnalysis& dispatch,

@@ -25,6 +25,10 @@ constexpr size_t kJsonMaxRelated = 100;
 // input_events and input_channels.
 constexpr size_t kJsonMaxInputEvents = 100000;
 constexpr size_t kJsonMaxInputChannels = 10000;
+// Input events drawn on the HTML page's timeline: the slowest.
+constexpr size_t kMaxTimelineInputs = 20000;
+// Groups of input events in a channel's "worst" list (text and JSON).
+constexpr size_t kMaxWorstGroups = 10;
 
 // The `cap` items that rank first by `better` (a strict weak order: "a is
 // more worth listing than b"), in their original order; all of them when

@@ -67,11 +67,10 @@ TimeRange time_range(const Findings& f, const ReportContext& ctx) {
       r.add(b.posted_ns);
       r.add(b.removed_ns);
     }
-  if (f.has_input)
-    for (const InputEventInfo& e : f.input.events)
-      for (uint64_t ns :
-           {e.sent_ns, e.received_ns, e.finished_ns, e.finish_received_ns})
-        r.add(ns);
+  if (f.has_input) {
+    r.add(f.input.first_ns);
+    r.add(f.input.last_ns);
+  }
   if (r.first > r.last) r.first = r.last = 0;  // nothing at all
   return r;
 }
