@@ -116,7 +116,8 @@ std::vector<Event> sample_events() {
           Event(sym),
           Event(q),
           Event(TickEvent{0, 0, 8000}),
-          Event(end)};
+          Event(end),
+          Event(HangEvent{sp.pid, sp.tid, sp})};
 }
 
 // Re-encoding the decoded event gives the same bytes: every field survived.
@@ -271,16 +272,22 @@ TEST(Recording, RandomDamageNeverCrashes) {
   for (int i = 0; i < 300; ++i) {
     std::string b = full;
     int flips = 1 + static_cast<int>(rng() % 4);
-    for (int f = 0; f < flips; ++f)
-      b[16 + rng() % (b.size() - 16)] ^= static_cast<char>(1 + rng() % 255);
+    for (int f = 0; f < flips; ++f) {
+      char x = static_cast<char>(1 + rng() % 255);
+      b[16 + rng() % (b.size() - 16)] ^= x;
+    }
     {
       std::ofstream o(bad, std::ios::binary | std::ios::trunc);
       o.write(b.data(), static_cast<std::streamsize>(b.size()));
     }
     Replayed got = read_all(bad);
     // Every damaged block is found by its checksum (or framing): the
-    // events before it are all there, nothing after it is invented.
-    EXPECT_FALSE(got.damage.empty()) << i;
+    // events before it are all there, nothing after it is invented. A flip
+    // of the unused bits after a deflate stream's end damages nothing:
+    // then every event is read back.
+    EXPECT_TRUE(!got.damage.empty() ||
+                got.events == 3 * sample_events().size())
+        << i;
     EXPECT_EQ(got.events % sample_events().size(), 0u) << i;
   }
   unlink(path.c_str());
