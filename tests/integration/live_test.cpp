@@ -1,6 +1,8 @@
 // While tracing: --live prints each slow dispatch as it ends, and a
 // terminal gets a status line updated in place. Ground truth: the
 // reference app's log.
+#include <algorithm>
+#include <chrono>
 #include <regex>
 
 #include "harness.h"
@@ -90,6 +92,123 @@ TEST(Live, ATerminalGetsAStatusLineUpdatedInPlace) {
   RunResult plain = run({looptrace_bin(), "record", "--profile", "refapp", "--",
                          refapp_bin(), "--rate", "300", "--duration", "800"});
   EXPECT_EQ(plain.err.find("traced,"), std::string::npos) << plain.err;
+}
+
+TEST(Live, AHangIsAnnouncedWhileItRunsAndWhenItEnds) {
+  LT_REQUIRE_BPF();
+  TempDir dir;
+  std::string log = dir.file("app.jsonl"), events_path = dir.file("ev.jsonl");
+  RunResult r = run(
+      {looptrace_bin(),    "record", "--profile",  "refapp",        "-q",
+       "--hang",           "1s",     "--events",   events_path,     "--json",
+       dir.file("r.json"), "--",     refapp_bin(), "--rate",        "100",
+       "--duration",       "4500",   "--stall",    "busy:3000@500", "--stall",
+       "busy:600@4000",    "--log",  log});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<json> stalls = events(read_jsonl(log), "stall");
+  ASSERT_EQ(stalls.size(), 2u);
+  const json& stall = stalls[0];
+  std::vector<json> ev = read_jsonl(events_path);
+  // The 3 s stall once when it crossed 1 s and once when it ended; the
+  // 600 ms one never.
+  ASSERT_EQ(ev.size(), 2u) << r.err;
+  const json& hang = ev[0];
+  EXPECT_EQ(hang["event"], "hang");
+  EXPECT_EQ(hang["tid"], stall["tid"]);
+  EXPECT_EQ(hang["target"], "refapp::StallHandler what=0");
+  // Announced within 100 ms of crossing 1 s, by the app's own clock.
+  int64_t seen =
+      diff(hang["start_ns"].get<uint64_t>() + hang["age_ns"].get<uint64_t>(),
+           stall["start_ns"].get<uint64_t>());
+  EXPECT_GE(seen, 1'000'000'000 - 1'000'000);
+  EXPECT_LE(seen, 1'100'000'000);
+  // Where it is stuck: the stalling function, innermost.
+  ASSERT_FALSE(hang["stack"].empty());
+  EXPECT_NE(hang["stack"][0].get<std::string>().find("refapp::busyStall"),
+            std::string::npos)
+      << hang["stack"];
+  // Its split so far adds up to at most its age.
+  EXPECT_LE(hang["cpu_ns"].get<uint64_t>() + hang["runq_ns"].get<uint64_t>(),
+            hang["age_ns"].get<uint64_t>());
+  const json& over = ev[1];
+  EXPECT_EQ(over["event"], "hang_end");
+  EXPECT_EQ(over["span_id"], hang["span_id"]);
+  double truth = stall["duration_ns"].get<double>();
+  EXPECT_NEAR(over["duration_ns"].get<double>(), truth, truth * 0.01);
+  // The same on stderr, and the span marked in the report.
+  EXPECT_NE(r.err.find("looptrace: HANG dispatch refapp::StallHandler what=0 "
+                       "running 1."),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("looptrace: hang over: dispatch refapp::StallHandler "
+                       "what=0 after 3.0"),
+            std::string::npos)
+      << r.err;
+  json report = read_json(dir.file("r.json"));
+  size_t marked = 0;
+  for (const json& s : report["slow_dispatches"])
+    if (s.contains("hang_announced_ns")) {
+      ++marked;
+      EXPECT_EQ(s["start_ns"], hang["start_ns"]);
+    }
+  EXPECT_EQ(marked, 1u);
+}
+
+TEST(Live, DurationStopsOnTimeAndTheHangIsMeasuredToTheStop) {
+  LT_REQUIRE_BPF();
+  TempDir dir;
+  std::string log = dir.file("app.jsonl"), json_path = dir.file("r.json");
+  // The stall begins after looptrace has attached (well under a second)
+  // and runs past its stop.
+  Process app({refapp_bin(), "--rate", "100", "--duration", "4000", "--stall",
+               "busy:2500@1000", "--log", log},
+              dir.file("app.out"), dir.file("app.err"));
+  ASSERT_TRUE(wait_for_text(log, "\"start\"", 5000));
+  Process lt({looptrace_bin(), "record", "--profile", "refapp", "-p",
+              std::to_string(app.pid()), "-d", "1200ms", "--json", json_path},
+             dir.file("lt.out"), dir.file("lt.err"));
+  ASSERT_TRUE(wait_for_text(dir.file("lt.err"), "Ctrl-C to stop", 10000));
+  auto started = std::chrono::steady_clock::now();
+  // The report is out 1.2 s after tracing began, not after the probes are
+  // removed (about 100 ms each).
+  while (!wait_for_text(dir.file("lt.out"), "SLOW DISPATCHES", 5) &&
+         std::chrono::steady_clock::now() - started <
+             std::chrono::seconds(10)) {
+  }
+  double ms = std::chrono::duration<double, std::milli>(
+                  std::chrono::steady_clock::now() - started)
+                  .count();
+  ASSERT_EQ(lt.wait(20000), 0) << read_file(dir.file("lt.err"));
+  EXPECT_LE(ms, 1200 + 100) << "the report came " << ms << " ms after start";
+  EXPECT_GE(ms, 1200 - 50);
+  ASSERT_EQ(app.wait(10000), 0);
+  json report = read_json(json_path);
+  std::vector<json> stalls = events(read_jsonl(log), "stall");
+  ASSERT_EQ(stalls.size(), 1u);
+  // The stall was still running at the stop: its age, CPU split and
+  // samples all end at the trace's end.
+  const json* hung = nullptr;
+  for (const json& s : report["slow_dispatches"])
+    if (s["in_flight"] == true) hung = &s;
+  ASSERT_NE(hung, nullptr) << report["slow_dispatches"];
+  EXPECT_EQ((*hung)["tid"], stalls[0]["tid"]);
+  uint64_t age = (*hung)["duration_ns"].get<uint64_t>();
+  EXPECT_LE(age, report["duration_ns"].get<uint64_t>());
+  EXPECT_LE((*hung)["cpu_ns"].get<uint64_t>() +
+                (*hung)["runq_ns"].get<uint64_t>() +
+                (*hung)["steal_ns"].get<uint64_t>(),
+            age);
+  // It began inside the trace and ended after it.
+  uint64_t stall_start = stalls[0]["start_ns"].get<uint64_t>();
+  uint64_t stall_end = stalls[0]["end_ns"].get<uint64_t>();
+  uint64_t stop = (*hung)["start_ns"].get<uint64_t>() + age;
+  EXPECT_LT(stop, stall_end);
+  EXPECT_GT(stop, stall_start);
+  uint64_t last_sample = 0;
+  for (const json& st : (*hung)["stacks"])
+    last_sample = std::max(last_sample, st["last_ns"].get<uint64_t>());
+  EXPECT_LE(last_sample, stop);
+  EXPECT_GE(last_sample + 20'000'000, stop) << "samples up to the stop";
 }
 
 }  // namespace

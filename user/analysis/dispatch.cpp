@@ -30,6 +30,9 @@ void DispatchAnalyzer::consume(const Event& ev) {
           on_sample(e);
         } else if constexpr (std::is_same_v<T, SpanDropEvent>) {
           on_drop(e);
+        } else if constexpr (std::is_same_v<T, HangEvent>) {
+          hangs_.try_emplace({e.pid, e.tid, e.span.span_id},
+                             e.span.start_ns + e.span.duration_ns);
         }  // PointEvents are the barrier analyser's
       },
       ev);
@@ -89,6 +92,7 @@ void DispatchAnalyzer::on_span(const SpanEvent& ev) {
     slow.span = ev;
     slow.nsamples = static_cast<uint32_t>(samples.size());
     slow.stacks = group_stacks(std::move(samples), options_.frame_key);
+    slow.hang_announced_ns = take_hang({ev.pid, ev.tid, ev.span_id});
     slow_.push_back(std::move(slow));
     return;
   }
@@ -123,7 +127,23 @@ void DispatchAnalyzer::on_span(const SpanEvent& ev) {
   slow.span = ev;
   slow.nsamples = static_cast<uint32_t>(samples.size());
   slow.stacks = group_stacks(std::move(samples), options_.frame_key);
+  slow.hang_announced_ns = take_hang({ev.pid, ev.tid, ev.span_id});
   slow_.push_back(std::move(slow));
+}
+
+uint64_t DispatchAnalyzer::take_hang(const SpanKey& key) {
+  auto it = hangs_.find(key);
+  if (it == hangs_.end()) return 0;
+  uint64_t ns = it->second;
+  hangs_.erase(it);
+  return ns;
+}
+
+const std::vector<uint64_t>* DispatchAnalyzer::latest_frames(
+    uint32_t pid, uint32_t tid, uint64_t span_id) const {
+  auto it = pending_.find({pid, tid, span_id});
+  if (it == pending_.end() || it->second.empty()) return nullptr;
+  return &it->second.back().frames;
 }
 
 std::vector<StackGroup> group_stacks(std::vector<SampleEvent> samples,

@@ -28,6 +28,8 @@ struct StackGroup {
 
 struct SlowSpan {
   SpanEvent span;
+  // When it was announced as a hang while it ran (HangEvent), 0 if not.
+  uint64_t hang_announced_ns = 0;
   uint32_t nsamples = 0;
   // Sorted by count desc, then longest_run desc, then first_ns: stacks[0]
   // is where the span was stuck.
@@ -36,6 +38,13 @@ struct SlowSpan {
 
 // One loop thread in one role (a thread that dispatches and runs idle
 // handlers has two).
+// A span announced while it runs (HangEvent), or its end.
+struct HangAlert {
+  SpanEvent span;  // as it was then (in flight), or as it ended
+  bool ended = false;
+  std::vector<uint64_t> frames;  // its latest stack sample, if any
+};
+
 struct ThreadSummary {
   uint32_t pid = 0;
   uint32_t tid = 0;
@@ -101,6 +110,9 @@ class DispatchAnalyzer {
   // histogram; `counters` are the run's loss counters.
   DispatchAnalysis finish(const std::vector<ThreadHistogram>& hists,
                           const Counters& counters);
+  // The frames of the latest sample of a span still running, if any.
+  const std::vector<uint64_t>* latest_frames(uint32_t pid, uint32_t tid,
+                                             uint64_t span_id) const;
 
  private:
   using ThreadKey = std::pair<uint32_t, uint32_t>;           // pid, tid
@@ -127,6 +139,7 @@ class DispatchAnalyzer {
   void on_sample(const SampleEvent& ev);
   void on_drop(const SpanDropEvent& ev);
   std::vector<SampleEvent> take_samples(const SpanKey& key);
+  uint64_t take_hang(const SpanKey& key);
   void note_time(uint64_t ns);
   uint64_t slow_threshold(uint32_t role) const;
   ThreadSummary summarize(const RoleKey& key, const ThreadHistogram& hist,
@@ -148,6 +161,8 @@ class DispatchAnalyzer {
   std::map<RoleKey, Seen> seen_;
   // Completed spans in the stream, counted the way the kernel counts them.
   std::map<HistKey, ThreadHistogram> stream_hists_;
+  // Spans announced as hangs (HangEvent), until they reach the stream.
+  std::map<SpanKey, uint64_t> hangs_;
 };
 
 // Groups samples (any order) into stacks, sorted as SlowSpan::stacks.

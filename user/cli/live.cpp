@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <set>
+#include <tuple>
 
 #include "proc/maps.h"
 #include "proc/pid.h"
@@ -112,6 +113,8 @@ LiveEnd run_live(Tracer& tracer, Child* child, pid_t pid, uint64_t t0,
   };
   LiveEnd end;
   uint64_t last_alive_check = 0, last_stall_check = 0, last_progress = 0;
+  uint64_t last_hang_check = 0;
+  std::set<std::tuple<uint32_t, uint32_t, uint64_t>> hung;  // announced
   while (true) {
     if (g_stop_signal) {
       end.reason = g_stop_signal == SIGINT   ? "interrupted"
@@ -137,7 +140,7 @@ LiveEnd run_live(Tracer& tracer, Child* child, pid_t pid, uint64_t t0,
     // Input records do not wake us (abi.h io_wakeup_bytes): poll more
     // often, so that a short-lived process's mappings are read while it
     // is alive.
-    const int max_wait_ms = input ? 25 : 100;
+    const int max_wait_ms = input ? 25 : hooks.hang_ns ? 50 : 100;
     int timeout = max_wait_ms;
     if (duration_ns) {
       uint64_t left = duration_ns - std::min(duration_ns, now - t0);
@@ -152,29 +155,49 @@ LiveEnd run_live(Tracer& tracer, Child* child, pid_t pid, uint64_t t0,
       emit_queues(tracer, hooks, now, false, sink);
       sink(Event(TickEvent{0, 0, now}));
     }
+    // A span past --hang is announced while it runs, within about 50 ms.
+    // The threads to look at are those seen in the stream: a span old
+    // enough has had samples.
+    if (hooks.hang_ns && now - last_hang_check >= 50'000'000) {
+      last_hang_check = now;
+      for (SpanEvent& sp : tracer.read_in_flight(tracker.threads(), now)) {
+        if (sp.duration_ns < hooks.hang_ns ||
+            !hung.insert({sp.pid, sp.tid, sp.span_id}).second)
+          continue;
+        HangEvent h;
+        h.pid = sp.pid;
+        h.tid = sp.tid;
+        h.span = std::move(sp);
+        sink(Event(std::move(h)));
+      }
+    }
     if (hooks.on_progress && now - last_progress >= 250'000'000) {
       last_progress = now;
       hooks.on_progress(now);
     }
     if (!end.run_status.ok()) break;
   }
+  // Everything is measured to this instant: recording stops, and the spans
+  // still in flight are read before the probes are removed (which takes a
+  // while), so that their age, CPU and samples end where the trace does.
   end.end_ns = monotonic_ns();
-  end.stop_status = tracer.stop(sink);
-  EndEvent last;
-  last.end_ns = end.end_ns;
-  last.stop_reason = end.reason;
-  last.hists = tracer.read_histograms();
-  last.counters = tracer.read_counters();
-  // A leaked barrier: what is waiting behind it now, at the end.
-  if (barriers) emit_queues(tracer, hooks, monotonic_ns(), true, sink);
+  tracer.pause();
   // A loop stuck in a dispatch right now is the most important finding of
   // all: report spans still in flight on every thread we know of.
-  std::set<std::pair<uint32_t, uint32_t>>& threads = tracker.threads();
-  for (const ThreadHistogram& h : last.hists) threads.emplace(h.pid, h.tid);
+  std::set<std::pair<uint32_t, uint32_t>> threads = tracker.threads();
   for (uint32_t tgid : tracer.traced_processes())
     for (uint32_t tid : proc::thread_ids(tgid)) threads.emplace(tgid, tid);
-  for (SpanEvent& ev : tracer.read_in_flight(threads, monotonic_ns()))
-    sink(Event(std::move(ev)));
+  EndEvent last;
+  last.hists = tracer.read_histograms();
+  for (const ThreadHistogram& h : last.hists) threads.emplace(h.pid, h.tid);
+  std::vector<SpanEvent> in_flight = tracer.read_in_flight(threads, end.end_ns);
+  end.stop_status = tracer.stop(sink);
+  last.end_ns = end.end_ns;
+  last.stop_reason = end.reason;
+  last.counters = tracer.read_counters();
+  // A leaked barrier: what is waiting behind it now, at the end.
+  if (barriers) emit_queues(tracer, hooks, end.end_ns, true, sink);
+  for (SpanEvent& ev : in_flight) sink(Event(std::move(ev)));
   emit(Event(std::move(last)));
   return end;
 }

@@ -28,12 +28,14 @@ struct LiveHooks {
   // About four times a second while tracing (the status line, flushing a
   // recording).
   std::function<void(uint64_t now)> on_progress;
+  // Spans running this long are announced (HangEvent); 0: never.
+  uint64_t hang_ns = 0;
 };
 
 struct LiveEnd {
   std::string reason;  // "duration elapsed", "interrupted", kCommandExited
   Status run_status;   // the first polling error
-  Status stop_status;  // detaching and draining
+  Status stop_status;  // draining
   uint64_t end_ns = 0;
 };
 

@@ -162,8 +162,13 @@ int main(int argc, char** argv) {
   rec->add_option("--barrier-stall", ra.barrier_stall,
                   "A sync barrier held this long is a stall, announced live")
       ->capture_default_str();
+  rec->add_option("--hang", ra.hang,
+                  "Announce a span still running after this long, while it "
+                  "runs and when it ends (0: never)")
+      ->capture_default_str();
   rec->add_option("--events", ra.outputs.events,
-                  "Write live events (barrier stalls) to FILE as JSON lines");
+                  "Write live events (barrier stalls, hangs) to FILE as JSON "
+                  "lines");
   rec->add_flag("--input", ra.input,
                 "Trace input channels: Android InputChannel messages on "
                 "AF_UNIX SOCK_SEQPACKET sockets, stage by stage");

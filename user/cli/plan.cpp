@@ -280,6 +280,9 @@ Status build_options(const RecordArgs& a, Plan* s) {
     return Status::Error("--max-threads: 1 to 1048576", ErrorKind::kUsage);
   s->opts.hist_max = a.hist_max;
   s->opts.limits.record_all = a.record_all;
+  auto hang = parse_duration(a.hang);
+  if (!hang.ok()) return hang.status();
+  s->hang_ns = *hang;
   auto bs = parse_duration(a.barrier_stall);
   if (!bs.ok()) return bs.status();
   s->opts.limits.barrier_stall_ns = *bs;

@@ -25,6 +25,7 @@ struct Plan {
   std::vector<ProbeDef> input_probes;  // a profile's input.recv/input.send
   TraceOptions opts;                   // opts.limits: every threshold
   uint64_t duration_ns = 0;            // 0: until stopped
+  uint64_t hang_ns = 0;                // --hang; 0: no live hang alerts
   std::vector<Budget> budgets;         // --fail-if
 };
 

@@ -24,6 +24,7 @@
 #include "proc/pid.h"
 #include "record/recording.h"
 #include "report/barrier_report.h"
+#include "report/hang_report.h"
 #include "report/report_common.h"
 #include "symbolize/proc_symbolizer.h"
 
@@ -175,6 +176,16 @@ int run_record(const RecordArgs& a) {
       out.events()->flush();
     }
   };
+  auto announce_hang = [&](const HangAlert& h) {
+    ReportContext ctx;
+    ctx.probes = &session.probes;
+    ctx.symbolizer = symbols;
+    view.print(hang_line(h, ctx));
+    if (out.events()) {
+      out.events()->stream() << hang_event(h, ctx).dump() << '\n';
+      out.events()->flush();
+    }
+  };
   Tracer::Sink emit = [&](Event&& ev) {
     if (auto* m = std::get_if<MappingsEvent>(&ev))
       live_symbols.add_mappings(m->pid, m->maps);
@@ -186,6 +197,9 @@ int run_record(const RecordArgs& a) {
     analysis.consume(ev);
     if (const auto* t = std::get_if<TickEvent>(&ev))
       for (const Barrier& b : analysis.take_new_stalls()) announce(b, t->ts_ns);
+    if (std::holds_alternative<HangEvent>(ev) ||
+        std::holds_alternative<SpanEvent>(ev))
+      for (const HangAlert& h : analysis.take_hang_alerts()) announce_hang(h);
     view.consume(ev);
   };
 
@@ -216,6 +230,7 @@ int run_record(const RecordArgs& a) {
                  input.c_str(), what.c_str(), to.c_str());
   }
   LiveHooks hooks;
+  hooks.hang_ns = plan.hang_ns;
   hooks.queues_to_check = [&analysis](uint64_t now, bool all) {
     return analysis.queues_to_check(now, all);
   };
@@ -232,7 +247,6 @@ int run_record(const RecordArgs& a) {
       run_live(**tracer, child.get(), a.pid, t0, plan.duration_ns,
                analysis.has_barriers(), session.has_input, emit, hooks);
   view.finish();
-  tracer->reset();
   const bool command_ended = child && child->terminate();
   report_stop(a, end.reason, command_ended ? child->status() : -1);
 
@@ -253,6 +267,9 @@ int run_record(const RecordArgs& a) {
           "{}{}: {} events not recorded", st.ok() ? "" : st.message(),
           st.ok() ? "recording " + recording->path() : "", recording->lost())));
   }
+  // Removing the probes takes the kernel a while (Tracer::stop): once the
+  // reports are out.
+  tracer->reset();
   write_broken_budgets(std::cerr, outcomes);
   if (int rc = report_failures(failures); rc != 0) return rc;
   // A broken budget is the lab script's answer, over the command's own.

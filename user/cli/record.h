@@ -43,7 +43,8 @@ struct RecordArgs {
   bool record_all = false;
   OutputPaths outputs;  // --json, --events, -o, --perfetto, --folded, --html
   bool live = false;    // print slow spans as they end
-  std::vector<std::string> fail_if;  // budgets
+  std::string hang = format_duration(Thresholds::kHangNs);  // 0: off
+  std::vector<std::string> fail_if;                         // budgets
   std::string barrier_stall = format_duration(Thresholds::kBarrierStallNs);
   bool quiet = false;
   // Input channels (docs/input.md).

@@ -562,12 +562,13 @@ Status Tracer::poll(int timeout_ms, const Sink& sink) {
   return Status::Ok();
 }
 
+void Tracer::pause() { impl_->skel->bss->lt_ready = 0; }
+
 Status Tracer::stop(const Sink& sink) {
-  impl_->skel->bss->lt_ready = 0;
-  // Destroying the links unregisters the uprobes: breakpoints leave the
-  // traced processes; pending uretprobes return normally.
-  impl_->links.clear();
-  impl_->perf_fds.clear();
+  pause();
+  // The probes stay until the Tracer goes: removing a uprobe waits for an
+  // RCU grace period (about 100 ms each on 6.18, one after the other even
+  // from several threads), and the report should not wait for them.
   impl_->sink = &sink;
   int n = ring_buffer__consume(impl_->rb.get());
   impl_->sink = nullptr;

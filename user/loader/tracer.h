@@ -91,8 +91,12 @@ class Tracer {
 
   // Waits up to timeout_ms for records and hands each decoded event to sink.
   Status poll(int timeout_ms, const Sink& sink);
-  // Removes every probe (the traced processes run on untouched), then
-  // drains what is left in the ring buffer into sink.
+  // Stops recording: the probes stay, and so do the books of spans in
+  // flight (read_in_flight), but nothing more reaches the ring buffer.
+  void pause();
+  // Pauses, then drains what is left in the ring buffer into sink. The
+  // probes are removed (the traced processes run on untouched) when the
+  // Tracer is destroyed: that takes the kernel about 100 ms a probe.
   Status stop(const Sink& sink);
 
   std::vector<ThreadHistogram> read_histograms() const;

@@ -121,9 +121,31 @@ void Analysis::consume(const Event& ev) {
     }
     return;
   }
+  if (const auto* h = std::get_if<HangEvent>(&ev)) {
+    HangAlert a;
+    a.span = h->span;
+    if (const auto* f =
+            dispatch_->latest_frames(h->pid, h->tid, h->span.span_id))
+      a.frames = *f;
+    hangs_.insert({h->pid, h->tid, h->span.span_id});
+    hang_alerts_.push_back(std::move(a));
+  } else if (const auto* sp = std::get_if<SpanEvent>(&ev)) {
+    if (!sp->in_flight && hangs_.erase({sp->pid, sp->tid, sp->span_id})) {
+      HangAlert a;
+      a.span = *sp;
+      a.ended = true;
+      hang_alerts_.push_back(std::move(a));
+    }
+  }
   dispatch_->consume(ev);
   barriers_->consume(ev);
   if (input_) input_->consume(ev);
+}
+
+std::vector<HangAlert> Analysis::take_hang_alerts() {
+  std::vector<HangAlert> out;
+  out.swap(hang_alerts_);
+  return out;
 }
 
 std::vector<Barrier> Analysis::take_new_stalls() {

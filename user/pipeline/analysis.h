@@ -8,6 +8,8 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -56,6 +58,8 @@ class Analysis {
   // Barriers that became stalls at the last TickEvents (each once), for
   // live announcements.
   std::vector<Barrier> take_new_stalls();
+  // Hangs announced, and announced hangs that ended, since the last call.
+  std::vector<HangAlert> take_hang_alerts();
   // The queues (pid, queue) whose waiting messages a TickEvent at now_ns
   // will judge (open barriers past the stall threshold, not yet stalled)
   // or, with `all`, of every open barrier (at the end).
@@ -92,6 +96,8 @@ class Analysis {
   // The last QueueEvent of each (pid, queue).
   std::map<std::pair<uint32_t, uint64_t>, QueueEvent> queues_;
   std::vector<Barrier> new_stalls_;
+  std::set<std::tuple<uint32_t, uint32_t, uint64_t>> hangs_;  // announced
+  std::vector<HangAlert> hang_alerts_;
   uint64_t last_ns_ = 0;
   Findings findings_;
   ReportContext ctx_;

@@ -456,6 +456,9 @@ void encode_event(const Event& ev, std::string* out) {
         } else if constexpr (std::is_same_v<T, EndEvent>) {
           type = kEnd;
           w.put_cbor(end_json(e));
+        } else if constexpr (std::is_same_v<T, HangEvent>) {
+          type = kHang;
+          put_span(w, e.span);
         }
       },
       ev);
@@ -525,6 +528,14 @@ bool decode_event(uint8_t type, const uint8_t* data, size_t size, Event* out) {
       TickEvent e;
       if (!(r.get(&e.ts_ns) && r.done())) return false;
       *out = e;
+      return true;
+    }
+    case kHang: {
+      HangEvent e;
+      if (!get_span(r, &e.span)) return false;
+      e.pid = e.span.pid;
+      e.tid = e.span.tid;
+      *out = std::move(e);
       return true;
     }
     case kSession:

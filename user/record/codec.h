@@ -26,6 +26,8 @@ enum RecordType : uint8_t {
   kQueue = 10,
   kTick = 11,
   kEnd = 12,
+  kHang = 13,
+  kLastType = kHang,  // newer types are skipped by this build
 };
 
 // Appends [type u8][length u32][payload] to *out.

@@ -311,7 +311,7 @@ bool RecordingReader::next(Event* ev) {
     }
     // A type from a newer build is skipped; a known one that does not
     // decode is damage (the block's checksum was right: a writer bug).
-    if (type == 0 || type > rec::kEnd) {
+    if (type == 0 || type > rec::kLastType) {
       ++unknown_;
       continue;
     }

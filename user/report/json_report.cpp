@@ -108,6 +108,7 @@ json slow_span_json(const SlowSpan& s, const ReportContext& ctx,
   };
   if (s.stacks.size() > report::kJsonMaxStacks)
     out["stacks_omitted"] = s.stacks.size() - report::kJsonMaxStacks;
+  if (s.hang_announced_ns) out["hang_announced_ns"] = s.hang_announced_ns;
   return out;
 }
 

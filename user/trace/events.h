@@ -116,6 +116,9 @@ struct Thresholds {
   static constexpr uint64_t kSlowNs = 16'000'000;  // one 60 Hz frame
   static constexpr uint64_t kSlowInputNs = 100'000'000;
   static constexpr uint64_t kBarrierStallNs = 3'000'000'000;  // WeChat's 3 s
+  // A span running this long is announced while it runs (Matrix's lag
+  // threshold; Android's input ANR is 5 s).
+  static constexpr uint64_t kHangNs = 2'000'000'000;
   static constexpr uint32_t kSampleHz = 1000;
   static constexpr uint32_t kRingbufBytes = 8u << 20;
   static constexpr uint32_t kHistMax = 4096;  // threads x probes
@@ -218,9 +221,19 @@ struct EndEvent {
   Counters counters;
 };
 
-using Event = std::variant<SpanEvent, SampleEvent, SpanDropEvent, PointEvent,
-                           IoEvent, ExecEvent, SessionEvent, MappingsEvent,
-                           SymbolEvent, QueueEvent, TickEvent, EndEvent>;
+// A span still running past --hang, seen while tracing: its identity, age
+// (span.duration_ns) and CPU split at that moment. Announced once; the
+// span itself comes when it ends, or in flight at the stop.
+struct HangEvent {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  SpanEvent span;  // in_flight
+};
+
+using Event =
+    std::variant<SpanEvent, SampleEvent, SpanDropEvent, PointEvent, IoEvent,
+                 ExecEvent, SessionEvent, MappingsEvent, SymbolEvent,
+                 QueueEvent, TickEvent, EndEvent, HangEvent>;
 
 // The process and thread an event belongs to (0 for run-wide events).
 inline uint32_t event_pid(const Event& ev) {
