@@ -26,8 +26,8 @@
 # call), each failing the run:
 #  - input_summary.events = the input events the dispatcher sent (every
 #    one: looptrace attached before the first); no unmatched, duplicate
-#    or undecodable message, the channel's unfinished = the dispatcher's
-#    outstanding;
+#    or undecodable message, no blame span dropped; the channel's
+#    unfinished = the dispatcher's outstanding;
 #  - every `lost` counter 0 (unseen_switches only reported: no event is
 #    lost by it);
 #  - dispatch spans counted for the app = the dispatches the app made;
@@ -36,10 +36,12 @@
 #    p99 and max within the bounds the app's values allow: the same
 #    nearest-rank percentile of (app value -/+ the run-queue wait the app
 #    logged around its two clock reads), -/+ 200 us (input_test.cpp's
-#    tolerance) + the most CPU time the host stole in 20 s of the run;
+#    tolerance); the max (one event) also + the most CPU time the host
+#    stole from the VM in 20 s of the run (input_test.cpp adds the steal of
+#    the whole run; an hour of it would allow anything);
 #  - blamed events (the channel's `blamed`) between the events the app
-#    saw take >= 100 ms from send to FINISHED surely (beyond the
-#    tolerance) and possibly;
+#    saw take >= 100 ms from send to FINISHED surely (beyond its run-queue
+#    waits and 200 us) and possibly;
 #  - peak RSS < --max-rss-mb (200);
 #  - with --record: `looptrace report` of the recording gives the live
 #    JSON byte for byte (its time and peak RSS are shown).
@@ -230,7 +232,8 @@ CPU_S=$(awk -F': ' '/User time/ { u = $2 } /System time/ { s = $2 } END { printf
 # The most CPU time stolen from the VM in 20 s (two adjacent samples).
 STEAL_20S_MS=$(awk -F, -v prev="$STEAL0" 'NR > 1 && $9 != "" { d = $9 - prev; prev = $9
     if (d + last > m) m = d + last; last = d } END { printf "%d", m }' "$CSV")
-TOL_NS=$((200000 + STEAL_20S_MS * 1000000))
+TOL_NS=200000
+TOL_MAX_NS=$((TOL_NS + STEAL_20S_MS * 1000000))
 
 REPLAY_S=- REPLAY_MIB=- REC_MB=-
 if [[ $RECORD -eq 1 ]]; then
@@ -255,10 +258,11 @@ echo "== comparing with the app's log ($(calc "$(stat -c %s "$LOG") / 1e6" 0) MB
 # One pass over the log: per event its four clock reads and the run-queue
 # waits around them, in arrays by seq; then the stages' nearest-rank
 # percentiles and their bounds, compared with the report.
-python3 - "$LOG" "$JSON" "$APID" "$ATTACHED_NS" "$TOL_NS" "$WORK/cmp.txt" >"$WORK/checks" <<'EOF'
+python3 - "$LOG" "$JSON" "$APID" "$ATTACHED_NS" "$TOL_NS" "$TOL_MAX_NS" "$WORK/cmp.txt" >"$WORK/checks" <<'EOF'
 import json, math, sys
 from array import array
-log, report_file, app_pid, attached_ns, tol = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+log, report_file = sys.argv[1], sys.argv[2]
+app_pid, attached_ns, tol, tol_max = (int(a) for a in sys.argv[3:7])
 KEYS = {"input_send": ("sent_ns", "sent_runq_ns"), "input_recv": ("received_ns", "received_runq_ns"),
         "input_finish": ("finished_ns", "finished_runq_ns"),
         "input_finish_recv": ("finish_received_ns", "finish_received_runq_ns")}
@@ -298,13 +302,13 @@ chans = [c for c in r.get("input_channels", []) if c["channel"] == name]
 check(len(chans) == 1, "the report has no channel %s" % name)
 ch = chans[0] if chans else {"stages": {}}
 isum = r.get("input_summary", {})
-out = open(sys.argv[6], "w")
+out = open(sys.argv[7], "w")
 # Counts.
 n_sent = seen["input_send"]
 check(n_sent == dsum["sent"], "the log has %d input_send lines, the dispatcher says it sent %d" % (n_sent, dsum["sent"]))
 check(isum.get("events") == n_sent, "input_summary.events %s != %d events sent" % (isum.get("events"), n_sent))
-for k in ("unmatched_messages", "duplicate_messages", "undecodable_messages"):
-    check(isum.get(k) == 0, "input_summary.%s = %s" % (k, isum.get(k)))
+for k in ("unmatched_messages", "duplicate_messages", "undecodable_messages", "blame_spans_dropped"):
+    check(isum.get(k, 0) == 0, "input_summary.%s = %s" % (k, isum.get(k)))
 check(ch.get("unfinished") == dsum["outstanding"],
       "the channel's unfinished %s != the dispatcher's outstanding %s" % (ch.get("unfinished"), dsum["outstanding"]))
 lost = {k: v for k, v in r.get("lost", {}).items() if v}
@@ -332,7 +336,8 @@ for stage, a, b in STAGES:
     if not vals or not st:
         continue
     for p, key in ((50, "p50_ns"), (90, "p90_ns"), (99, "p99_ns"), (100, "max_ns")):
-        got, want, l_, h_ = st[key], pct(vals, p), pct(lo, p) - tol, pct(hi, p) + tol
+        t = tol_max if p == 100 else tol
+        got, want, l_, h_ = st[key], pct(vals, p), pct(lo, p) - t, pct(hi, p) + t
         ok = l_ <= got <= h_
         check(ok, "%s %s: looptrace %d ns, the app's log allows %d..%d" % (stage, key, got, l_, h_))
         out.write("%-22s %5s %10.1f %10.1f %+10.1f %9.1f %9.1f  %s\n" % (stage, key[:-3], got / 1e3, want / 1e3,
@@ -410,7 +415,8 @@ if [[ $RECORD -eq 1 ]]; then
 fi
 echo
 echo "input stages, looptrace against the app's log (us; allowed: the nearest-rank bounds"
-echo "of app value -/+ its run-queue waits, -/+ $(calc "$TOL_NS / 1000" 0) us = 200 + the most steal in 20 s):"
+echo "of app value -/+ its run-queue waits, -/+ 200 us; max: -/+ $(calc "$TOL_MAX_NS / 1000" 0) us,"
+echo "200 + the most CPU time stolen from the VM in 20 s):"
 cat "$WORK/cmp.txt" 2>/dev/null || true
 echo
 if [[ -n $CSV_OUT || $KEEP -eq 1 ]]; then
