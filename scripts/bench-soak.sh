@@ -18,9 +18,11 @@
 #
 # Every 10 s (every second after the app exits, while looptrace writes its
 # report) a CSV row: elapsed_s, phase (run|report), rss_kb (VmRSS),
-# hwm_kb (VmHWM), app_dispatches (the app's --progress count), spill_kb
-# (looptrace's open files in its TMPDIR, unlinked ones included), rec_kb
-# (-o FILE), app_log_kb, steal_ms (/proc/stat, all CPUs).
+# hwm_kb (VmHWM), anon_kb, file_kb, shmem_kb (RssAnon, RssFile, RssShmem:
+# the heap, mapped files, the ring buffer's pages), app_dispatches (the
+# app's --progress count), spill_kb (looptrace's open files in its TMPDIR,
+# unlinked ones included), rec_kb (-o FILE), app_log_kb, steal_ms
+# (/proc/stat, all CPUs).
 #
 # Checks against the app's own log (its clock read next to each socket
 # call), each failing the run:
@@ -36,9 +38,10 @@
 #    p99 and max within the bounds the app's values allow: the same
 #    nearest-rank percentile of (app value -/+ the run-queue wait the app
 #    logged around its two clock reads), -/+ 200 us (input_test.cpp's
-#    tolerance); the max (one event) also + the most CPU time the host
-#    stole from the VM in 20 s of the run (input_test.cpp adds the steal of
-#    the whole run; an hour of it would allow anything);
+#    tolerance). A max (one event) outside that but within the most CPU
+#    time the host stole from the VM in 20 s of the run is a warning, not
+#    a failure (input_test.cpp allows the steal of the whole run; an hour
+#    of it would allow anything);
 #  - blamed events (the channel's `blamed`) between the events the app
 #    saw take >= 100 ms from send to FINISHED surely (beyond its run-queue
 #    waits and 200 us) and possibly;
@@ -140,6 +143,10 @@ REC=$WORK/trace.lt
 mono_ns() { python3 -c 'import time; print(time.monotonic_ns())'; }
 steal_ms() { awk '$1 == "cpu" { print $9 * 1000 / '"$(getconf CLK_TCK)"'; exit }' /proc/stat; }
 status_kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status" 2>/dev/null || true; }
+mem_kb() {  # mem_kb PID: VmRSS,VmHWM,RssAnon,RssFile,RssShmem
+  awk '{ v[$1] = $2 } END { if (v["VmRSS:"] != "") printf "%s,%s,%s,%s,%s", v["VmRSS:"], v["VmHWM:"],
+    v["RssAnon:"], v["RssFile:"], v["RssShmem:"] }' "/proc/$1/status" 2>/dev/null || true
+}
 spill_kb() {  # spill_kb PID: looptrace's open files under $SPILL (O_TMPFILE ones too)
   find "/proc/$1/fd" -lname "$SPILL/*" -exec stat -L -c %s {} + 2>/dev/null |
     awk '{ s += $1 } END { printf "%d", s / 1024 }' || true
@@ -189,14 +196,13 @@ wait_for "$WORK/lt.err" "^looptrace: tracing" 60 || die "looptrace did not attac
 ATTACHED_NS=$(mono_ns)
 echo "== tracing (looptrace pid $LPID); sampling its memory every 10 s" >&2
 
-echo "elapsed_s,phase,rss_kb,hwm_kb,app_dispatches,spill_kb,rec_kb,app_log_kb,steal_ms" >"$CSV"
+echo "elapsed_s,phase,rss_kb,hwm_kb,anon_kb,file_kb,shmem_kb,app_dispatches,spill_kb,rec_kb,app_log_kb,steal_ms" >"$CSV"
 sample() {  # sample PHASE
-  local rss hwm el
-  rss=$(status_kb "$LPID" VmRSS)
-  hwm=$(status_kb "$LPID" VmHWM)
-  [[ -n $rss ]] || return 0
+  local mem el
+  mem=$(mem_kb "$LPID")
+  [[ -n $mem ]] || return 0
   el=$(calc "$(date +%s.%N) - $T0_WALL" 1)
-  echo "$el,$1,$rss,$hwm,$(app_dispatches),$(spill_kb "$LPID"),$(size_kb "$REC"),$(size_kb "$LOG"),$(steal_ms)" >>"$CSV"
+  echo "$el,$1,$mem,$(app_dispatches),$(spill_kb "$LPID"),$(size_kb "$REC"),$(size_kb "$LOG"),$(steal_ms)" >>"$CSV"
 }
 tick=0
 APP_DONE=0
@@ -222,7 +228,7 @@ PIDS=()
 T_END=$(date +%s.%N)
 STEAL1=$(steal_ms)
 REPORT_S=$(calc "$T_END - ${T_APP_EXIT:-$T_END}" 1)
-echo ",end,,,,,,,$STEAL1" >>"$CSV"
+echo ",end,,,,,,,,,,$STEAL1" >>"$CSV"
 [[ -z $CSV_OUT ]] || cp "$CSV" "$CSV_OUT"
 [[ -s $JSON ]] || die "looptrace wrote no JSON: $(tail -3 "$WORK/lt.err")"
 
@@ -230,10 +236,10 @@ PEAK_KB=$(awk -F': ' '/Maximum resident/ { print $2 }' "$WORK/lt.time")
 CPU_S=$(awk -F': ' '/User time/ { u = $2 } /System time/ { s = $2 } END { printf "%.1f", u + s }' "$WORK/lt.time")
 
 # The most CPU time stolen from the VM in 20 s (two adjacent samples).
-STEAL_20S_MS=$(awk -F, -v prev="$STEAL0" 'NR > 1 && $9 != "" { d = $9 - prev; prev = $9
+STEAL_20S_MS=$(awk -F, -v prev="$STEAL0" 'NR > 1 && $12 != "" { d = $12 - prev; prev = $12
     if (d + last > m) m = d + last; last = d } END { printf "%d", m }' "$CSV")
 TOL_NS=200000
-TOL_MAX_NS=$((TOL_NS + STEAL_20S_MS * 1000000))
+STEAL_NS=$((STEAL_20S_MS * 1000000))
 
 REPLAY_S=- REPLAY_MIB=- REC_MB=-
 if [[ $RECORD -eq 1 ]]; then
@@ -258,11 +264,11 @@ echo "== comparing with the app's log ($(calc "$(stat -c %s "$LOG") / 1e6" 0) MB
 # One pass over the log: per event its four clock reads and the run-queue
 # waits around them, in arrays by seq; then the stages' nearest-rank
 # percentiles and their bounds, compared with the report.
-python3 - "$LOG" "$JSON" "$APID" "$ATTACHED_NS" "$TOL_NS" "$TOL_MAX_NS" "$WORK/cmp.txt" >"$WORK/checks" <<'EOF'
+python3 - "$LOG" "$JSON" "$APID" "$ATTACHED_NS" "$TOL_NS" "$STEAL_NS" "$WORK/cmp.txt" >"$WORK/checks" <<'EOF'
 import json, math, sys
 from array import array
 log, report_file = sys.argv[1], sys.argv[2]
-app_pid, attached_ns, tol, tol_max = (int(a) for a in sys.argv[3:7])
+app_pid, attached_ns, tol, steal = (int(a) for a in sys.argv[3:7])
 KEYS = {"input_send": ("sent_ns", "sent_runq_ns"), "input_recv": ("received_ns", "received_runq_ns"),
         "input_finish": ("finished_ns", "finished_runq_ns"),
         "input_finish_recv": ("finish_received_ns", "finish_received_runq_ns")}
@@ -288,7 +294,7 @@ for line in open(log, "rb"):
     elif ev == "input_channel": channel = l
     elif ev == "input_dispatcher_summary": dsum = l
     elif ev == "summary" and l.get("pid") == app_pid: asum = l
-fails = []
+fails, warns = [], []
 def check(ok, what):
     if not ok: fails.append(what)
 check(start and channel and dsum and asum, "the app's log lacks its start, input_channel or summary lines")
@@ -336,12 +342,16 @@ for stage, a, b in STAGES:
     if not vals or not st:
         continue
     for p, key in ((50, "p50_ns"), (90, "p90_ns"), (99, "p99_ns"), (100, "max_ns")):
-        t = tol_max if p == 100 else tol
-        got, want, l_, h_ = st[key], pct(vals, p), pct(lo, p) - t, pct(hi, p) + t
+        got, want, l_, h_ = st[key], pct(vals, p), pct(lo, p) - tol, pct(hi, p) + tol
         ok = l_ <= got <= h_
-        check(ok, "%s %s: looptrace %d ns, the app's log allows %d..%d" % (stage, key, got, l_, h_))
+        stolen = not ok and p == 100 and l_ - steal <= got <= h_ + steal
+        check(ok or stolen, "%s %s: looptrace %d ns, the app's log allows %d..%d" % (stage, key, got, l_, h_))
+        if stolen:
+            warns.append("%s max: looptrace %d ns, outside %d..%d by less than the steal allowance"
+                         % (stage, got, l_, h_))
         out.write("%-22s %5s %10.1f %10.1f %+10.1f %9.1f %9.1f  %s\n" % (stage, key[:-3], got / 1e3, want / 1e3,
-                  (got - want) / 1e3, (l_ - want) / 1e3, (h_ - want) / 1e3, "ok" if ok else "OUT"))
+                  (got - want) / 1e3, (l_ - want) / 1e3, (h_ - want) / 1e3,
+                  "ok" if ok else "steal?" if stolen else "OUT"))
 # Blame: from the send (arrival) to FINISHED (consumption), >= 100 ms.
 SLOW = 100_000_000
 ts_s, ts_f, q_s, q_f = ts["input_send"], ts["input_finish"], rq["input_send"], rq["input_finish"]
@@ -360,7 +370,13 @@ print("blamed_range %d..%d" % (surely, possibly))
 print("spans %d" % spans)
 print("app_dispatches %d" % asum["dispatches"])
 print("lost %s" % (json.dumps(lost, separators=(",", ":")) if lost else "none"))
-print("input_duration_s %.1f" % (start.get("duration_ms", 0) / 1e3))
+slow = {}
+for t in r.get("threads", []):
+    slow[t["role"]] = slow.get(t["role"], 0) + t["slow_count"]
+print("slow_spans %d dispatches, %d deliveries, %d idle" % (slow.get("dispatch", 0), slow.get("delivery", 0),
+      slow.get("idle", 0)))
+for w in warns:
+    print("WARN " + w)
 for f in fails:
     print("FAIL " + f)
 EOF
@@ -371,12 +387,26 @@ if grep -q '^FAIL ' "$WORK/checks"; then
 fi
 chk() { awk -v k="$1" '$1 == k { $1 = ""; sub(/^ /, ""); print }' "$WORK/checks"; }
 
-# RSS at 10 %, 50 % and 100 % of the run: the run-phase samples nearest.
+# RSS at 10 %, 50 % and 100 % of the run: the run-phase samples nearest
+# (the last one for 100 %), with its heap (RssAnon) and ring buffer
+# (RssShmem) shares.
 rss_at() {
-  awk -F, -v f="$1" '$2 == "run" { t[++n] = $1; r[n] = $3 }
+  awk -F, -v f="$1" '$2 == "run" { t[++n] = $1; r[n] = $3; a[n] = $5; s[n] = $7 }
     END { if (!n) { print "-"; exit } ; w = t[n] * f; b = 1
           for (i = 1; i <= n; i++) if ((t[i] - w) ^ 2 < (t[b] - w) ^ 2) b = i
-          printf "%.1f MiB at %.0f s", r[b] / 1024, t[b] }' "$CSV"
+          printf "%.1f MiB at %.0f s (heap %.1f, ring buffer %.1f)", r[b] / 1024, t[b], a[b] / 1024, s[b] / 1024 }' "$CSV"
+}
+# How fast RSS grew over the second half of the run, per input event
+# (from 50 % to 100 %; after the first 100 000 events, the listed ones,
+# it should not grow).
+rss_slope() {
+  awk -F, -v hz="$INPUT_RATE" '$2 == "run" { t[++n] = $1; r[n] = $3 }
+    END { if (n < 3) { print "-"; exit }; w = t[n] / 2; b = 1
+          for (i = 1; i <= n; i++) if ((t[i] - w) ^ 2 < (t[b] - w) ^ 2) b = i
+          if (t[n] <= t[b]) { print "-"; exit }
+          d = (r[n] - r[b]) * 1024
+          printf "%+.1f MiB (%+.0f B per input event, %+.0f MiB per hour at %s Hz)",
+            d / 1048576, d / ((t[n] - t[b]) * hz), d / (t[n] - t[b]) * 3600 / 1048576, hz }' "$CSV"
 }
 max_col() { awk -F, -v c="$1" 'NR > 1 && $c != "" && $c + 0 > m { m = $c + 0 } END { printf "%.1f", m / 1024 }' "$CSV"; }
 PEAK_MIB=$(calc "$PEAK_KB / 1024" 1)
@@ -401,13 +431,15 @@ printf '%-34s %s\n' "peak RSS (VmHWM at exit)" "$PEAK_MIB MiB = $PEAK_MB MB (tar
 printf '%-34s %s\n' "RSS at 10 % of the run" "$(rss_at 0.1)"
 printf '%-34s %s\n' "RSS at 50 % of the run" "$(rss_at 0.5)"
 printf '%-34s %s\n' "RSS at 100 % of the run" "$(rss_at 1)"
+printf '%-34s %s\n' "RSS growth, 50 % to 100 %" "$(rss_slope)"
 printf '%-34s %s\n' "max RSS while writing the report" "$(awk -F, '$2 == "report" && $3 + 0 > m { m = $3 } END { if (m) printf "%.1f MiB", m / 1024; else print "- (too quick to sample)" }' "$CSV")"
-printf '%-34s %s\n' "spill files, most seen" "$(max_col 6) MiB"
+printf '%-34s %s\n' "spill files, most seen" "$(max_col 9) MiB"
 printf '%-34s %s\n' "looptrace CPU (user + sys)" "$CPU_S s"
 printf '%-34s %s\n' "app exit to report written" "$REPORT_S s"
 printf '%-34s %s\n' "JSON size" "$(calc "$(stat -c %s "$JSON") / 1e6" 1) MB"
 printf '%-34s %s\n' "lost counters (nonzero)" "$(chk lost)"
 printf '%-34s %s\n' "blamed events (app's log allows)" "$(chk blamed) ($(chk blamed_range))"
+printf '%-34s %s\n' "slow spans (held to the end)" "$(chk slow_spans)"
 if [[ $RECORD -eq 1 ]]; then
   printf '%-34s %s\n' "recording" "$REC_MB MB"
   printf '%-34s %s\n' "looptrace report: time, peak RSS" "$REPLAY_S s, $REPLAY_MIB MiB"
@@ -415,9 +447,10 @@ if [[ $RECORD -eq 1 ]]; then
 fi
 echo
 echo "input stages, looptrace against the app's log (us; allowed: the nearest-rank bounds"
-echo "of app value -/+ its run-queue waits, -/+ 200 us; max: -/+ $(calc "$TOL_MAX_NS / 1000" 0) us,"
-echo "200 + the most CPU time stolen from the VM in 20 s):"
+echo "of app value -/+ its run-queue waits, -/+ 200 us; a max beyond that by less than"
+echo "$(calc "$STEAL_NS / 1e6" 0) ms, the most CPU time stolen from the VM in 20 s, only warns: steal?):"
 cat "$WORK/cmp.txt" 2>/dev/null || true
+sed -n 's/^WARN /warning: /p' "$WORK/checks"
 echo
 if [[ -n $CSV_OUT || $KEEP -eq 1 ]]; then
   echo "RSS samples (every 10 s; every second once the app exited): ${CSV_OUT:-$CSV}"
