@@ -396,17 +396,18 @@ rss_at() {
           for (i = 1; i <= n; i++) if ((t[i] - w) ^ 2 < (t[b] - w) ^ 2) b = i
           printf "%.1f MiB at %.0f s (heap %.1f, ring buffer %.1f)", r[b] / 1024, t[b], a[b] / 1024, s[b] / 1024 }' "$CSV"
 }
-# How fast RSS grew over the second half of the run, per input event
-# (from 50 % to 100 %; after the first 100 000 events, the listed ones,
-# it should not grow).
+# How fast RSS grew once the JSON's 100 000 listed events were held (the
+# app's dispatches, input and background, past 110 000 input events' worth)
+# or from 50 % of the run, whichever is later, to the end of the run: per
+# input event and per hour.
 rss_slope() {
-  awk -F, -v hz="$INPUT_RATE" '$2 == "run" { t[++n] = $1; r[n] = $3 }
-    END { if (n < 3) { print "-"; exit }; w = t[n] / 2; b = 1
-          for (i = 1; i <= n; i++) if ((t[i] - w) ^ 2 < (t[b] - w) ^ 2) b = i
-          if (t[n] <= t[b]) { print "-"; exit }
-          d = (r[n] - r[b]) * 1024
-          printf "%+.1f MiB (%+.0f B per input event, %+.0f MiB per hour at %s Hz)",
-            d / 1048576, d / ((t[n] - t[b]) * hz), d / (t[n] - t[b]) * 3600 / 1048576, hz }' "$CSV"
+  awk -F, -v hz="$INPUT_RATE" -v bg="$RATE" '$2 == "run" { t[++n] = $1; r[n] = $3; d[n] = $8 }
+    END { if (n < 3) { print "-"; exit }; w = t[n] / 2; b = 0
+          for (i = 1; i <= n && !b; i++) if (t[i] >= w && d[i] * hz / (hz + bg) >= 110000) b = i
+          if (!b || t[n] - t[b] < 30) { print "- (run too short: the first 100 000 events fill the listed ones)"; exit }
+          m = (r[n] - r[b]) * 1024
+          printf "%+.2f MiB in %.0f s from %.0f s (%+.1f B per input event, %+.0f MiB per hour)",
+            m / 1048576, t[n] - t[b], t[b], m / ((t[n] - t[b]) * hz), m / (t[n] - t[b]) * 3600 / 1048576 }' "$CSV"
 }
 max_col() { awk -F, -v c="$1" 'NR > 1 && $c != "" && $c + 0 > m { m = $c + 0 } END { printf "%.1f", m / 1024 }' "$CSV"; }
 PEAK_MIB=$(calc "$PEAK_KB / 1024" 1)
@@ -431,7 +432,7 @@ printf '%-34s %s\n' "peak RSS (VmHWM at exit)" "$PEAK_MIB MiB = $PEAK_MB MB (tar
 printf '%-34s %s\n' "RSS at 10 % of the run" "$(rss_at 0.1)"
 printf '%-34s %s\n' "RSS at 50 % of the run" "$(rss_at 0.5)"
 printf '%-34s %s\n' "RSS at 100 % of the run" "$(rss_at 1)"
-printf '%-34s %s\n' "RSS growth, 50 % to 100 %" "$(rss_slope)"
+printf '%-34s %s\n' "RSS growth, steady state" "$(rss_slope)"
 printf '%-34s %s\n' "max RSS while writing the report" "$(awk -F, '$2 == "report" && $3 + 0 > m { m = $3 } END { if (m) printf "%.1f MiB", m / 1024; else print "- (too quick to sample)" }' "$CSV")"
 printf '%-34s %s\n' "spill files, most seen" "$(max_col 9) MiB"
 printf '%-34s %s\n' "looptrace CPU (user + sys)" "$CPU_S s"
