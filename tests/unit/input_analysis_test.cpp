@@ -1045,5 +1045,38 @@ TEST(InputBlameTest, AnOldDispatchIsKeptWhileAnEventThatWaitedBehindItIsOpen) {
   EXPECT_EQ(a.events[0].blame->chain[0].span.span_id, 5u);
 }
 
+TEST(InputBlameTest, ASeqReusedWhileItsBlameWaitsForItsHandlerIsANewEvent) {
+  InputOptions opts;
+  opts.blame_ns = 100 * kMs;
+  opts.reorder_ns = 1 * kMs;
+  InputAnalyzer an(opts);
+  Bytes m = fixture::key(1, static_cast<int64_t>(99 * kMs));
+  an.consume(sent(kChanA, m, 100 * kMs));
+  an.consume(received(kChanA, m, 101 * kMs));
+  // Handled slowly in dispatch 9, which has not returned yet.
+  an.consume(finish_sent(kChanA, 1, 250 * kMs, 102 * kMs, 9));
+  an.consume(finish_received(kChanA, 1, 251 * kMs));
+  // Time moves on (another channel): the first now waits for dispatch 9.
+  an.consume(sent(kChanB, fixture::key(5, static_cast<int64_t>(279 * kMs)),
+                  280 * kMs));
+  // Seq 1 again, a new event, while the first still waits.
+  Bytes again = fixture::key(1, static_cast<int64_t>(299 * kMs));
+  an.consume(sent(kChanA, again, 300 * kMs));
+  an.consume(received(kChanA, again, 301 * kMs));
+  an.consume(span(kAppTid, 9, 102 * kMs, 400 * kMs));
+  an.consume(finish_sent(kChanA, 1, 405 * kMs, 401 * kMs, 10));
+  an.consume(finish_received(kChanA, 1, 406 * kMs));
+  an.consume(span(kAppTid, 10, 401 * kMs, 410 * kMs));
+  InputAnalysis a = an.finish();
+  ASSERT_EQ(a.events.size(), 3u);  // and seq 5 on channel B
+  EXPECT_EQ(a.duplicates, 0u);
+  ASSERT_EQ(a.events[0].channel, kChanA.app);
+  ASSERT_TRUE(a.events[0].blame.has_value());
+  EXPECT_TRUE(a.events[0].blame->own_handler);
+  ASSERT_EQ(a.events[1].channel, kChanA.app);
+  EXPECT_EQ(a.events[1].sent_ns, 300 * kMs);
+  EXPECT_EQ(a.events[1].finish_received_ns, 406 * kMs);
+}
+
 }  // namespace
 }  // namespace looptrace

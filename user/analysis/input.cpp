@@ -353,7 +353,9 @@ void InputAnalyzer::on_span(const SpanEvent& sp) {
 }
 
 void InputAnalyzer::settle(uint64_t idx) {
-  InputEventInfo& e = live_.at(idx);
+  auto lit = live_.find(idx);
+  if (lit == live_.end()) return;
+  InputEventInfo& e = lit->second;
   // Whatever it waited behind ended before its handling began, on its own
   // thread, so reached the stream before its FINISHED did. Only the
   // handling dispatch itself comes later: wait for it when it could be
@@ -384,7 +386,9 @@ void InputAnalyzer::release_pending(const ThreadKey& tk, const SpanEvent& sp) {
   // (so it has ended, seen or too short to record).
   std::vector<uint64_t> left, done;
   for (uint64_t idx : it->second) {
-    const InputEventInfo& e = live_.at(idx);
+    auto lit = live_.find(idx);
+    if (lit == live_.end()) continue;  // finalized another way
+    const InputEventInfo& e = lit->second;
     if (sp.span_id == e.handling_span_id ||
         (sp.depth == 0 && sp.start_ns > e.handling_start_ns))
       done.push_back(idx);
@@ -418,6 +422,7 @@ void InputAnalyzer::prune_spans() {
 
 void InputAnalyzer::finalize(uint64_t idx) {
   auto node = live_.extract(idx);
+  if (node.empty()) return;  // already final (a seq reused while pending)
   InputEventInfo& e = node.mapped();
   auto oit = open_.find({e.channel, e.seq});
   if (oit != open_.end() && oit->second == idx) open_.erase(oit);
