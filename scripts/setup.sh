@@ -10,6 +10,8 @@ packages=(
   linux-perf bpftrace binutils procps time util-linux jq bc
   python3-gi gir1.2-glib-2.0 clang-format
   libclang-rt-14-dev # libFuzzer and the sanitizer runtimes for clang 14
+  libdw-dev # DWARF CFI unwinding of user stacks (user/unwind)
+  elfutils  # eu-stack: the unwinder tests' independent reference
   chromium # headless, for the HTML report's browser test
 )
 
