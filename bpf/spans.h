@@ -176,6 +176,11 @@ int BPF_KPROBE(lt_span_entry)
 	f->runq_at_start = st->runq_acc;
 	kernel_times(&f->kcpu_at_start, &f->kdelay_at_start);
 	f->unseen_at_start = st->sched_unseen;
+	f->ret_addr = 0;
+	if (lt_cfg.stack_copy &&
+	    bpf_probe_read_user(&f->ret_addr, sizeof(f->ret_addr),
+				(void *)PT_REGS_SP(ctx)))
+		f->ret_addr = 0;
 	f->span_id = ++st->next_span_id;
 	f->probe_id = probe_id;
 	f->key_fault_mask = 0;

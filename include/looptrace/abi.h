@@ -13,7 +13,7 @@
 #include <linux/types.h> /* BPF gets the same types from vmlinux.h */
 #endif
 
-#define LT_ABI_VERSION 2
+#define LT_ABI_VERSION 3
 
 /* Key values read at span entry; 4 covers Android's target/callback/what
  * plus one spare. */
@@ -30,6 +30,13 @@
 #define LT_MAX_DEPTH 8
 /* User frames per stack sample; deeper stacks are truncated. */
 #define LT_MAX_STACK 64
+/* Bytes of the user stack copied per sample, from the stack pointer up,
+ * for unwinding by CFI in userspace (perf's default for --call-graph
+ * dwarf); lt_config.stack_copy chooses how many, up to this. */
+#define LT_STACK_COPY 8192
+/* User registers per sample, in DWARF order for x86-64: rax, rdx, rcx, rbx,
+ * rsi, rdi, rbp, rsp, r8-r15, rip. */
+#define LT_NREGS 17
 /* Log-linear histogram: 64 powers of two x 4 linear sub-buckets. */
 #define LT_HIST_SUB_BITS 2
 #define LT_HIST_SUB (1 << LT_HIST_SUB_BITS)
@@ -63,6 +70,7 @@ enum lt_record_type {
 	LT_REC_POINT = 4,     /* a call of a point-role probe */
 	LT_REC_IO = 5,	      /* a message moved on an input channel */
 	LT_REC_EXEC = 6,      /* a traced process exec'd: its mappings changed */
+	LT_REC_USTACK = 7,    /* a sample with its registers and stack bytes */
 };
 
 /* Base of a key expression. */
@@ -142,6 +150,10 @@ struct lt_config {
 	 * kernel's own per-process filter loses a process whose main thread
 	 * exits; 0: every process. */
 	__u32 span_tgid_filter;
+	/* Bytes of user stack each sample copies (LT_REC_USTACK), 0: samples
+	 * carry frame-pointer frames only (LT_REC_SAMPLE). */
+	__u32 stack_copy;
+	__u32 pad0;
 	struct lt_probe_cfg probes[LT_MAX_PROBES];
 	/* Raw syscall tracepoints: LT_IO_TRACED | LT_IO_* of each traced
 	 * system call by number, 0 for the rest. */
@@ -220,6 +232,23 @@ struct lt_sample_rec {
 	__u64 frames[LT_MAX_STACK];
 };
 
+/* A sample for unwinding in userspace: the frame-pointer frames as in
+ * lt_sample_rec, the user registers, and the top of the user stack. */
+struct lt_ustack_rec {
+	struct lt_rec_header hdr; /* ts_ns = sample time */
+	__u64 span_id;
+	__u32 probe_id;
+	__u32 nframes;
+	__u64 frames[LT_MAX_STACK];
+	__u64 regs[LT_NREGS]; /* DWARF order; regs[7] = rsp = stack's address */
+	__u32 stack_len;      /* bytes of stack[] read (0: none could be) */
+	__u32 nret;	      /* ret_addrs[] set */
+	/* The return addresses the uretprobes of the thread's spans in flight
+	 * replaced with their trampoline, innermost first. */
+	__u64 ret_addrs[LT_MAX_DEPTH];
+	__u8 stack[LT_STACK_COPY];
+};
+
 struct lt_span_drop_rec {
 	struct lt_rec_header hdr;
 	__u64 span_id;
@@ -249,6 +278,10 @@ struct lt_frame {
 	__u64 kdelay_at_start;
 	__u32 unseen_at_start;
 	__u32 pad;
+	/* The caller's return address, read at the entry (with stack_copy):
+	 * the uretprobe replaces it on the stack with its trampoline, where
+	 * unwinding by CFI would stop. */
+	__u64 ret_addr;
 };
 
 /*

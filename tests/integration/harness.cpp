@@ -221,6 +221,7 @@ int64_t steal_ns() {
 
 std::string looptrace_bin() { return LT_LOOPTRACE_BIN; }
 std::string refapp_bin() { return LT_REFAPP_BIN; }
+std::string refapp_nofp_bin() { return LT_REFAPP_NOFP_BIN; }
 std::string tests_dir() { return LT_TESTS_DIR; }
 
 }  // namespace lt_test

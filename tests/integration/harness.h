@@ -109,6 +109,8 @@ inline int64_t diff(uint64_t a, uint64_t b) {
 
 std::string looptrace_bin();
 std::string refapp_bin();
+// The reference app built without frame pointers (refapp/CMakeLists.txt).
+std::string refapp_nofp_bin();
 std::string tests_dir();
 
 }  // namespace lt_test

@@ -60,7 +60,14 @@ std::vector<Event> sample_events() {
   sp.keys = {1, 2, 3, 4};
   sp.flags = LT_SPAN_EXIT;
   sp.in_flight = true;
-  SampleEvent sa{42, 43, 3000, 7, 0, {0x1000, 0x2000, 0x3000}};
+  SampleEvent sa;
+  sa.pid = 42;
+  sa.tid = 43;
+  sa.ts_ns = 3000;
+  sa.span_id = 7;
+  sa.frames = {0x1000, 0x2000, 0x3000};
+  sa.unwind = Unwind::kDwarf;
+  sa.truncated = true;
   PointEvent pt;
   pt.frames = {0x10, 0x20};
   pt.keys = {9, 8, 7, 6};
@@ -285,8 +292,7 @@ TEST(Recording, RandomDamageNeverCrashes) {
     // events before it are all there, nothing after it is invented. A flip
     // of the unused bits after a deflate stream's end damages nothing:
     // then every event is read back.
-    EXPECT_TRUE(!got.damage.empty() ||
-                got.events == 3 * sample_events().size())
+    EXPECT_TRUE(!got.damage.empty() || got.events == 3 * sample_events().size())
         << i;
     EXPECT_EQ(got.events % sample_events().size(), 0u) << i;
   }

@@ -167,6 +167,8 @@ std::vector<StackGroup> group_stacks(std::vector<SampleEvent> samples,
       StackGroup g;
       g.frames = std::move(s.frames);
       g.first_ns = s.ts_ns;
+      g.unwind = s.unwind;
+      g.truncated = s.truncated;
       groups.push_back(std::move(g));
     }
     StackGroup& g = groups[it->second];

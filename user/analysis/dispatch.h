@@ -24,6 +24,10 @@ struct StackGroup {
   uint32_t longest_run = 0;      // most consecutive samples with them
   uint64_t first_ns = 0;         // first and last sample time
   uint64_t last_ns = 0;
+  // How the first sample with these frames was unwound, and whether it
+  // stopped before the thread's first frame.
+  Unwind unwind = Unwind::kFramePointer;
+  bool truncated = false;
 };
 
 struct SlowSpan {

@@ -4,12 +4,18 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <map>
 #include <set>
 #include <tuple>
 
 #include "proc/maps.h"
 #include "proc/pid.h"
 #include "proc/process.h"
+#include "unwind/dwarf_unwinder.h"
 
 namespace looptrace {
 namespace {
@@ -18,8 +24,10 @@ volatile sig_atomic_t g_stop_signal = 0;
 
 void on_stop_signal(int sig) { g_stop_signal = sig; }
 
-// Adds MappingsEvents to the tracer's stream: a process's mappings are read
-// when it is first seen (while it is alive) and again after an exec.
+// What the live stream needs from the processes while they live: their
+// mappings (MappingsEvents), read when a process is first seen and again
+// after an exec; and the unwinding of samples copied for it (--call-graph
+// dwarf), which needs the files they map.
 class MappingsTracker {
  public:
   explicit MappingsTracker(const Tracer::Sink& emit) : emit_(emit) {}
@@ -35,8 +43,12 @@ class MappingsTracker {
       threads_.emplace(pid, tid);
       if (pids_.insert(pid).second) emit_maps(pid, tid, 0);
     }
-    if (const auto* x = std::get_if<ExecEvent>(&ev))
+    if (const auto* x = std::get_if<ExecEvent>(&ev)) {
       emit_maps(pid, tid, x->ts_ns);
+      unwinder_.forget(pid);
+      unwind_maps_.erase(pid);
+    }
+    if (auto* s = std::get_if<SampleEvent>(&ev); s && s->ustack) unwind(*s);
     emit_(std::move(ev));
   }
   std::set<std::pair<uint32_t, uint32_t>>& threads() { return threads_; }
@@ -54,7 +66,73 @@ class MappingsTracker {
     emit_(Event(std::move(m)));
   }
 
+  // The frame pointers where they reach the thread's first frame, else
+  // the CFI's stack when it goes further; the stack bytes go either way.
+  void unwind(SampleEvent& s) {
+    std::shared_ptr<const UserStack> u = std::move(s.ustack);
+    s.ustack.reset();
+    // The mappings as the unwinder last saw them; again after a stack that
+    // stopped short (a library loaded since?), at most every second.
+    auto [it, fresh] = unwind_maps_.try_emplace(s.pid);
+    UnwindMaps& um = it->second;
+    if (fresh || (um.short_since && s.ts_ns > um.short_since + 1'000'000'000)) {
+      std::string text;
+      std::ifstream in(fmt::format("/proc/{}/maps", s.pid));
+      text.assign(std::istreambuf_iterator<char>(in),
+                  std::istreambuf_iterator<char>());
+      unwinder_.set_maps(s.pid, text);
+      um.short_since = 0;
+      um.trampoline = uprobes_page(text);
+    }
+    UserRegs regs;
+    regs.dwarf = u->regs;
+    StackCopy stack;
+    stack.addr = u->regs[UserRegs::kRsp];
+    stack.bytes = u->bytes;
+    // Our uretprobes put their trampoline where the callers' return
+    // addresses were: back they go, innermost first, as the kernel's own
+    // frame-pointer walk does.
+    if (um.trampoline) {
+      size_t next = 0;
+      for (size_t at = 0;
+           at + 8 <= stack.bytes.size() && next < u->ret_addrs.size();
+           at += 8) {
+        uint64_t word;
+        std::memcpy(&word, &stack.bytes[at], 8);
+        if (word < um.trampoline || word >= um.trampoline + 4096) continue;
+        uint64_t ret = u->ret_addrs[next++];
+        if (ret) std::memcpy(&stack.bytes[at], &ret, 8);
+      }
+    }
+    UnwindResult r = unwinder_.unwind(s.pid, regs, stack);
+    if (r.truncated && um.short_since == 0) um.short_since = s.ts_ns;
+    if (r.frames.size() > s.frames.size() ||
+        (!r.truncated && r.frames.size() == s.frames.size())) {
+      s.frames = std::move(r.frames);
+      s.unwind = Unwind::kDwarf;
+      s.truncated = r.truncated;
+    } else {
+      s.truncated = s.frames.size() >= LT_MAX_STACK;
+    }
+  }
+
   const Tracer::Sink& emit_;
+  DwarfUnwinder unwinder_;
+  struct UnwindMaps {
+    // When a stack first stopped short since the maps were read (0: none).
+    uint64_t short_since = 0;
+    uint64_t trampoline = 0;  // the [uprobes] page, 0 if not mapped
+  };
+  std::map<uint32_t, UnwindMaps> unwind_maps_;
+
+  // Where the kernel maps the uretprobe trampoline in the process.
+  static uint64_t uprobes_page(const std::string& maps) {
+    size_t at = maps.find("[uprobes]");
+    if (at == std::string::npos) return 0;
+    size_t line = maps.rfind('\n', at);
+    line = line == std::string::npos ? 0 : line + 1;
+    return std::strtoull(maps.c_str() + line, nullptr, 16);
+  }
   std::pair<uint32_t, uint32_t> last_thread_{0, 0};
   std::set<uint32_t> pids_;
   std::set<std::pair<uint32_t, uint32_t>> threads_;

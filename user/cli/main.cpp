@@ -156,6 +156,11 @@ int main(int argc, char** argv) {
   add_budget_option(rec, &ra.fail_if);
   rec->add_option("-o,--output", ra.outputs.recording,
                   "Record every event to FILE, for `looptrace report`");
+  rec->add_option("--call-graph", ra.call_graph,
+                  "How stack samples are unwound: fp (frame pointers, in "
+                  "the kernel) or dwarf[,BYTES] (CFI in userspace from a "
+                  "copy of the top BYTES of the stack, default 8192)")
+      ->capture_default_str();
   rec->add_flag("--live", ra.live,
                 "Print each slow span as it ends, while tracing");
   rec->add_flag("-q,--quiet", ra.quiet, "No text report, no progress lines");

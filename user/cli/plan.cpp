@@ -273,6 +273,31 @@ Status build_options(const RecordArgs& a, Plan* s) {
   if (a.sample_freq > 100000)
     return Status::Error("--sample-freq: at most 100000 Hz", ErrorKind::kUsage);
   s->opts.limits.sample_hz = a.sample_freq;
+  if (a.call_graph == "fp") {
+    s->opts.stack_copy = 0;
+  } else if (a.call_graph.rfind("dwarf", 0) == 0) {
+    s->opts.stack_copy = LT_STACK_COPY;
+    // The kernel copies 8, 4, 2 or 1 KiB: the most that is mapped.
+    const std::string rest = a.call_graph.substr(5);
+    if (!rest.empty()) {
+      uint32_t n = 0;
+      for (uint32_t v : {1024u, 2048u, 4096u, 8192u})
+        if (rest == "," + std::to_string(v) ||
+            rest == "," + std::to_string(v / 1024) + "K")
+          n = v;
+      if (n == 0)
+        return Status::Error(
+            fmt::format("--call-graph {}: dwarf,BYTES with BYTES 1024, 2048, "
+                        "4096 or 8192 (1K..8K)",
+                        a.call_graph),
+            ErrorKind::kUsage);
+      s->opts.stack_copy = n;
+    }
+  } else {
+    return Status::Error(
+        fmt::format("--call-graph {}: fp or dwarf[,BYTES]", a.call_graph),
+        ErrorKind::kUsage);
+  }
   auto rb = parse_size(a.ringbuf_size);
   if (!rb.ok()) return rb.status();
   s->opts.ringbuf_bytes = *rb;

@@ -37,6 +37,7 @@ struct RecordArgs {
   std::string duration;      // empty: until Ctrl-C / exit
   std::string sample_after;  // default: half the slow threshold
   uint32_t sample_freq = Thresholds::kSampleHz;
+  std::string call_graph = "fp";  // or "dwarf[,BYTES]"
   std::string ringbuf_size =
       std::to_string(Thresholds::kRingbufBytes >> 20) + "M";
   uint32_t hist_max = Thresholds::kHistMax;

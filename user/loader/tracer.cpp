@@ -476,6 +476,7 @@ Result<std::unique_ptr<Tracer>> Tracer::CreateWith(const TraceOptions& opts,
         -err);
   if (opts.limits.sample_hz == 0)
     bpf_program__set_autoload(skel->progs.lt_sample, false);
+  cfg.stack_copy = std::min<uint32_t>(opts.stack_copy, LT_STACK_COPY);
   cfg.input_on = in.mode != InputMode::kOff;
   cfg.input_tgid_filter = !in.tgids.empty();
   cfg.io_wakeup_bytes = opts.ringbuf_bytes / 16;

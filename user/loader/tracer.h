@@ -70,6 +70,9 @@ struct TraceOptions {
   Thresholds limits;  // what the kernel filters and samples with
   uint32_t ringbuf_bytes = Thresholds::kRingbufBytes;
   uint32_t hist_max = Thresholds::kHistMax;
+  // Bytes of user stack each sample copies for unwinding by CFI
+  // (--call-graph dwarf); 0: frame pointers only.
+  uint32_t stack_copy = 0;
   InputTrace input;
 };
 

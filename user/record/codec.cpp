@@ -409,6 +409,8 @@ void encode_event(const Event& ev, std::string* out) {
           w.put(e.span_id);
           w.put(e.probe_id);
           w.put_frames(e.frames);
+          w.put<uint8_t>(static_cast<uint8_t>(e.unwind));
+          w.put<uint8_t>(e.truncated);
         } else if constexpr (std::is_same_v<T, SpanDropEvent>) {
           type = kSpanDrop;
           w.put(e.pid);
@@ -479,9 +481,16 @@ bool decode_event(uint8_t type, const uint8_t* data, size_t size, Event* out) {
     case kSample: {
       SampleEvent e;
       if (!(r.get(&e.pid) && r.get(&e.tid) && r.get(&e.ts_ns) &&
-            r.get(&e.span_id) && r.get(&e.probe_id) &&
-            r.get_frames(&e.frames) && r.done()))
+            r.get(&e.span_id) && r.get(&e.probe_id) && r.get_frames(&e.frames)))
         return false;
+      // How it was unwound: absent from recordings before --call-graph.
+      if (!r.done()) {
+        uint8_t unwind = 0;
+        if (!(r.get(&unwind) && unwind <= 1 && r.get_bool(&e.truncated) &&
+              r.done()))
+          return false;
+        e.unwind = static_cast<Unwind>(unwind);
+      }
       *out = std::move(e);
       return true;
     }

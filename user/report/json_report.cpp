@@ -76,11 +76,14 @@ json slow_span_json(const SlowSpan& s, const ReportContext& ctx,
   json stacks = json::array();
   for (size_t i = 0; i < s.stacks.size() && i < report::kJsonMaxStacks; ++i) {
     const StackGroup& g = s.stacks[i];
-    stacks.push_back({{"count", g.count},
-                      {"longest_run", g.longest_run},
-                      {"first_ns", g.first_ns},
-                      {"last_ns", g.last_ns},
-                      {"frames", frames_json(e.pid, g.frames, names)}});
+    stacks.push_back(
+        {{"count", g.count},
+         {"longest_run", g.longest_run},
+         {"first_ns", g.first_ns},
+         {"last_ns", g.last_ns},
+         {"unwind", g.unwind == Unwind::kDwarf ? "dwarf" : "frame_pointer"},
+         {"truncated", g.truncated},
+         {"frames", frames_json(e.pid, g.frames, names)}});
   }
   json out = {
       {"pid", e.pid},

@@ -2,7 +2,10 @@
 
 #include <linux/types.h>
 
+#include <algorithm>
 #include <cstring>
+#include <iterator>
+#include <memory>
 #include <string>
 
 #include "looptrace/abi.h"
@@ -62,6 +65,29 @@ bool decode_record(const void* data, size_t size, Event* out) {
       ev.span_id = r.span_id;
       ev.probe_id = r.probe_id;
       ev.frames.assign(r.frames, r.frames + r.nframes);
+      *out = std::move(ev);
+      return true;
+    }
+    case LT_REC_USTACK: {
+      // 9 KB: on the heap, not the stack.
+      if (size < sizeof(lt_ustack_rec)) return false;
+      auto r = std::make_unique<lt_ustack_rec>();
+      std::memcpy(r.get(), data, sizeof(lt_ustack_rec));
+      if (r->nframes > LT_MAX_STACK || r->stack_len > LT_STACK_COPY ||
+          r->nret > LT_MAX_DEPTH)
+        return false;
+      SampleEvent ev;
+      ev.pid = r->hdr.pid;
+      ev.tid = r->hdr.tid;
+      ev.ts_ns = r->hdr.ts_ns;
+      ev.span_id = r->span_id;
+      ev.probe_id = r->probe_id;
+      ev.frames.assign(r->frames, r->frames + r->nframes);
+      auto u = std::make_shared<UserStack>();
+      std::copy(std::begin(r->regs), std::end(r->regs), u->regs.begin());
+      u->bytes.assign(r->stack, r->stack + r->stack_len);
+      u->ret_addrs.assign(r->ret_addrs, r->ret_addrs + r->nret);
+      ev.ustack = std::move(u);
       *out = std::move(ev);
       return true;
     }

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -51,6 +52,22 @@ struct SpanEvent {
   bool unfinished() const { return in_flight || cut_short(); }
 };
 
+// What unwinding a sample by CFI needs (--call-graph dwarf): the user
+// registers and the top of the user stack, as the kernel copied them.
+struct UserStack {
+  std::array<uint64_t, LT_NREGS> regs{};  // DWARF order (abi.h)
+  std::vector<uint8_t> bytes;             // from regs[7], the stack pointer
+  // What the uretprobes of the spans in flight replaced with their
+  // trampoline on the stack, innermost first (0: not read).
+  std::vector<uint64_t> ret_addrs;
+};
+
+// How a sample's frames were found.
+enum class Unwind : uint8_t {
+  kFramePointer = 0,  // the kernel walked the frame pointers
+  kDwarf = 1,         // CFI (.eh_frame, .debug_frame) in userspace
+};
+
 // A user stack sampled while a span was running.
 struct SampleEvent {
   uint32_t pid = 0;
@@ -59,6 +76,13 @@ struct SampleEvent {
   uint64_t span_id = 0;
   uint32_t probe_id = 0;
   std::vector<uint64_t> frames;  // innermost first, raw user addresses
+  Unwind unwind = Unwind::kFramePointer;
+  // Stopped before the thread's first frame (a frame without CFI, the end
+  // of the copied stack, 64 frames).
+  bool truncated = false;
+  // Straight from the kernel with --call-graph dwarf, until unwound; never
+  // recorded (the frames are).
+  std::shared_ptr<const UserStack> ustack;
 };
 
 // A span that had samples but ended below its threshold.

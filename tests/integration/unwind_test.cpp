@@ -1,0 +1,177 @@
+// Stacks of programs built without frame pointers (as distributions build
+// them): --call-graph dwarf unwinds samples by the CFI in .eh_frame. Ground
+// truth: the reference app's own call chain (refapp/README.md) and its log
+// of each stall.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+
+namespace lt_test {
+namespace {
+
+using nlohmann::json;
+
+// The function of a frame "function+0x12"; "0x7f... (module)" as it is.
+std::string function_of(const std::string& frame) {
+  std::string f = frame;
+  size_t plus = f.rfind("+0x");
+  if (plus != std::string::npos) f.resize(plus);
+  return f;
+}
+
+const json* span_of(const json& report, const json& stall) {
+  for (const json& s : report["slow_dispatches"])
+    if (std::llabs(diff(s["start_ns"], stall["start_ns"])) < 5'000'000)
+      return &s;
+  return nullptr;
+}
+
+// The refapp profile's dispatch probe, on `app` (the built-in profile
+// names the frame-pointer build).
+std::string dispatch_profile(const TempDir& dir, const std::string& app) {
+  json probe = {
+      {"role", "dispatch"},
+      {"binary", app},
+      {"symbol", "refapp::Looper::dispatchMessage(refapp::Message*)"},
+      {"keys",
+       {{{"name", "target"}, {"expr", "*(*(arg1+0))"}, {"format", "vtable"}},
+        {{"name", "what"}, {"expr", "u32 *(arg1+16)"}, {"format", "int"}}}}};
+  json profile = {{"name", "refapp-dispatch"}, {"probes", {probe}}};
+  std::string path = dir.file("profile.json");
+  FILE* f = fopen(path.c_str(), "w");
+  EXPECT_NE(f, nullptr);
+  if (f) {
+    fputs(profile.dump().c_str(), f);
+    fclose(f);
+  }
+  return path;
+}
+
+// Runs `app` under --call-graph `mode` with two busy stalls; the stack
+// most samples of each stall were in, as function names.
+std::vector<std::vector<std::string>> stall_stacks(const std::string& app,
+                                                   const std::string& mode,
+                                                   std::vector<json>* raw) {
+  TempDir dir;
+  std::string log = dir.file("app.jsonl"), out = dir.file("r.json");
+  RunResult r = run({looptrace_bin(),
+                     "record",
+                     "--profile",
+                     dispatch_profile(dir, app),
+                     "-q",
+                     "--call-graph",
+                     mode,
+                     "--json",
+                     out,
+                     "--",
+                     app,
+                     "--rate",
+                     "100",
+                     "--duration",
+                     "2200",
+                     "--stall",
+                     "busy:300@500",
+                     "--stall",
+                     "busy:300@1300",
+                     "--log",
+                     log});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::vector<json> stalls = events(read_jsonl(log), "stall");
+  EXPECT_EQ(stalls.size(), 2u);
+  json report = read_json(out);
+  std::vector<std::vector<std::string>> stacks;
+  for (const json& st : stalls) {
+    const json* s = span_of(report, st);
+    EXPECT_NE(s, nullptr) << "stall not reported: " << st.dump();
+    if (!s || (*s)["stacks"].empty()) {
+      stacks.emplace_back();
+      continue;
+    }
+    raw->push_back((*s)["stacks"][0]);
+    std::vector<std::string> names;
+    for (const json& f : (*s)["stacks"][0]["frames"])
+      names.push_back(function_of(f.get<std::string>()));
+    stacks.push_back(names);
+  }
+  return stacks;
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& what) {
+  return std::any_of(v.begin(), v.end(), [&](const std::string& s) {
+    return s.find(what) != std::string::npos;
+  });
+}
+
+TEST(DwarfUnwind, AppWithoutFramePointersGivesTheWholeStack) {
+  LT_REQUIRE_BPF();
+  std::vector<json> raw;
+  auto stacks = stall_stacks(refapp_nofp_bin(), "dwarf", &raw);
+  ASSERT_EQ(stacks.size(), 2u);
+  // The app's call chain (refapp/README.md), innermost first.
+  const std::vector<std::string> chain = {
+      "refapp::busyStall", "refapp::StallHandler::handleMessage",
+      "refapp::Looper::dispatchMessage", "refapp::Looper::pollOnce",
+      "refapp::Looper::loop"};
+  for (const auto& names : stacks) {
+    std::string all;
+    for (const std::string& n : names) all += n + " < ";
+    size_t at = 0;
+    for (const std::string& fn : chain) {
+      auto it = std::find_if(names.begin() + static_cast<long>(at), names.end(),
+                             [&](const std::string& n) {
+                               return n.find(fn) != std::string::npos;
+                             });
+      ASSERT_NE(it, names.end()) << fn << " missing, in order, from " << all;
+      at = static_cast<size_t>(it - names.begin()) + 1;
+    }
+    // Then the thread's start: std::thread's in libstdc++, start_thread and
+    // clone3 in libc (unnamed without libc's debug symbols), the last.
+    ASSERT_GE(names.size(), at + 2) << all;
+    EXPECT_TRUE(contains({names.begin() + static_cast<long>(at), names.end()},
+                         "libstdc++"))
+        << all;
+    EXPECT_NE(names.back().find("libc.so"), std::string::npos) << all;
+  }
+  for (const json& s : raw) {
+    EXPECT_EQ(s["unwind"], "dwarf") << s.dump();
+    EXPECT_EQ(s["truncated"], false) << s.dump();
+  }
+}
+
+TEST(DwarfUnwind, FramePointersAloneLoseTheCallersThere) {
+  LT_REQUIRE_BPF();
+  // The same app and stalls with frame pointers only: what dwarf fixes.
+  std::vector<json> raw;
+  auto stacks = stall_stacks(refapp_nofp_bin(), "fp", &raw);
+  ASSERT_EQ(stacks.size(), 2u);
+  for (const auto& names : stacks)
+    EXPECT_FALSE(contains(names, "refapp::Looper::loop") &&
+                 contains(names, "start_thread"))
+        << "frame pointers of a -fomit-frame-pointer build gave a whole "
+           "stack: the test app is not what it should be";
+}
+
+TEST(DwarfUnwind, SameFramesAsTheFramePointerBuild) {
+  LT_REQUIRE_BPF();
+  std::vector<json> raw_fp, raw_dwarf;
+  auto fp = stall_stacks(refapp_bin(), "fp", &raw_fp);
+  auto dwarf = stall_stacks(refapp_nofp_bin(), "dwarf", &raw_dwarf);
+  ASSERT_EQ(fp.size(), 2u);
+  ASSERT_EQ(dwarf.size(), 2u);
+  // The app's own frames, from the stalling function to the loop: the same
+  // functions in the same order in both builds.
+  auto app_frames = [](const std::vector<std::string>& names) {
+    std::vector<std::string> out;
+    for (const std::string& n : names)
+      if (n.find("refapp::") != std::string::npos) out.push_back(n);
+    return out;
+  };
+  for (size_t i = 0; i < 2; ++i)
+    EXPECT_EQ(app_frames(dwarf[i]), app_frames(fp[i]));
+}
+
+}  // namespace
+}  // namespace lt_test
