@@ -2,6 +2,8 @@
 // them): --call-graph dwarf unwinds samples by the CFI in .eh_frame. Ground
 // truth: the reference app's own call chain (refapp/README.md) and its log
 // of each stall.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -171,6 +173,51 @@ TEST(DwarfUnwind, SameFramesAsTheFramePointerBuild) {
   };
   for (size_t i = 0; i < 2; ++i)
     EXPECT_EQ(app_frames(dwarf[i]), app_frames(fp[i]));
+}
+
+TEST(DwarfUnwind, DebiansPython3GlibLoopDownToMain) {
+  LT_REQUIRE_BPF();
+  if (access("/usr/bin/python3", X_OK) != 0) {
+    if (bpf_required()) FAIL() << "/usr/bin/python3 missing (scripts/setup.sh)";
+    GTEST_SKIP() << "/usr/bin/python3 missing";
+  }
+  // Debian builds python3 and GLib without frame pointers: a busy
+  // callback's stack by frame pointers is a frame or two.
+  TempDir dir;
+  std::string log = dir.file("glib.jsonl"), out = dir.file("r.json");
+  RunResult r = run({looptrace_bin(), "record", "--dispatch",
+                     "libglib-2.0.so.0:g_main_context_dispatch", "--slow",
+                     "50ms", "--call-graph", "dwarf", "--json", out, "-q", "--",
+                     "/usr/bin/python3", tests_dir() + "/programs/glib_loop.py",
+                     "--kind", "busy", "--stall", "150@400", "--duration",
+                     "1000", "--log", log});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<json> stalls = events(read_jsonl(log), "stall");
+  ASSERT_EQ(stalls.size(), 1u);
+  json report = read_json(out);
+  const json* m = nullptr;
+  for (const json& s : report["slow_dispatches"])
+    if (s["start_ns"].get<uint64_t>() <= stalls[0]["start_ns"].get<uint64_t>() &&
+        s["start_ns"].get<uint64_t>() + s["duration_ns"].get<uint64_t>() >=
+            stalls[0]["end_ns"].get<uint64_t>())
+      m = &s;
+  ASSERT_NE(m, nullptr) << report["slow_dispatches"].dump();
+  ASSERT_FALSE((*m)["stacks"].empty());
+  const json& st = (*m)["stacks"][0];
+  std::vector<std::string> names;
+  std::string all;
+  for (const json& f : st["frames"]) {
+    names.push_back(function_of(f.get<std::string>()));
+    all += names.back() + " < ";
+  }
+  EXPECT_EQ(st["unwind"], "dwarf") << all;
+  // The interpreter evaluating the callback, GLib dispatching it from its
+  // main loop, and python's entry point (python3's exported symbols).
+  EXPECT_TRUE(contains(names, "_PyEval_EvalFrameDefault")) << all;
+  EXPECT_TRUE(contains(names, "g_main_context_dispatch")) << all;
+  EXPECT_TRUE(contains(names, "g_main_loop_run")) << all;
+  EXPECT_TRUE(contains(names, "Py_BytesMain") || contains(names, "main"))
+      << all;
 }
 
 }  // namespace
