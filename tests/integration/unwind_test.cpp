@@ -185,19 +185,36 @@ TEST(DwarfUnwind, DebiansPython3GlibLoopDownToMain) {
   // callback's stack by frame pointers is a frame or two.
   TempDir dir;
   std::string log = dir.file("glib.jsonl"), out = dir.file("r.json");
-  RunResult r = run({looptrace_bin(), "record", "--dispatch",
-                     "libglib-2.0.so.0:g_main_context_dispatch", "--slow",
-                     "50ms", "--call-graph", "dwarf", "--json", out, "-q", "--",
-                     "/usr/bin/python3", tests_dir() + "/programs/glib_loop.py",
-                     "--kind", "busy", "--stall", "150@400", "--duration",
-                     "1000", "--log", log});
+  RunResult r = run({looptrace_bin(),
+                     "record",
+                     "--dispatch",
+                     "libglib-2.0.so.0:g_main_context_dispatch",
+                     "--slow",
+                     "50ms",
+                     "--call-graph",
+                     "dwarf",
+                     "--json",
+                     out,
+                     "-q",
+                     "--",
+                     "/usr/bin/python3",
+                     tests_dir() + "/programs/glib_loop.py",
+                     "--kind",
+                     "busy",
+                     "--stall",
+                     "150@400",
+                     "--duration",
+                     "1000",
+                     "--log",
+                     log});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<json> stalls = events(read_jsonl(log), "stall");
   ASSERT_EQ(stalls.size(), 1u);
   json report = read_json(out);
   const json* m = nullptr;
   for (const json& s : report["slow_dispatches"])
-    if (s["start_ns"].get<uint64_t>() <= stalls[0]["start_ns"].get<uint64_t>() &&
+    if (s["start_ns"].get<uint64_t>() <=
+            stalls[0]["start_ns"].get<uint64_t>() &&
         s["start_ns"].get<uint64_t>() + s["duration_ns"].get<uint64_t>() >=
             stalls[0]["end_ns"].get<uint64_t>())
       m = &s;
