@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -149,6 +150,17 @@ TEST(KeyExpr, OffsetsAreRangeCheckedAgainstTheAbiField) {
   auto min = parse_key_expr("(arg0-0x7fffffff)");
   ASSERT_TRUE(min.ok()) << min.status().message();
   EXPECT_EQ(min->add, -0x7fffffff);
+  // The smallest __s32 itself, as format_key_expr writes it: it must parse
+  // back (the key_expr fuzzer found "...-4)-2147483644" printed as
+  // "...-2147483648" and refused).
+  auto lowest = parse_key_expr("*(*(*(arg5+8)+4))-2147483648");
+  ASSERT_TRUE(lowest.ok()) << lowest.status().message();
+  EXPECT_EQ(lowest->add, INT32_MIN);
+  auto again = parse_key_expr(format_key_expr(*lowest));
+  ASSERT_TRUE(again.ok()) << format_key_expr(*lowest);
+  EXPECT_EQ(again->add, INT32_MIN);
+  EXPECT_FALSE(parse_key_expr("arg0-2147483649").ok());
+  EXPECT_FALSE(parse_key_expr("arg0+2147483648").ok());
 }
 
 }  // namespace

@@ -71,8 +71,11 @@ class Parser {
     uint64_t v = 0;
     auto [p, ec] =
         std::from_chars(s_.data() + pos_, s_.data() + s_.size(), v, base);
+    // INT32_MIN is "-2147483648": its magnitude is one more than INT32_MAX
+    // (format_key_expr writes it so).
+    const uint64_t limit = neg ? uint64_t{INT32_MAX} + 1 : uint64_t{INT32_MAX};
     if (ec == std::errc::result_out_of_range ||
-        (ec == std::errc() && v > INT32_MAX))
+        (ec == std::errc() && v > limit))
       return error(
           "offset out of range (a key offset is a signed 32-bit "
           "value)");
