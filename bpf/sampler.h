@@ -12,8 +12,8 @@
  * until it fits below the end of the mapping. The frame-pointer frames
  * come too: where they are whole they are used as they are.
  */
-static __noinline int sample_ustack(struct bpf_perf_event_data *ctx,
-				    struct lt_thread *st, __u64 now)
+static __noinline int sample_ustack(struct bpf_perf_event_data *ctx, struct lt_thread *st,
+				    __u64 now)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct lt_ustack_rec *rec;
@@ -52,8 +52,7 @@ static __noinline int sample_ustack(struct bpf_perf_event_data *ctx,
 	sp = (void *)rec->regs[7];
 	rec->stack_len = 0;
 	/* Constant sizes, for the verifier: 8, 4, 2, then 1 KiB. */
-	if (len >= LT_STACK_COPY &&
-	    !bpf_probe_read_user(rec->stack, LT_STACK_COPY, sp))
+	if (len >= LT_STACK_COPY && !bpf_probe_read_user(rec->stack, LT_STACK_COPY, sp))
 		rec->stack_len = LT_STACK_COPY;
 	else if (len >= LT_STACK_COPY / 2 &&
 		 !bpf_probe_read_user(rec->stack, LT_STACK_COPY / 2, sp))

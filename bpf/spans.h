@@ -178,8 +178,7 @@ int BPF_KPROBE(lt_span_entry)
 	f->unseen_at_start = st->sched_unseen;
 	f->ret_addr = 0;
 	if (lt_cfg.stack_copy &&
-	    bpf_probe_read_user(&f->ret_addr, sizeof(f->ret_addr),
-				(void *)PT_REGS_SP(ctx)))
+	    bpf_probe_read_user(&f->ret_addr, sizeof(f->ret_addr), (void *)PT_REGS_SP(ctx)))
 		f->ret_addr = 0;
 	f->span_id = ++st->next_span_id;
 	f->probe_id = probe_id;
