@@ -59,6 +59,39 @@ static __always_inline void books_check(struct lt_thread *st, __u64 now)
 	st->steal_since = steal_now(bpf_get_current_task_btf());
 }
 
+/* The clock and the current thread's books at one instant. */
+struct books_now {
+	__u64 now;
+	__u64 cpu;
+	__u64 steal;
+	__u64 runq;
+};
+
+/*
+ * Reads the books at `now`, a clock read made after the thread's switch
+ * count was `sw`. Uprobe programs run preemptible: a switch between the
+ * clock read and the books makes the books newer than the clock, and the
+ * wait would be taken for CPU time. Then the clock is read again.
+ */
+static __always_inline void books_read(struct lt_thread *st, __u32 sw, __u64 now,
+				       struct books_now *b)
+{
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		b->now = now;
+		books_check(st, now);
+		times_now(st, now, &b->cpu, &b->steal);
+		b->runq = st->runq_acc;
+		barrier();
+		if (*(volatile __u32 *)&st->switches == sw)
+			return;
+		sw = *(volatile __u32 *)&st->switches;
+		barrier();
+		now = bpf_ktime_get_ns();
+	}
+}
+
 /*
  * The kernel's own counters of the current thread: CPU time
  * (se.sum_exec_runtime, brought up to date at each context switch and
@@ -76,21 +109,21 @@ static __always_inline void kernel_times(__u64 *cpu, __u64 *delay)
 }
 
 /*
- * The CPU/run-queue/steal split of a span ending now (rec->duration_ns set;
- * cpu and steal from times_now). Steal seen at a context switch may predate
+ * The CPU/run-queue/steal split of a span ending at b->now
+ * (rec->duration_ns set). Steal seen at a context switch may predate
  * the entry, where the run queue had not accounted it yet: never let that
  * make CPU time negative. A span across a switch the books missed takes its
  * split from the kernel's counters (LT_SPAN_SPLIT_KERNEL).
  */
 static __always_inline void span_split(struct lt_thread *st, struct lt_frame *f,
-				       struct lt_span_rec *rec, __u64 cpu, __u64 steal)
+				       struct lt_span_rec *rec, const struct books_now *b)
 {
-	__u64 kcpu, kdelay, dur = rec->duration_ns;
+	__u64 kcpu, kdelay, cpu, dur = rec->duration_ns;
 
 	if (st->sched_unseen == f->unseen_at_start) {
-		rec->cpu_ns = cpu > f->cpu_at_start ? cpu - f->cpu_at_start : 0;
-		rec->steal_ns = steal > f->steal_at_start ? steal - f->steal_at_start : 0;
-		rec->runq_ns = st->runq_acc - f->runq_at_start;
+		rec->cpu_ns = b->cpu > f->cpu_at_start ? b->cpu - f->cpu_at_start : 0;
+		rec->steal_ns = b->steal > f->steal_at_start ? b->steal - f->steal_at_start : 0;
+		rec->runq_ns = b->runq - f->runq_at_start;
 		return;
 	}
 	kernel_times(&kcpu, &kdelay);

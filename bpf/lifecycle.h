@@ -14,11 +14,10 @@
  */
 static __always_inline void cut_short(struct lt_thread *st, __u32 why)
 {
-	__u64 now = bpf_ktime_get_ns(), cpu, steal;
 	__u32 depth = st->depth, d;
+	struct books_now b;
 
-	books_check(st, now);
-	times_now(st, now, &cpu, &steal);
+	books_read(st, st->switches, bpf_ktime_get_ns(), &b);
 	for (d = 0; d < LT_MAX_DEPTH; d++) {
 		struct lt_span_rec *rec;
 		struct lt_frame *f;
@@ -35,7 +34,7 @@ static __always_inline void cut_short(struct lt_thread *st, __u32 why)
 			count(LT_CNT_RB_FULL);
 			continue;
 		}
-		submit_span(rec, st, f, now, cpu, steal, f->probe_id, role, d, f->flags | why);
+		submit_span(rec, st, f, &b, f->probe_id, role, d, f->flags | why);
 	}
 	/* Reported: tracing that stops meanwhile must not report them again. */
 	st->depth = 0;

@@ -9,7 +9,8 @@
  *
  * One job per file, included in dependency order: maps.h (configuration,
  * maps), cputime.h and sched.h (the CPU/run-queue/blocked books), keys.h
- * (what probes read), threads.h (per-thread state, histograms), spans.h
+ * (what probes read), threads.h (per-thread state, histograms), ustack.h
+ * (user stack copies for unwinding), spans.h
  * (the span and point probes), lifecycle.h (exit, fork, exec), sampler.h
  * (stack samples), io_sock.h, io_calls.h and io_hooks.h (input channels).
  */
@@ -28,6 +29,7 @@ char LICENSE[] SEC("license") = "GPL";
 #include "cputime.h"
 #include "keys.h"
 #include "threads.h"
+#include "ustack.h"
 #include "spans.h"
 #include "sched.h"
 #include "lifecycle.h"

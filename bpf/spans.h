@@ -130,9 +130,9 @@ int BPF_KPROBE(lt_span_entry)
 	__u32 probe_id = (__u32)bpf_get_attach_cookie(ctx);
 	const volatile struct lt_probe_cfg *cfg;
 	struct lt_thread *st;
+	struct books_now b;
 	struct lt_frame *f;
 	__u64 regs[8];
-	__u64 now;
 	__u32 d, i;
 
 	if (!lt_ready || probe_id >= LT_MAX_PROBES)
@@ -158,12 +158,13 @@ int BPF_KPROBE(lt_span_entry)
 		count(LT_CNT_STORAGE_FAIL);
 		return 0;
 	}
-	now = bpf_ktime_get_ns();
 	if (!st->oncpu_since) { /* just created: the thread is running now */
-		st->oncpu_since = now;
+		st->oncpu_since = bpf_ktime_get_ns();
 		st->steal_since = steal_now(bpf_get_current_task_btf());
 	}
-	books_check(st, now);
+	i = st->switches;
+	barrier();
+	books_read(st, i, bpf_ktime_get_ns(), &b);
 	d = st->depth;
 	if (d >= LT_MAX_DEPTH) {
 		st->depth = d + 1; /* still paired with its return */
@@ -171,9 +172,10 @@ int BPF_KPROBE(lt_span_entry)
 		return 0;
 	}
 	f = &st->stack[d];
-	f->start_ns = now;
-	times_now(st, now, &f->cpu_at_start, &f->steal_at_start);
-	f->runq_at_start = st->runq_acc;
+	f->start_ns = b.now;
+	f->cpu_at_start = b.cpu;
+	f->steal_at_start = b.steal;
+	f->runq_at_start = b.runq;
 	kernel_times(&f->kcpu_at_start, &f->kdelay_at_start);
 	f->unseen_at_start = st->sched_unseen;
 	f->ret_addr = 0;
@@ -184,6 +186,7 @@ int BPF_KPROBE(lt_span_entry)
 	f->probe_id = probe_id;
 	f->key_fault_mask = 0;
 	f->sampled = 0;
+	f->nblocks = 0;
 	f->flags = 0;
 	if (st->input_next && d == 0) {
 		f->flags = LT_SPAN_INPUT;
@@ -219,18 +222,17 @@ int BPF_KPROBE(lt_span_entry)
 	return 0;
 }
 
-/* Fills and sends the record of span `f` (depth `depth`) ending now;
- * cpu/steal: the thread's times_now. */
+/* Fills and sends the record of span `f` (depth `depth`) ending at b->now. */
 static __always_inline void submit_span(struct lt_span_rec *rec, struct lt_thread *st,
-					struct lt_frame *f, __u64 now, __u64 cpu, __u64 steal,
+					struct lt_frame *f, const struct books_now *b,
 					__u32 probe_id, __u32 role, __u32 depth, __u32 flags)
 {
-	fill_header(&rec->hdr, LT_REC_SPAN, sizeof(*rec), now);
+	fill_header(&rec->hdr, LT_REC_SPAN, sizeof(*rec), b->now);
 	rec->span_id = f->span_id;
 	rec->start_ns = f->start_ns;
-	rec->duration_ns = now - f->start_ns;
+	rec->duration_ns = b->now - f->start_ns;
 	rec->flags = flags;
-	span_split(st, f, rec, cpu, steal);
+	span_split(st, f, rec, b);
 	rec->probe_id = probe_id;
 	rec->role = role;
 	rec->depth = depth;
@@ -247,10 +249,11 @@ int BPF_KRETPROBE(lt_span_return)
 	__u32 probe_id = (__u32)bpf_get_attach_cookie(ctx);
 	struct lt_span_rec *rec;
 	struct lt_thread *st;
+	struct books_now b;
 	struct lt_frame *f;
 	struct lt_hist *h;
-	__u64 now, dur, cpu, steal;
-	__u32 d, role;
+	__u32 d, role, sw;
+	__u64 now, dur;
 
 	if (!lt_ready || probe_id >= LT_MAX_PROBES)
 		return 0;
@@ -263,6 +266,8 @@ int BPF_KRETPROBE(lt_span_return)
 			count(LT_CNT_RET_UNMATCHED);
 		return 0;
 	}
+	sw = st->switches;
+	barrier();
 	now = bpf_ktime_get_ns();
 	d = --st->depth;
 	if (d >= LT_MAX_DEPTH)
@@ -308,9 +313,8 @@ int BPF_KRETPROBE(lt_span_return)
 			count(LT_CNT_HIST_FULL);
 		return 0;
 	}
-	books_check(st, now);
-	times_now(st, now, &cpu, &steal);
-	submit_span(rec, st, f, now, cpu, steal, probe_id, role, d, f->flags);
+	books_read(st, sw, now, &b);
+	submit_span(rec, st, f, &b, probe_id, role, d, f->flags);
 	return 0;
 }
 

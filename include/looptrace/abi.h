@@ -13,7 +13,7 @@
 #include <linux/types.h> /* BPF gets the same types from vmlinux.h */
 #endif
 
-#define LT_ABI_VERSION 3
+#define LT_ABI_VERSION 4
 
 /* Key values read at span entry; 4 covers Android's target/callback/what
  * plus one spare. */
@@ -34,6 +34,11 @@
  * for unwinding by CFI in userspace (perf's default for --call-graph
  * dwarf); lt_config.stack_copy chooses how many, up to this. */
 #define LT_STACK_COPY 8192
+/* Kernel frames of a blocking point or a wakeup. */
+#define LT_MAX_KSTACK 32
+/* Blocking points recorded per span; later ones are counted
+ * (LT_CNT_OFFCPU_CAPPED) and their time stays unattributed blocked time. */
+#define LT_MAX_BLOCKS 16
 /* User registers per sample, in DWARF order for x86-64: rax, rdx, rcx, rbx,
  * rsi, rdi, rbp, rsp, r8-r15, rip. */
 #define LT_NREGS 17
@@ -71,6 +76,8 @@ enum lt_record_type {
 	LT_REC_IO = 5,	      /* a message moved on an input channel */
 	LT_REC_EXEC = 6,      /* a traced process exec'd: its mappings changed */
 	LT_REC_USTACK = 7,    /* a sample with its registers and stack bytes */
+	LT_REC_OFFCPU = 8,    /* a thread inside a span blocked: where */
+	LT_REC_WAKE = 9,      /* who woke a thread LT_REC_OFFCPU recorded */
 };
 
 /* Base of a key expression. */
@@ -153,7 +160,9 @@ struct lt_config {
 	/* Bytes of user stack each sample copies (LT_REC_USTACK), 0: samples
 	 * carry frame-pointer frames only (LT_REC_SAMPLE). */
 	__u32 stack_copy;
-	__u32 pad0;
+	/* 1: record where threads in spans block and who wakes them
+	 * (LT_REC_OFFCPU, LT_REC_WAKE). */
+	__u32 offcpu_on;
 	struct lt_probe_cfg probes[LT_MAX_PROBES];
 	/* Raw syscall tracepoints: LT_IO_TRACED | LT_IO_* of each traced
 	 * system call by number, 0 for the rest. */
@@ -181,7 +190,9 @@ enum lt_counter {
 	 * (found when the books disagree with the thread running): the CPU
 	 * split of a span across it comes from the kernel's own counters. */
 	LT_CNT_SCHED_UNSEEN = 11,
-	LT_CNT_MAX = 12,
+	/* Blocking points past LT_MAX_BLOCKS in one span: not recorded. */
+	LT_CNT_OFFCPU_CAPPED = 12,
+	LT_CNT_MAX = 13,
 };
 
 struct lt_rec_header {
@@ -232,14 +243,10 @@ struct lt_sample_rec {
 	__u64 frames[LT_MAX_STACK];
 };
 
-/* A sample for unwinding in userspace: the frame-pointer frames as in
- * lt_sample_rec, the user registers, and the top of the user stack. */
-struct lt_ustack_rec {
-	struct lt_rec_header hdr; /* ts_ns = sample time */
-	__u64 span_id;
-	__u32 probe_id;
-	__u32 nframes;
-	__u64 frames[LT_MAX_STACK];
+/* What unwinding a user stack by CFI needs (--call-graph dwarf): the user
+ * registers, the top of the stack, and the return addresses our uretprobes
+ * hid. It follows a record that has a user stack when stack_copy is on. */
+struct lt_ucopy {
 	__u64 regs[LT_NREGS]; /* DWARF order; regs[7] = rsp = stack's address */
 	__u32 stack_len;      /* bytes of stack[] read (0: none could be) */
 	__u32 nret;	      /* ret_addrs[] set */
@@ -248,6 +255,61 @@ struct lt_ustack_rec {
 	__u64 ret_addrs[LT_MAX_DEPTH];
 	__u8 stack[LT_STACK_COPY];
 };
+
+/* A sample for unwinding in userspace: the frame-pointer frames as in
+ * lt_sample_rec, then the copy. */
+struct lt_ustack_rec {
+	struct lt_sample_rec s;
+	struct lt_ucopy u;
+};
+
+/* A thread blocked (switched out, not runnable) inside a span: its user
+ * and kernel stacks then. With stack_copy, an lt_ucopy follows
+ * (hdr.size = sizeof(struct lt_offcpu_copy_rec)). */
+struct lt_offcpu_rec {
+	struct lt_rec_header hdr; /* ts_ns = switch-out; the blocked thread */
+	__u64 span_id;		  /* the innermost span in flight */
+	__u32 probe_id;
+	__u32 seq;	/* the thread's blocking count: its LT_REC_WAKE's */
+	__u32 nframes;	/* user frames (frame pointers) */
+	__u32 nkframes; /* kernel frames */
+	__u64 frames[LT_MAX_STACK];
+	__u64 kframes[LT_MAX_KSTACK];
+};
+
+struct lt_offcpu_copy_rec {
+	struct lt_offcpu_rec r;
+	struct lt_ucopy u;
+};
+
+/* The wakeup of a thread an LT_REC_OFFCPU recorded, in the waker's context:
+ * the waking thread and its stacks. With stack_copy, an lt_ucopy of the
+ * waker follows (hdr.size = sizeof(struct lt_wake_copy_rec)). */
+struct lt_wake_rec {
+	struct lt_rec_header hdr; /* ts_ns = wakeup; pid/tid: the woken one */
+	__u64 off_ns;		  /* when it blocked (its LT_REC_OFFCPU) */
+	__u32 seq;
+	__u32 flags; /* LT_WAKE_* */
+	__u32 waker_pid;
+	__u32 waker_tid;
+	char waker_comm[LT_COMM_LEN];
+	__u32 nframes;	/* the waker's user frames; 0 from an interrupt */
+	__u32 nkframes; /* the waker's kernel frames */
+	__u64 frames[LT_MAX_STACK];
+	__u64 kframes[LT_MAX_KSTACK];
+};
+
+struct lt_wake_copy_rec {
+	struct lt_wake_rec r;
+	struct lt_ucopy u;
+};
+
+/* lt_wake_rec.flags */
+/* Woken from an interrupt that hit the idle task (a timer, a device): no
+ * thread woke it; its kernel stack is the interrupt's path
+ * (hrtimer_wakeup...). An interrupt that hit a thread is not flagged: its
+ * kernel stack shows the interrupt entry (userspace tells them apart). */
+#define LT_WAKE_IRQ 1u
 
 struct lt_span_drop_rec {
 	struct lt_rec_header hdr;
@@ -277,7 +339,7 @@ struct lt_frame {
 	__u64 kcpu_at_start;
 	__u64 kdelay_at_start;
 	__u32 unseen_at_start;
-	__u32 pad;
+	__u32 nblocks; /* LT_REC_OFFCPU records sent for the span */
 	/* The caller's return address, read at the entry (with stack_copy):
 	 * the uretprobe replaces it on the stack with its trampoline, where
 	 * unwinding by CFI would stop. */
@@ -437,6 +499,16 @@ struct lt_thread {
 	 * known yet (one lt_tgids lookup per thread, not per call). */
 	__u32 traced;
 	__u32 sched_unseen; /* context switches the books missed */
+	/* Context switches of the thread (out and in): a probe that read the
+	 * clock before one must read it again (times_now). */
+	__u32 switches;
+	/* Its last LT_REC_OFFCPU (seq): the wakeup still to be recorded. */
+	__u32 block_seq;
+	__u32 block_pending;
+	/* A wakeup recorded before the switch-out it ends (the waker can get
+	 * there first): the seq that blocking point takes. 0: none. */
+	__u32 early_seq;
+	__u64 block_off_ns;
 	struct lt_frame stack[LT_MAX_DEPTH];
 	struct lt_io_pending io; /* the input call in progress */
 };

@@ -30,6 +30,10 @@ void DispatchAnalyzer::consume(const Event& ev) {
           on_sample(e);
         } else if constexpr (std::is_same_v<T, SpanDropEvent>) {
           on_drop(e);
+        } else if constexpr (std::is_same_v<T, BlockEvent>) {
+          on_block(e);
+        } else if constexpr (std::is_same_v<T, WakeEvent>) {
+          on_wake(e);
         } else if constexpr (std::is_same_v<T, HangEvent>) {
           hangs_.try_emplace({e.pid, e.tid, e.span.span_id},
                              e.span.start_ns + e.span.duration_ns);
@@ -75,6 +79,132 @@ std::vector<SampleEvent> DispatchAnalyzer::take_samples(const SpanKey& key) {
 
 void DispatchAnalyzer::on_drop(const SpanDropEvent& ev) {
   take_samples({ev.pid, ev.tid, ev.span_id});
+  uint64_t ignored;
+  take_blocks({ev.pid, ev.tid, ev.span_id}, 0, &ignored);
+}
+
+// Blocking points arrive while their span runs, as samples do.
+void DispatchAnalyzer::on_block(const BlockEvent& ev) {
+  note_time(ev.ts_ns);
+  size_t& n = pending_per_thread_[{ev.pid, ev.tid}];
+  if (n >= options_.max_pending_samples_per_thread) {
+    sample_overflow_++;
+    return;
+  }
+  n++;
+  SpanKey key{ev.pid, ev.tid, ev.span_id};
+  std::vector<Block>& list = blocks_[key];
+  auto early = early_wakes_.find({ev.pid, ev.tid});
+  if (early != early_wakes_.end()) {
+    std::optional<WakeEvent> wake;
+    if (early->second.seq == ev.seq) wake = std::move(early->second);
+    early_wakes_.erase(early);
+    if (wake) {
+      list.push_back({ev, std::move(wake)});
+      return;
+    }
+  }
+  awaiting_wake_[{ev.pid, ev.tid}] = {key, list.size()};
+  list.push_back({ev, std::nullopt});
+}
+
+void DispatchAnalyzer::on_wake(const WakeEvent& ev) {
+  auto it = awaiting_wake_.find({ev.pid, ev.tid});
+  if (it != awaiting_wake_.end()) {
+    auto [key, index] = it->second;
+    auto b = blocks_.find(key);
+    if (b != blocks_.end() && index < b->second.size() &&
+        b->second[index].block.seq == ev.seq) {
+      b->second[index].wake = ev;
+      awaiting_wake_.erase(it);
+      return;
+    }
+  }
+  // Woken on its way out: its blocking point comes next.
+  early_wakes_[{ev.pid, ev.tid}] = ev;
+}
+
+std::vector<BlockGroup> DispatchAnalyzer::take_blocks(const SpanKey& key,
+                                                      uint64_t end_ns,
+                                                      uint64_t* recorded_ns) {
+  *recorded_ns = 0;
+  auto it = blocks_.find(key);
+  if (it == blocks_.end()) return {};
+  std::vector<Block> blocks = std::move(it->second);
+  blocks_.erase(it);
+  ThreadKey thread{std::get<0>(key), std::get<1>(key)};
+  auto t = pending_per_thread_.find(thread);
+  t->second -= blocks.size();
+  if (t->second == 0) pending_per_thread_.erase(t);
+  auto w = awaiting_wake_.find(thread);
+  if (w != awaiting_wake_.end() && w->second.first == key)
+    awaiting_wake_.erase(w);
+
+  std::vector<BlockGroup> groups;
+  std::map<std::pair<std::vector<uint64_t>, std::vector<uint64_t>>, size_t>
+      index;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    Block& b = blocks[i];
+    const BlockEvent& e = b.block;
+    // A wakeup before the switch-out (the waker got there first) leaves
+    // nothing blocked. With no wakeup seen, the next blocking point or the
+    // span's end bounds it.
+    uint64_t until = b.wake                  ? b.wake->ts_ns
+                     : i + 1 < blocks.size() ? blocks[i + 1].block.ts_ns
+                                             : end_ns;
+    uint64_t ns = until > e.ts_ns ? until - e.ts_ns : 0;
+    *recorded_ns += ns;
+    std::vector<uint64_t> ukey = e.frames;
+    if (options_.frame_key)
+      for (uint64_t& k : ukey) k = options_.frame_key(e.pid, k);
+    auto [at, added] =
+        index.try_emplace({std::move(ukey), e.kframes}, groups.size());
+    if (added) {
+      BlockGroup g;
+      g.frames = e.frames;
+      g.kframes = e.kframes;
+      g.unwind = e.unwind;
+      g.truncated = e.truncated;
+      g.first_ns = e.ts_ns;
+      groups.push_back(std::move(g));
+    }
+    BlockGroup& g = groups[at->second];
+    g.count++;
+    g.blocked_ns += ns;
+    if (!b.wake) continue;
+    const WakeEvent& wk = *b.wake;
+    auto same = [&wk](const Waker& x) {
+      return x.pid == wk.waker_pid && x.tid == wk.waker_tid &&
+             x.from_irq == wk.from_irq && x.frames == wk.frames &&
+             x.kframes == wk.kframes;
+    };
+    auto found = std::find_if(g.wakers.begin(), g.wakers.end(), same);
+    if (found == g.wakers.end()) {
+      Waker k;
+      k.pid = wk.waker_pid;
+      k.tid = wk.waker_tid;
+      k.comm = wk.waker_comm;
+      k.from_irq = wk.from_irq;
+      k.frames = wk.frames;
+      k.kframes = wk.kframes;
+      k.unwind = wk.unwind;
+      k.truncated = wk.truncated;
+      g.wakers.push_back(std::move(k));
+      found = std::prev(g.wakers.end());
+    }
+    found->count++;
+    found->blocked_ns += ns;
+  }
+  for (BlockGroup& g : groups)
+    std::stable_sort(g.wakers.begin(), g.wakers.end(),
+                     [](const Waker& a, const Waker& b) {
+                       return a.blocked_ns > b.blocked_ns;
+                     });
+  std::stable_sort(groups.begin(), groups.end(),
+                   [](const BlockGroup& a, const BlockGroup& b) {
+                     return a.blocked_ns > b.blocked_ns;
+                   });
+  return groups;
 }
 
 void DispatchAnalyzer::on_span(const SpanEvent& ev) {
@@ -92,6 +222,9 @@ void DispatchAnalyzer::on_span(const SpanEvent& ev) {
     slow.span = ev;
     slow.nsamples = static_cast<uint32_t>(samples.size());
     slow.stacks = group_stacks(std::move(samples), options_.frame_key);
+    slow.blocked =
+        take_blocks({ev.pid, ev.tid, ev.span_id}, ev.start_ns + ev.duration_ns,
+                    &slow.blocked_recorded_ns);
     slow.hang_announced_ns = take_hang({ev.pid, ev.tid, ev.span_id});
     slow_.push_back(std::move(slow));
     return;
@@ -114,6 +247,8 @@ void DispatchAnalyzer::on_span(const SpanEvent& ev) {
   seen.sum_ns += ev.duration_ns;
   // With --record-all fast spans are in the stream too: they only count.
   if (ev.duration_ns < slow_threshold(ev.role)) {
+    uint64_t ignored;
+    take_blocks({ev.pid, ev.tid, ev.span_id}, 0, &ignored);
     if (seen.fast_complete && seen.fast_durations.size() < kMaxFastDurations)
       seen.fast_durations.push_back(ev.duration_ns);
     else
@@ -127,6 +262,9 @@ void DispatchAnalyzer::on_span(const SpanEvent& ev) {
   slow.span = ev;
   slow.nsamples = static_cast<uint32_t>(samples.size());
   slow.stacks = group_stacks(std::move(samples), options_.frame_key);
+  slow.blocked =
+      take_blocks({ev.pid, ev.tid, ev.span_id}, ev.start_ns + ev.duration_ns,
+                  &slow.blocked_recorded_ns);
   slow.hang_announced_ns = take_hang({ev.pid, ev.tid, ev.span_id});
   slow_.push_back(std::move(slow));
 }

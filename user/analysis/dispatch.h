@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -30,6 +31,35 @@ struct StackGroup {
   bool truncated = false;
 };
 
+// Who woke a thread from its blocking points (grouped by thread and stack).
+struct Waker {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  std::string comm;
+  // From an interrupt (a timer, a device): no thread; kframes says what.
+  bool from_irq = false;
+  std::vector<uint64_t> frames;   // its user stack, innermost first
+  std::vector<uint64_t> kframes;  // its kernel stack
+  Unwind unwind = Unwind::kFramePointer;
+  bool truncated = false;
+  uint32_t count = 0;       // wakeups
+  uint64_t blocked_ns = 0;  // of the blocks they ended
+};
+
+// Where a span's thread blocked, identical stacks grouped, weighed by the
+// time it stayed blocked (switch-out to wakeup; to the span's end when no
+// wakeup was seen).
+struct BlockGroup {
+  std::vector<uint64_t> frames;   // user stack, innermost first
+  std::vector<uint64_t> kframes;  // kernel stack (schedule() on top)
+  Unwind unwind = Unwind::kFramePointer;
+  bool truncated = false;
+  uint32_t count = 0;  // times it blocked here
+  uint64_t blocked_ns = 0;
+  uint64_t first_ns = 0;
+  std::vector<Waker> wakers;  // most blocked time first
+};
+
 struct SlowSpan {
   SpanEvent span;
   // When it was announced as a hang while it ran (HangEvent), 0 if not.
@@ -38,6 +68,11 @@ struct SlowSpan {
   // Sorted by count desc, then longest_run desc, then first_ns: stacks[0]
   // is where the span was stuck.
   std::vector<StackGroup> stacks;
+  // Where it blocked, most blocked time first (--no-off-cpu: none).
+  std::vector<BlockGroup> blocked;
+  // The blocked time those account for (the rest of span.blocked_ns() is
+  // blocking the kernel did not record: past LT_MAX_BLOCKS, or lost).
+  uint64_t blocked_recorded_ns = 0;
 };
 
 // One loop thread in one role (a thread that dispatches and runs idle
@@ -142,7 +177,13 @@ class DispatchAnalyzer {
   void on_span(const SpanEvent& ev);
   void on_sample(const SampleEvent& ev);
   void on_drop(const SpanDropEvent& ev);
+  void on_block(const BlockEvent& ev);
+  void on_wake(const WakeEvent& ev);
   std::vector<SampleEvent> take_samples(const SpanKey& key);
+  // The span's blocking points, grouped; its end bounds blocks with no
+  // wakeup.
+  std::vector<BlockGroup> take_blocks(const SpanKey& key, uint64_t end_ns,
+                                      uint64_t* recorded_ns);
   uint64_t take_hang(const SpanKey& key);
   void note_time(uint64_t ns);
   uint64_t slow_threshold(uint32_t role) const;
@@ -157,6 +198,17 @@ class DispatchAnalyzer {
   DispatchOptions options_;
   std::map<SpanKey, std::vector<SampleEvent>> pending_;
   std::map<ThreadKey, size_t> pending_per_thread_;
+  // Blocking points waiting for their span, with their wakeup once seen.
+  struct Block {
+    BlockEvent block;
+    std::optional<WakeEvent> wake;
+  };
+  std::map<SpanKey, std::vector<Block>> blocks_;
+  // The block of each thread still waiting for its wakeup.
+  std::map<ThreadKey, std::pair<SpanKey, size_t>> awaiting_wake_;
+  // A wakeup that came before the switch-out it ended (the waker got there
+  // first), until that blocking point arrives.
+  std::map<ThreadKey, WakeEvent> early_wakes_;
   uint64_t sample_overflow_ = 0;
   uint64_t cut_short_ = 0;
   uint64_t span_records_ = 0;

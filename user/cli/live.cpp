@@ -48,7 +48,16 @@ class MappingsTracker {
       unwinder_.forget(pid);
       unwind_maps_.erase(pid);
     }
-    if (auto* s = std::get_if<SampleEvent>(&ev); s && s->ustack) unwind(*s);
+    if (auto* s = std::get_if<SampleEvent>(&ev); s && s->ustack) {
+      unwind(s->pid, s->ts_ns, std::move(s->ustack), &s->frames, &s->unwind,
+             &s->truncated);
+    } else if (auto* b = std::get_if<BlockEvent>(&ev); b && b->ustack) {
+      unwind(b->pid, b->ts_ns, std::move(b->ustack), &b->frames, &b->unwind,
+             &b->truncated);
+    } else if (auto* w = std::get_if<WakeEvent>(&ev); w && w->ustack) {
+      unwind(w->waker_pid, w->ts_ns, std::move(w->ustack), &w->frames,
+             &w->unwind, &w->truncated);
+    }
     emit_(std::move(ev));
   }
   std::set<std::pair<uint32_t, uint32_t>>& threads() { return threads_; }
@@ -68,19 +77,18 @@ class MappingsTracker {
 
   // The frame pointers where they reach the thread's first frame, else
   // the CFI's stack when it goes further; the stack bytes go either way.
-  void unwind(SampleEvent& s) {
-    std::shared_ptr<const UserStack> u = std::move(s.ustack);
-    s.ustack.reset();
+  void unwind(uint32_t pid, uint64_t ts_ns, std::shared_ptr<const UserStack> u,
+              std::vector<uint64_t>* frames, Unwind* how, bool* truncated) {
     // The mappings as the unwinder last saw them; again after a stack that
     // stopped short (a library loaded since?), at most every second.
-    auto [it, fresh] = unwind_maps_.try_emplace(s.pid);
+    auto [it, fresh] = unwind_maps_.try_emplace(pid);
     UnwindMaps& um = it->second;
-    if (fresh || (um.short_since && s.ts_ns > um.short_since + 1'000'000'000)) {
+    if (fresh || (um.short_since && ts_ns > um.short_since + 1'000'000'000)) {
       std::string text;
-      std::ifstream in(fmt::format("/proc/{}/maps", s.pid));
+      std::ifstream in(fmt::format("/proc/{}/maps", pid));
       text.assign(std::istreambuf_iterator<char>(in),
                   std::istreambuf_iterator<char>());
-      unwinder_.set_maps(s.pid, text);
+      unwinder_.set_maps(pid, text);
       um.short_since = 0;
       um.trampoline = uprobes_page(text);
     }
@@ -104,15 +112,15 @@ class MappingsTracker {
         if (ret) std::memcpy(&stack.bytes[at], &ret, 8);
       }
     }
-    UnwindResult r = unwinder_.unwind(s.pid, regs, stack);
-    if (r.truncated && um.short_since == 0) um.short_since = s.ts_ns;
-    if (r.frames.size() > s.frames.size() ||
-        (!r.truncated && r.frames.size() == s.frames.size())) {
-      s.frames = std::move(r.frames);
-      s.unwind = Unwind::kDwarf;
-      s.truncated = r.truncated;
+    UnwindResult r = unwinder_.unwind(pid, regs, stack);
+    if (r.truncated && um.short_since == 0) um.short_since = ts_ns;
+    if (r.frames.size() > frames->size() ||
+        (!r.truncated && r.frames.size() == frames->size())) {
+      *frames = std::move(r.frames);
+      *how = Unwind::kDwarf;
+      *truncated = r.truncated;
     } else {
-      s.truncated = s.frames.size() >= LT_MAX_STACK;
+      *truncated = frames->size() >= LT_MAX_STACK;
     }
   }
 

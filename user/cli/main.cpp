@@ -161,6 +161,9 @@ int main(int argc, char** argv) {
                   "the kernel) or dwarf[,BYTES] (CFI in userspace from a "
                   "copy of the top BYTES of the stack, default 8192)")
       ->capture_default_str();
+  rec->add_flag("--no-off-cpu", ra.no_off_cpu,
+                "Do not record where threads in spans block and who wakes "
+                "them");
   rec->add_flag("--live", ra.live,
                 "Print each slow span as it ends, while tracing");
   rec->add_flag("-q,--quiet", ra.quiet, "No text report, no progress lines");

@@ -298,6 +298,7 @@ Status build_options(const RecordArgs& a, Plan* s) {
         fmt::format("--call-graph {}: fp or dwarf[,BYTES]", a.call_graph),
         ErrorKind::kUsage);
   }
+  s->opts.off_cpu = !a.no_off_cpu;
   auto rb = parse_size(a.ringbuf_size);
   if (!rb.ok()) return rb.status();
   s->opts.ringbuf_bytes = *rb;

@@ -26,6 +26,7 @@
 #include "report/barrier_report.h"
 #include "report/hang_report.h"
 #include "report/report_common.h"
+#include "symbolize/kernel_symbols.h"
 #include "symbolize/proc_symbolizer.h"
 
 namespace looptrace {
@@ -153,7 +154,8 @@ int run_record(const RecordArgs& a) {
   if (!tracer.ok()) return fail(tracer.status());
 
   // The recording carries every symbol the analysers and outputs resolve.
-  ProcSymbolizer live_symbols;
+  ProcSymbolizer proc_symbols;
+  SystemSymbolizer live_symbols(&proc_symbols);
   CapturingSymbolizer capture(&live_symbols);
   RecordingWriter* recording = out.recording().get();
   Symbolizer* symbols =
@@ -188,7 +190,7 @@ int run_record(const RecordArgs& a) {
   };
   Tracer::Sink emit = [&](Event&& ev) {
     if (auto* m = std::get_if<MappingsEvent>(&ev))
-      live_symbols.add_mappings(m->pid, m->maps);
+      proc_symbols.add_mappings(m->pid, m->maps);
     if (recording) {
       capture.prepare(ev, session.probes);
       for (SymbolEvent& s : capture.take()) recording->write(Event(s));

@@ -38,6 +38,7 @@ struct RecordArgs {
   std::string sample_after;  // default: half the slow threshold
   uint32_t sample_freq = Thresholds::kSampleHz;
   std::string call_graph = "fp";  // or "dwarf[,BYTES]"
+  bool no_off_cpu = false;
   std::string ringbuf_size =
       std::to_string(Thresholds::kRingbufBytes >> 20) + "M";
   uint32_t hist_max = Thresholds::kHistMax;

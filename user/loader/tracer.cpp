@@ -477,6 +477,9 @@ Result<std::unique_ptr<Tracer>> Tracer::CreateWith(const TraceOptions& opts,
   if (opts.limits.sample_hz == 0)
     bpf_program__set_autoload(skel->progs.lt_sample, false);
   cfg.stack_copy = std::min<uint32_t>(opts.stack_copy, LT_STACK_COPY);
+  cfg.offcpu_on = opts.off_cpu;
+  if (!opts.off_cpu)
+    bpf_program__set_autoload(skel->progs.lt_sched_waking, false);
   cfg.input_on = in.mode != InputMode::kOff;
   cfg.input_tgid_filter = !in.tgids.empty();
   cfg.io_wakeup_bytes = opts.ringbuf_bytes / 16;
@@ -533,6 +536,11 @@ Result<std::unique_ptr<Tracer>> Tracer::CreateWith(const TraceOptions& opts,
   bpf_link* wk = bpf_program__attach(skel->progs.lt_sched_wakeup);
   if (!wk) return Status::Errno("attaching to sched_wakeup", errno);
   impl->links.emplace_back(wk);
+  if (opts.off_cpu) {
+    bpf_link* wg = bpf_program__attach(skel->progs.lt_sched_waking);
+    if (!wg) return Status::Errno("attaching to sched_waking", errno);
+    impl->links.emplace_back(wg);
+  }
   LT_RETURN_IF_ERROR(impl->attach_lifecycle(opts.pid));
   if (cfg.input_on) {
     LT_RETURN_IF_ERROR(impl->fill_input_maps(in));

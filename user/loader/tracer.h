@@ -73,6 +73,8 @@ struct TraceOptions {
   // Bytes of user stack each sample copies for unwinding by CFI
   // (--call-graph dwarf); 0: frame pointers only.
   uint32_t stack_copy = 0;
+  // Where threads in spans block and who wakes them (--no-off-cpu: off).
+  bool off_cpu = true;
   InputTrace input;
 };
 

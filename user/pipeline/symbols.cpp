@@ -1,6 +1,7 @@
 #include "pipeline/symbols.h"
 
 #include "report/target.h"
+#include "symbolize/kernel_symbols.h"
 
 namespace looptrace {
 
@@ -31,6 +32,12 @@ void CapturingSymbolizer::prepare(const Event& ev,
   };
   if (const auto* s = std::get_if<SampleEvent>(&ev)) {
     frames(s->pid, s->frames);
+  } else if (const auto* b = std::get_if<BlockEvent>(&ev)) {
+    frames(b->pid, b->frames);
+    frames(kKernelPid, b->kframes);
+  } else if (const auto* w = std::get_if<WakeEvent>(&ev)) {
+    frames(w->waker_pid, w->frames);
+    frames(kKernelPid, w->kframes);
   } else if (const auto* p = std::get_if<PointEvent>(&ev)) {
     frames(p->pid, p->frames);
   } else if (const auto* sp = std::get_if<SpanEvent>(&ev)) {

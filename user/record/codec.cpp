@@ -461,6 +461,33 @@ void encode_event(const Event& ev, std::string* out) {
         } else if constexpr (std::is_same_v<T, HangEvent>) {
           type = kHang;
           put_span(w, e.span);
+        } else if constexpr (std::is_same_v<T, BlockEvent>) {
+          type = kBlock;
+          w.put(e.pid);
+          w.put(e.tid);
+          w.put(e.ts_ns);
+          w.put(e.span_id);
+          w.put(e.probe_id);
+          w.put(e.seq);
+          w.put_frames(e.frames);
+          w.put_frames(e.kframes);
+          w.put<uint8_t>(static_cast<uint8_t>(e.unwind));
+          w.put<uint8_t>(e.truncated);
+        } else if constexpr (std::is_same_v<T, WakeEvent>) {
+          type = kWake;
+          w.put(e.pid);
+          w.put(e.tid);
+          w.put(e.ts_ns);
+          w.put(e.off_ns);
+          w.put(e.seq);
+          w.put<uint8_t>(e.from_irq);
+          w.put(e.waker_pid);
+          w.put(e.waker_tid);
+          w.put_str(e.waker_comm);
+          w.put_frames(e.frames);
+          w.put_frames(e.kframes);
+          w.put<uint8_t>(static_cast<uint8_t>(e.unwind));
+          w.put<uint8_t>(e.truncated);
         }
       },
       ev);
@@ -544,6 +571,33 @@ bool decode_event(uint8_t type, const uint8_t* data, size_t size, Event* out) {
       if (!get_span(r, &e.span)) return false;
       e.pid = e.span.pid;
       e.tid = e.span.tid;
+      *out = std::move(e);
+      return true;
+    }
+    case kBlock: {
+      BlockEvent e;
+      uint8_t unwind = 0;
+      if (!(r.get(&e.pid) && r.get(&e.tid) && r.get(&e.ts_ns) &&
+            r.get(&e.span_id) && r.get(&e.probe_id) && r.get(&e.seq) &&
+            r.get_frames(&e.frames) && r.get_frames(&e.kframes) &&
+            r.get(&unwind) && unwind <= 1 && r.get_bool(&e.truncated) &&
+            r.done()))
+        return false;
+      e.unwind = static_cast<Unwind>(unwind);
+      *out = std::move(e);
+      return true;
+    }
+    case kWake: {
+      WakeEvent e;
+      uint8_t unwind = 0;
+      if (!(r.get(&e.pid) && r.get(&e.tid) && r.get(&e.ts_ns) &&
+            r.get(&e.off_ns) && r.get(&e.seq) && r.get_bool(&e.from_irq) &&
+            r.get(&e.waker_pid) && r.get(&e.waker_tid) &&
+            r.get_str(&e.waker_comm) && r.get_frames(&e.frames) &&
+            r.get_frames(&e.kframes) && r.get(&unwind) && unwind <= 1 &&
+            r.get_bool(&e.truncated) && r.done()))
+        return false;
+      e.unwind = static_cast<Unwind>(unwind);
       *out = std::move(e);
       return true;
     }

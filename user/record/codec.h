@@ -27,7 +27,9 @@ enum RecordType : uint8_t {
   kTick = 11,
   kEnd = 12,
   kHang = 13,
-  kLastType = kHang,  // newer types are skipped by this build
+  kBlock = 14,
+  kWake = 15,
+  kLastType = kWake,  // newer types are skipped by this build
 };
 
 // Appends [type u8][length u32][payload] to *out.

@@ -10,6 +10,7 @@
 #include "report/json_limits.h"
 #include "report/report.h"
 #include "report/report_common.h"
+#include "symbolize/kernel_symbols.h"
 
 namespace looptrace {
 namespace {
@@ -62,6 +63,46 @@ json barriers_up(const SpanEvent& d, const ReportContext& ctx,
   return out;
 }
 
+const char* unwind_name(Unwind u) {
+  return u == Unwind::kDwarf ? "dwarf" : "frame_pointer";
+}
+
+// Where the span blocked, most blocked time first, with who woke it.
+json blocked_json(const SlowSpan& s, report::FrameNames& names) {
+  json out = json::array();
+  for (size_t i = 0; i < s.blocked.size() && i < report::kJsonMaxStacks; ++i) {
+    const BlockGroup& g = s.blocked[i];
+    json wakers = json::array();
+    for (size_t k = 0; k < g.wakers.size() && k < report::kJsonMaxStacks; ++k) {
+      const Waker& w = g.wakers[k];
+      // An interrupt's user stack is whatever thread it hit: left out.
+      const bool irq = report::interrupt_wakeup(w, names);
+      wakers.push_back(
+          {{"pid", w.pid},
+           {"tid", w.tid},
+           {"comm", w.comm},
+           {"interrupt", irq},
+           {"count", w.count},
+           {"blocked_ns", w.blocked_ns},
+           {"unwind", unwind_name(w.unwind)},
+           {"truncated", w.truncated},
+           {"frames",
+            irq ? json::array() : frames_json(w.pid, w.frames, names)},
+           {"kernel_frames", frames_json(kKernelPid, w.kframes, names)}});
+    }
+    out.push_back({{"blocked_ns", g.blocked_ns},
+                   {"count", g.count},
+                   {"first_ns", g.first_ns},
+                   {"kernel_wait", report::kernel_wait(g.kframes, names)},
+                   {"unwind", unwind_name(g.unwind)},
+                   {"truncated", g.truncated},
+                   {"frames", frames_json(s.span.pid, g.frames, names)},
+                   {"kernel_frames", frames_json(kKernelPid, g.kframes, names)},
+                   {"wakers", wakers}});
+  }
+  return out;
+}
+
 }  // namespace
 
 json slow_span_json(const SlowSpan& s, const ReportContext& ctx,
@@ -76,14 +117,13 @@ json slow_span_json(const SlowSpan& s, const ReportContext& ctx,
   json stacks = json::array();
   for (size_t i = 0; i < s.stacks.size() && i < report::kJsonMaxStacks; ++i) {
     const StackGroup& g = s.stacks[i];
-    stacks.push_back(
-        {{"count", g.count},
-         {"longest_run", g.longest_run},
-         {"first_ns", g.first_ns},
-         {"last_ns", g.last_ns},
-         {"unwind", g.unwind == Unwind::kDwarf ? "dwarf" : "frame_pointer"},
-         {"truncated", g.truncated},
-         {"frames", frames_json(e.pid, g.frames, names)}});
+    stacks.push_back({{"count", g.count},
+                      {"longest_run", g.longest_run},
+                      {"first_ns", g.first_ns},
+                      {"last_ns", g.last_ns},
+                      {"unwind", unwind_name(g.unwind)},
+                      {"truncated", g.truncated},
+                      {"frames", frames_json(e.pid, g.frames, names)}});
   }
   json out = {
       {"pid", e.pid},
@@ -108,6 +148,8 @@ json slow_span_json(const SlowSpan& s, const ReportContext& ctx,
                     ? json::array()
                     : frames_json(e.pid, s.stacks[0].frames, names)},
       {"stacks", stacks},
+      {"blocked", blocked_json(s, names)},
+      {"blocked_recorded_ns", s.blocked_recorded_ns},
   };
   if (s.stacks.size() > report::kJsonMaxStacks)
     out["stacks_omitted"] = s.stacks.size() - report::kJsonMaxStacks;

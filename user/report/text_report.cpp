@@ -124,6 +124,50 @@ void write_stacks(std::ostream& os, const SlowSpan& s,
   }
 }
 
+// Where a slow span blocked (most blocked time first) and who woke it: the
+// top place with its user stack under the kernel function it slept in,
+// and its main waker.
+constexpr size_t kMaxBlockFrames = 8;
+
+void write_frames(std::ostream& os, uint32_t pid,
+                  const std::vector<uint64_t>& frames, size_t max,
+                  report::FrameNames& names, const char* indent) {
+  size_t shown = std::min(frames.size(), max);
+  for (size_t i = 0; i < shown; ++i)
+    put(os, indent + names.name(pid, frames[i]));
+  if (frames.size() > shown)
+    put(os, fmt::format("{}... {} more {}", indent, frames.size() - shown,
+                        frames.size() - shown == 1 ? "frame" : "frames"));
+}
+
+void write_blocked(std::ostream& os, const SlowSpan& s,
+                   report::FrameNames& names) {
+  if (s.blocked.empty()) return;
+  const BlockGroup& top = s.blocked[0];
+  std::string where = report::kernel_wait(top.kframes, names);
+  put(os, fmt::format("    blocked here: {} of {} ({}){}",
+                      format_duration(top.blocked_ns),
+                      format_duration(s.span.blocked_ns()),
+                      plural(top.count, "time", "times"),
+                      where.empty() ? "" : " in " + where));
+  write_frames(os, s.span.pid, top.frames, kMaxBlockFrames, names, "      ");
+  if (!top.wakers.empty()) {
+    const Waker& w = top.wakers[0];
+    if (report::interrupt_wakeup(w, names)) {
+      std::string what = report::kernel_waker(w.kframes, names);
+      put(os, fmt::format("    woken from an interrupt{}",
+                          what.empty() ? "" : " (" + what + ")"));
+    } else {
+      put(os, fmt::format("    woken by {}/{} {}:", w.pid, w.tid, w.comm));
+      write_frames(os, w.pid, w.frames, kMaxBlockFrames, names, "      ");
+    }
+  }
+  if (s.blocked.size() > 1)
+    put(os, fmt::format("    + {}",
+                        plural(s.blocked.size() - 1, "other blocking place",
+                               "other blocking places")));
+}
+
 // Slow deliveries, one entry per backlog (DispatchAnalysis::backlogs) with
 // the slow spans they waited behind; the JSON lists every message too.
 constexpr size_t kMaxBehind = 5;  // slow spans named per backlog
@@ -257,6 +301,7 @@ void write_slow(std::ostream& os, const DispatchAnalysis& a,
       times += fmt::format("  steal {}", format_duration(e.steal_ns));
     put(os, times);
     write_stacks(os, *spans[i], names);
+    write_blocked(os, *spans[i], names);
   }
 }
 

@@ -24,6 +24,37 @@ std::string comm_string(const char (&comm)[LT_COMM_LEN]) {
   return std::string(comm, strnlen(comm, LT_COMM_LEN));
 }
 
+std::shared_ptr<UserStack> user_stack(const lt_ucopy& u) {
+  auto out = std::make_shared<UserStack>();
+  std::copy(std::begin(u.regs), std::end(u.regs), out->regs.begin());
+  out->bytes.assign(u.stack, u.stack + u.stack_len);
+  out->ret_addrs.assign(u.ret_addrs, u.ret_addrs + u.nret);
+  return out;
+}
+
+bool ucopy_ok(const lt_ucopy& u) {
+  return u.stack_len <= LT_STACK_COPY && u.nret <= LT_MAX_DEPTH;
+}
+
+// A record with a user stack copy after it, or without: `R` alone or
+// `C` = {R r; lt_ucopy u}, as hdr.size says. The big one on the heap.
+template <typename R, typename C>
+std::unique_ptr<C> read_with_copy(const void* data, size_t size, bool* copy) {
+  lt_rec_header hdr;
+  std::memcpy(&hdr, data, sizeof(hdr));
+  auto out = std::make_unique<C>();
+  if (hdr.size == sizeof(C) && size >= sizeof(C)) {
+    std::memcpy(out.get(), data, sizeof(C));
+    *copy = true;
+  } else if (hdr.size == sizeof(R) && size >= sizeof(R)) {
+    std::memcpy(&out->r, data, sizeof(R));
+    *copy = false;
+  } else {
+    return nullptr;
+  }
+  return out;
+}
+
 }  // namespace
 
 bool decode_record(const void* data, size_t size, Event* out) {
@@ -73,21 +104,61 @@ bool decode_record(const void* data, size_t size, Event* out) {
       if (size < sizeof(lt_ustack_rec)) return false;
       auto r = std::make_unique<lt_ustack_rec>();
       std::memcpy(r.get(), data, sizeof(lt_ustack_rec));
-      if (r->nframes > LT_MAX_STACK || r->stack_len > LT_STACK_COPY ||
-          r->nret > LT_MAX_DEPTH)
+      if (r->s.hdr.size != sizeof(lt_ustack_rec) ||
+          r->s.nframes > LT_MAX_STACK || !ucopy_ok(r->u))
         return false;
       SampleEvent ev;
-      ev.pid = r->hdr.pid;
-      ev.tid = r->hdr.tid;
-      ev.ts_ns = r->hdr.ts_ns;
-      ev.span_id = r->span_id;
-      ev.probe_id = r->probe_id;
-      ev.frames.assign(r->frames, r->frames + r->nframes);
-      auto u = std::make_shared<UserStack>();
-      std::copy(std::begin(r->regs), std::end(r->regs), u->regs.begin());
-      u->bytes.assign(r->stack, r->stack + r->stack_len);
-      u->ret_addrs.assign(r->ret_addrs, r->ret_addrs + r->nret);
-      ev.ustack = std::move(u);
+      ev.pid = r->s.hdr.pid;
+      ev.tid = r->s.hdr.tid;
+      ev.ts_ns = r->s.hdr.ts_ns;
+      ev.span_id = r->s.span_id;
+      ev.probe_id = r->s.probe_id;
+      ev.frames.assign(r->s.frames, r->s.frames + r->s.nframes);
+      ev.ustack = user_stack(r->u);
+      *out = std::move(ev);
+      return true;
+    }
+    case LT_REC_OFFCPU: {
+      bool copy = false;
+      auto c =
+          read_with_copy<lt_offcpu_rec, lt_offcpu_copy_rec>(data, size, &copy);
+      if (!c || c->r.nframes > LT_MAX_STACK || c->r.nkframes > LT_MAX_KSTACK ||
+          c->r.probe_id >= LT_MAX_PROBES || (copy && !ucopy_ok(c->u)))
+        return false;
+      const lt_offcpu_rec& r = c->r;
+      BlockEvent ev;
+      ev.pid = r.hdr.pid;
+      ev.tid = r.hdr.tid;
+      ev.ts_ns = r.hdr.ts_ns;
+      ev.span_id = r.span_id;
+      ev.probe_id = r.probe_id;
+      ev.seq = r.seq;
+      ev.frames.assign(r.frames, r.frames + r.nframes);
+      ev.kframes.assign(r.kframes, r.kframes + r.nkframes);
+      if (copy) ev.ustack = user_stack(c->u);
+      *out = std::move(ev);
+      return true;
+    }
+    case LT_REC_WAKE: {
+      bool copy = false;
+      auto c = read_with_copy<lt_wake_rec, lt_wake_copy_rec>(data, size, &copy);
+      if (!c || c->r.nframes > LT_MAX_STACK || c->r.nkframes > LT_MAX_KSTACK ||
+          (copy && !ucopy_ok(c->u)))
+        return false;
+      const lt_wake_rec& r = c->r;
+      WakeEvent ev;
+      ev.pid = r.hdr.pid;
+      ev.tid = r.hdr.tid;
+      ev.ts_ns = r.hdr.ts_ns;
+      ev.off_ns = r.off_ns;
+      ev.seq = r.seq;
+      ev.from_irq = (r.flags & LT_WAKE_IRQ) != 0;
+      ev.waker_pid = r.waker_pid;
+      ev.waker_tid = r.waker_tid;
+      ev.waker_comm = comm_string(r.waker_comm);
+      ev.frames.assign(r.frames, r.frames + r.nframes);
+      ev.kframes.assign(r.kframes, r.kframes + r.nkframes);
+      if (copy && !ev.from_irq && c->u.stack_len) ev.ustack = user_stack(c->u);
       *out = std::move(ev);
       return true;
     }

@@ -85,6 +85,43 @@ struct SampleEvent {
   std::shared_ptr<const UserStack> ustack;
 };
 
+// A traced thread blocked (left the CPU not runnable: sleep, lock, I/O)
+// inside a span: where. Its WakeEvent (same pid, tid, seq) says who woke
+// it and when.
+struct BlockEvent {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint64_t ts_ns = 0;  // when it switched out
+  uint64_t span_id = 0;
+  uint32_t probe_id = 0;
+  uint32_t seq = 0;               // the thread's blocking count
+  std::vector<uint64_t> frames;   // user stack, innermost first
+  std::vector<uint64_t> kframes;  // kernel stack, innermost first
+  Unwind unwind = Unwind::kFramePointer;
+  bool truncated = false;
+  std::shared_ptr<const UserStack> ustack;  // as SampleEvent's
+};
+
+// The wakeup of a thread a BlockEvent recorded, seen in the waker.
+struct WakeEvent {
+  uint32_t pid = 0;  // the woken thread
+  uint32_t tid = 0;
+  uint64_t ts_ns = 0;   // the wakeup
+  uint64_t off_ns = 0;  // its BlockEvent's ts_ns
+  uint32_t seq = 0;
+  // From an interrupt (a timer, a device): no thread woke it; waker_* is
+  // whatever ran on that CPU and kframes the interrupt's path.
+  bool from_irq = false;
+  uint32_t waker_pid = 0;
+  uint32_t waker_tid = 0;
+  std::string waker_comm;
+  std::vector<uint64_t> frames;   // the waker's user stack (none from irq)
+  std::vector<uint64_t> kframes;  // the waker's kernel stack
+  Unwind unwind = Unwind::kFramePointer;
+  bool truncated = false;
+  std::shared_ptr<const UserStack> ustack;
+};
+
 // A span that had samples but ended below its threshold.
 struct SpanDropEvent {
   uint32_t pid = 0;
@@ -254,10 +291,10 @@ struct HangEvent {
   SpanEvent span;  // in_flight
 };
 
-using Event =
-    std::variant<SpanEvent, SampleEvent, SpanDropEvent, PointEvent, IoEvent,
-                 ExecEvent, SessionEvent, MappingsEvent, SymbolEvent,
-                 QueueEvent, TickEvent, EndEvent, HangEvent>;
+using Event = std::variant<SpanEvent, SampleEvent, SpanDropEvent, PointEvent,
+                           IoEvent, ExecEvent, SessionEvent, MappingsEvent,
+                           SymbolEvent, QueueEvent, TickEvent, EndEvent,
+                           HangEvent, BlockEvent, WakeEvent>;
 
 // The process and thread an event belongs to (0 for run-wide events).
 inline uint32_t event_pid(const Event& ev) {

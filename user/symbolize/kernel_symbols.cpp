@@ -1,0 +1,70 @@
+#include "symbolize/kernel_symbols.h"
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <iterator>
+
+namespace looptrace {
+
+void KernelSymbols::load_text(std::string_view text) {
+  loaded_ = true;
+  syms_.clear();
+  // "ffffffff813a4380 t finish_task_switch.isra.0\t[mod]"
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text =
+        nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    size_t sp1 = line.find(' ');
+    if (sp1 == std::string_view::npos || sp1 + 3 > line.size() ||
+        line[sp1 + 2] != ' ')
+      continue;
+    char type = line[sp1 + 1];
+    // Text symbols only: code is what a stack holds.
+    if (type != 't' && type != 'T' && type != 'w' && type != 'W') continue;
+    uint64_t addr = 0;
+    auto [p, ec] = std::from_chars(line.data(), line.data() + sp1, addr, 16);
+    if (ec != std::errc() || p != line.data() + sp1 || addr == 0) continue;
+    std::string_view rest = line.substr(sp1 + 3);
+    std::string module = "[kernel]";
+    if (size_t tab = rest.find('\t'); tab != std::string_view::npos) {
+      module = std::string(rest.substr(tab + 1));
+      rest = rest.substr(0, tab);
+    }
+    if (rest.empty()) continue;
+    syms_.push_back({addr, std::string(rest), std::move(module)});
+  }
+  std::stable_sort(syms_.begin(), syms_.end(),
+                   [](const Sym& a, const Sym& b) { return a.addr < b.addr; });
+}
+
+Frame KernelSymbols::symbolize(uint64_t addr) {
+  if (!loaded_) {
+    std::ifstream in("/proc/kallsyms");
+    std::string text((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+    load_text(text);
+  }
+  Frame f;
+  f.addr = addr;
+  f.module = "[kernel]";
+  auto next =
+      std::upper_bound(syms_.begin(), syms_.end(), addr,
+                       [](uint64_t a, const Sym& s) { return a < s.addr; });
+  if (next == syms_.begin()) return f;
+  const Sym& s = *std::prev(next);
+  // Beyond the last symbol or far past one: not a function we know.
+  if (next == syms_.end() || addr - s.addr > (1u << 20)) return f;
+  f.function = s.name;
+  f.module = s.module;
+  f.offset = addr - s.addr;
+  return f;
+}
+
+Frame SystemSymbolizer::symbolize(uint32_t pid, uint64_t addr) {
+  if (pid == kKernelPid) return kernel_.symbolize(addr);
+  return procs_->symbolize(pid, addr);
+}
+
+}  // namespace looptrace
