@@ -4,6 +4,7 @@
 // overridden).
 #include "symbolize/perf_map.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -191,6 +192,26 @@ TEST_F(PerfMapSymbolizeTest, AHalfWrittenLastLineIsReadOnceComplete) {
   EXPECT_EQ(sym.symbolize(kFakePid, 0x3c2a8e0d001).function,
             "JS:~truncated /tmp/y.js:2:2");
   EXPECT_EQ(sym.symbolize(kFakePid, 0x3c2a8e0c0e0).function, "JS:~a");
+}
+
+TEST_F(PerfMapSymbolizeTest, ALargeMapIsReadWhole) {
+  // About 6 MB: more than one read, with lines across the reads' ends.
+  std::string text;
+  const uint64_t base = 0x3c2a8e00000;
+  constexpr int kLines = 100'000;
+  for (int i = 0; i < kLines; i++)
+    text += fmt::format("{:x} 10 JS:~function_number_{:06} /srv/app.js:{}:1\n",
+                        base + 16 * static_cast<uint64_t>(i), i, i);
+  ASSERT_GT(text.size(), 5u << 20);
+  append(text);
+  ProcSymbolizer sym = make();
+  sym.add_mappings(kFakePid, maps());
+  for (int i : {0, 1, 4242, 70000, kLines - 1}) {
+    Frame f = sym.symbolize(kFakePid, base + 16 * static_cast<uint64_t>(i) + 3);
+    EXPECT_EQ(f.function,
+              fmt::format("JS:~function_number_{:06} /srv/app.js:{}:1", i, i));
+    EXPECT_EQ(f.offset, 3u);
+  }
 }
 
 TEST_F(PerfMapSymbolizeTest, ASymlinkIsNotFollowed) {

@@ -25,9 +25,12 @@ constexpr size_t kMaxCachedResults = 1 << 20;
 // programs of its last few.
 constexpr size_t kMaxMappingSets = 8;
 
-// A perf map read at once: a JIT's map of a long run reaches tens of MB;
-// more than this is read up to here (kMaxPerfMapEntries caps it anyway).
-constexpr off_t kMaxPerfMapBytes = 256 << 20;
+// A JIT's map of a long run reaches tens of MB; a file of more than this
+// (garbage, most likely: kMaxPerfMapEntries caps the entries) is read up to
+// here.
+constexpr off_t kMaxPerfMapBytes = off_t{512} << 20;
+// Perf maps are read this much at a time.
+constexpr size_t kPerfMapChunk = 4 << 20;
 // A [vdso] is two pages on x86-64; anything much larger is not one.
 constexpr uint64_t kMaxVdsoBytes = 1 << 20;
 
@@ -303,7 +306,8 @@ const elf::ElfFile* ProcSymbolizer::vdso_for(uint32_t pid,
     bytes = own_vdso();
     if (bytes.size() != m.end - m.start) {
       log::debug("symbolize", "pid {}: [vdso] unreadable", pid);
-      return nullptr;  // not remembered: a later snapshot may read it
+      vdso_of_pid_[pid] = nullptr;
+      return nullptr;
     }
   }
   const elf::ElfFile* out = nullptr;
@@ -384,42 +388,54 @@ void ProcSymbolizer::read_perf_map(uint32_t pid, PerfMapState* state) {
       state->dev = st.st_dev;
       state->ino = st.st_ino;
     }
-    off_t from = state->parsed_to;
-    off_t to = std::min(st.st_size, kMaxPerfMapBytes);
-    std::vector<char> text;
-    if (to > from && !pread_all(fd, static_cast<uint64_t>(from),
-                                static_cast<size_t>(to - from), &text)) {
-      log::debug("symbolize", "read {}: {}", path, std::strerror(errno));
-      close(fd);
-      return;
-    }
+    off_t end = std::min(st.st_size, kMaxPerfMapBytes);
+    size_t added = parse_perf_map_file(fd, end, state);
     close(fd);
-    std::string_view view(text.data(), text.size());
-    // A last line without its newline may still be being written: parsed
-    // now, and again once it is complete.
-    size_t last_nl = view.rfind('\n');
-    size_t complete = last_nl == std::string_view::npos ? 0 : last_nl + 1;
-    size_t room = kMaxPerfMapEntries > state->map.entries()
-                      ? kMaxPerfMapEntries - state->map.entries()
-                      : 0;
-    PerfMapParse parsed = parse_perf_map(view, room);
-    for (PerfMapEntry& e : parsed.entries) state->map.add(std::move(e));
-    state->malformed += parsed.malformed;
-    state->dropped += parsed.dropped;
-    state->parsed_to = from + static_cast<off_t>(complete);
     state->size = st.st_size;
     state->mtime_ns = mtime;
-    log::debug("symbolize",
-               "{}: {} entries ({} read now), {} malformed lines skipped, {} "
-               "dropped over the cap of {}{}",
-               path, state->map.entries(), parsed.entries.size(),
-               state->malformed, state->dropped, kMaxPerfMapEntries,
-               st.st_size > kMaxPerfMapBytes ? ", file cut at 256 MiB" : "");
+    log::debug(
+        "symbolize",
+        "{}: {} entries ({} read now), {} malformed lines skipped, {} "
+        "dropped over the cap of {}{}",
+        path, state->map.entries(), added, state->malformed, state->dropped,
+        kMaxPerfMapEntries,
+        st.st_size > end ? ", the file read up to its first 512 MiB" : "");
     // Names cached for this pid may be of code the JIT has replaced.
     std::erase_if(results_,
                   [pid](const auto& kv) { return kv.first.pid == pid; });
     return;
   }
+}
+
+size_t ProcSymbolizer::parse_perf_map_file(int fd, off_t end,
+                                           PerfMapState* state) {
+  size_t added = 0;
+  std::vector<char> buf;
+  off_t pos = state->parsed_to;
+  while (pos < end && state->map.entries() < kMaxPerfMapEntries) {
+    size_t want = std::min(kPerfMapChunk, static_cast<size_t>(end - pos));
+    if (!pread_all(fd, static_cast<uint64_t>(pos), want, &buf) || buf.empty())
+      break;
+    std::string_view view(buf.data(), buf.size());
+    bool last = pos + static_cast<off_t>(buf.size()) >= end;
+    size_t nl = view.rfind('\n');
+    // Complete lines only, but for a final line still being written and a
+    // line longer than a chunk (garbage).
+    size_t complete = nl != std::string_view::npos ? nl + 1
+                      : last                       ? 0
+                                                   : buf.size();
+    PerfMapParse parsed =
+        parse_perf_map(last ? view : view.substr(0, complete),
+                       kMaxPerfMapEntries - state->map.entries());
+    added += parsed.entries.size();
+    for (PerfMapEntry& e : parsed.entries) state->map.add(std::move(e));
+    state->malformed += parsed.malformed;
+    state->dropped += parsed.dropped;
+    state->parsed_to = pos + static_cast<off_t>(complete);
+    if (last) break;
+    pos += static_cast<off_t>(complete);
+  }
+  return added;
 }
 
 const PerfMap* ProcSymbolizer::perf_map_for(uint32_t pid) {

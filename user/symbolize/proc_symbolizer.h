@@ -94,6 +94,9 @@ class ProcSymbolizer : public Symbolizer {
   const elf::ElfFile* vdso_for(uint32_t pid, const proc::MapEntry& map);
   const PerfMap* perf_map_for(uint32_t pid);
   void read_perf_map(uint32_t pid, PerfMapState* state);
+  // Parses the file from state->parsed_to up to end, a chunk at a time,
+  // into state; returns the entries added.
+  static size_t parse_perf_map_file(int fd, off_t end, PerfMapState* state);
   // *jit_miss: the perf map was asked and did not know addr (not cached:
   // the JIT may write it later).
   Frame lookup(uint32_t pid, uint64_t addr, bool* jit_miss);
