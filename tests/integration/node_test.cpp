@@ -51,8 +51,11 @@ void run_node_timers(const std::string& call_graph) {
   RunResult r =
       run({looptrace_bin(), "record", "--profile", node_profile(dir), "-q",
            "--call-graph", call_graph, "--json", out, "--", kNode,
-           "--perf-basic-prof", tests_dir() + "/programs/node_timer.js", log,
-           std::to_string(kRuns), std::to_string(kBusyMs)});
+           "--perf-basic-prof",
+           // Its V8 log, or it lands in the working directory.
+           "--no-logfile-per-isolate", "--logfile=" + dir.file("v8.log"),
+           tests_dir() + "/programs/node_timer.js", log, std::to_string(kRuns),
+           std::to_string(kBusyMs)});
   const int64_t tol = kExtraNs + (steal_ns() - steal_before);
   std::vector<json> lines = read_jsonl(log);
   // Node leaves its perf map behind when it exits.

@@ -4,8 +4,7 @@
 // CLOCK_MONOTONIC nanoseconds (process.hrtime.bigint() on Linux), the
 // ground truth looptrace's slow dispatches are compared with.
 //
-//   node --perf-basic-prof --interpreted-frames-native-stack \
-//       node_timer.js LOG [RUNS] [BUSY_MS]
+//   node --perf-basic-prof node_timer.js LOG [RUNS] [BUSY_MS]
 'use strict';
 const fs = require('fs');
 

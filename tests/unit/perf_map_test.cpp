@@ -194,6 +194,18 @@ TEST_F(PerfMapSymbolizeTest, AHalfWrittenLastLineIsReadOnceComplete) {
   EXPECT_EQ(sym.symbolize(kFakePid, 0x3c2a8e0c0e0).function, "JS:~a");
 }
 
+TEST_F(PerfMapSymbolizeTest, AMapWrittenAfreshIsReadFromTheStart) {
+  append("3c2a8e0c0e0 4a JS:~before a restart of the JIT /x.js:1:1\n");
+  ProcSymbolizer sym = make();
+  sym.add_mappings(kFakePid, maps());
+  EXPECT_EQ(sym.symbolize(kFakePid, 0x3c2a8e0c0e0).function,
+            "JS:~before a restart of the JIT /x.js:1:1");
+  // Shorter than before: not an append.
+  std::ofstream(path_, std::ios::trunc) << "3c2a8e0d000 20 JS:~after\n";
+  EXPECT_EQ(sym.symbolize(kFakePid, 0x3c2a8e0d000).function, "JS:~after");
+  EXPECT_FALSE(sym.symbolize(kFakePid, 0x3c2a8e0c0e0).known());
+}
+
 TEST_F(PerfMapSymbolizeTest, ALargeMapIsReadWhole) {
   // About 6 MB: more than one read, with lines across the reads' ends.
   std::string text;

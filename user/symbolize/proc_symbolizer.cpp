@@ -384,7 +384,9 @@ void ProcSymbolizer::read_perf_map(uint32_t pid, PerfMapState* state) {
     // JITs append: read on from the last complete line. A file that shrank
     // or was replaced is read again from the start.
     if (!same_file || st.st_size < state->size) {
+      uint64_t checked = state->checked_ns;
       *state = PerfMapState{};
+      state->checked_ns = checked;
       state->dev = st.st_dev;
       state->ino = st.st_ino;
     }
