@@ -7,7 +7,9 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "elf/debug_file.h"
 #include "elf/elf_file.h"
 #include "elf/resolve.h"
 #include "fuzz_check.h"
@@ -72,6 +74,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!file.ok()) return 0;
   const elf::ElfFile& f = *file;
   (void)f.build_id();
+  (void)f.debuglink();
+  // The same bytes from memory (a [vdso], MiniDebugInfo's image) read the
+  // same.
+  auto in_memory =
+      elf::ElfFile::FromMemory("fuzz", std::vector<char>(data, data + size));
+  LT_FUZZ_CHECK(in_memory.ok());
+  LT_FUZZ_CHECK(in_memory->symbols().size() == f.symbols().size());
+  // MiniDebugInfo: a fuzzed xz stream, decompressed and parsed.
+  auto mini = elf::open_minidebuginfo(f);
+  if (mini.ok()) (void)mini->symbols();
 
   // Bounded work per input: the first symbols are enough to reach every
   // path, and the fuzzer stays fast.

@@ -22,6 +22,17 @@ gcc -O1 -fPIE -pie "${small[@]}" -o "$elf/pie" "$seeds/seed_prog.c"
 gcc -O1 -fno-pie -no-pie "${small[@]}" -o "$elf/nopie" "$seeds/seed_prog.c"
 strip --strip-debug -R .comment "$elf/lib.so" "$elf/pie" "$elf/nopie"
 strip -o "$elf/stripped" "$elf/pie"
+# MiniDebugInfo as Fedora builds it (gdb manual, "MiniDebugInfo"): the
+# functions of .symtab in an xz-compressed ELF in .gnu_debugdata of the
+# stripped program.
+nm "$elf/pie" --format=posix --defined-only |
+  awk '$2 == "T" || $2 == "t" { print $1 }' >"$tmp/funcs"
+objcopy --only-keep-debug "$elf/pie" "$tmp/debug"
+objcopy -S --remove-section .comment --keep-symbols="$tmp/funcs" \
+  "$tmp/debug" "$tmp/mini"
+xz -c "$tmp/mini" >"$tmp/mini.xz"
+objcopy --add-section .gnu_debugdata="$tmp/mini.xz" "$elf/stripped" \
+  "$elf/minidebuginfo"
 
 decode=$here/corpus/decode
 mkdir -p "$decode"

@@ -88,10 +88,13 @@ ElfFile::ElfFile(std::string path, int fd, Elf* elf)
 ElfFile::ElfFile(ElfFile&& other) noexcept
     : path_(std::move(other.path_)),
       fd_(std::exchange(other.fd_, -1)),
+      bytes_(std::move(other.bytes_)),
       elf_(std::exchange(other.elf_, nullptr)),
       is_dyn_(other.is_dyn_),
       has_symtab_(other.has_symtab_),
       build_id_(std::move(other.build_id_)),
+      debuglink_(std::move(other.debuglink_)),
+      debuglink_crc_(other.debuglink_crc_),
       segments_(std::move(other.segments_)),
       symbols_(std::move(other.symbols_)),
       max_end_(std::move(other.max_end_)) {}
@@ -101,10 +104,13 @@ ElfFile& ElfFile::operator=(ElfFile&& other) noexcept {
     ElfFile tmp(std::move(other));
     std::swap(path_, tmp.path_);
     std::swap(fd_, tmp.fd_);
+    std::swap(bytes_, tmp.bytes_);
     std::swap(elf_, tmp.elf_);
     std::swap(is_dyn_, tmp.is_dyn_);
     std::swap(has_symtab_, tmp.has_symtab_);
     std::swap(build_id_, tmp.build_id_);
+    std::swap(debuglink_, tmp.debuglink_);
+    std::swap(debuglink_crc_, tmp.debuglink_crc_);
     std::swap(segments_, tmp.segments_);
     std::swap(symbols_, tmp.symbols_);
     std::swap(max_end_, tmp.max_end_);
@@ -134,15 +140,32 @@ Result<ElfFile> ElfFile::Open(const std::string& path) {
   return file;
 }
 
+Result<ElfFile> ElfFile::FromMemory(std::string name, std::vector<char> bytes) {
+  if (!init_libelf())
+    return Status::Error(fmt::format("{}: libelf: {}", name, elf_errmsg(-1)));
+  ElfFile file(std::move(name), -1, nullptr);
+  file.bytes_ = std::move(bytes);
+  if (file.bytes_.empty())
+    return Status::Error(file.path_ + ": not an ELF file", ErrorKind::kUsage);
+  file.elf_ = elf_memory(file.bytes_.data(), file.bytes_.size());
+  if (!file.elf_ || elf_kind(file.elf_) != ELF_K_ELF)
+    return Status::Error(file.path_ + ": not an ELF file", ErrorKind::kUsage);
+  LT_RETURN_IF_ERROR(file.load());
+  return file;
+}
+
 Status ElfFile::check_extents() const {
   GElf_Ehdr ehdr;
   if (!gelf_getehdr(elf_, &ehdr))
     return Status::Error(
         fmt::format("{}: bad ELF header: {}", path_, elf_errmsg(-1)),
         ErrorKind::kUsage);
-  struct stat st;
-  if (fstat(fd_, &st) != 0) return Status::Errno("stat " + path_, errno);
-  const auto size = static_cast<uint64_t>(st.st_size);
+  uint64_t size = bytes_.size();
+  if (fd_ >= 0) {
+    struct stat st;
+    if (fstat(fd_, &st) != 0) return Status::Errno("stat " + path_, errno);
+    size = static_cast<uint64_t>(st.st_size);
+  }
   // Without this a file cut short (a copy that failed, a full disk) loses
   // its section headers, which sit at the end, and would be reported as
   // "stripped".
@@ -208,6 +231,7 @@ Status ElfFile::load() {
   }
 
   load_build_id();
+  load_debuglink();
   return load_symbols();
 }
 
@@ -232,6 +256,55 @@ void ElfFile::load_build_id() {
     build_id_ = build_id_in(data);
     if (!build_id_.empty()) return;
   }
+}
+
+void ElfFile::load_debuglink() {
+  std::optional<std::string_view> raw = section_bytes(".gnu_debuglink");
+  if (!raw) return;
+  // The name, NUL-terminated, padded to 4 bytes, then the CRC in the
+  // file's byte order.
+  size_t nul = raw->find('\0');
+  if (nul == std::string_view::npos || nul == 0) return;
+  size_t crc_at = (nul + 4) & ~size_t{3};
+  if (crc_at + 4 > raw->size()) return;
+  uint8_t b[4];
+  std::memcpy(b, raw->data() + crc_at, 4);
+  GElf_Ehdr ehdr;
+  bool msb = gelf_getehdr(elf_, &ehdr) && ehdr.e_ident[EI_DATA] == ELFDATA2MSB;
+  debuglink_crc_ = msb ? uint32_t{b[0]} << 24 | uint32_t{b[1]} << 16 |
+                             uint32_t{b[2]} << 8 | uint32_t{b[3]}
+                       : uint32_t{b[3]} << 24 | uint32_t{b[2]} << 16 |
+                             uint32_t{b[1]} << 8 | uint32_t{b[0]};
+  debuglink_ = std::string(raw->substr(0, nul));
+}
+
+std::optional<std::string_view> ElfFile::section_bytes(
+    std::string_view name) const {
+  size_t shstrndx = 0;
+  if (elf_getshdrstrndx(elf_, &shstrndx) != 0) return std::nullopt;
+  for (Elf_Scn* scn = elf_nextscn(elf_, nullptr); scn;
+       scn = elf_nextscn(elf_, scn)) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS) continue;
+    const char* n = elf_strptr(elf_, shstrndx, sh.sh_name);
+    if (!n || name != n) continue;
+    // Raw: the bytes as stored (a compressed section stays compressed).
+    Elf_Data* data = elf_rawdata(scn, nullptr);
+    if (!data || !data->d_buf || data->d_size == 0) return std::nullopt;
+    return std::string_view(static_cast<const char*>(data->d_buf),
+                            data->d_size);
+  }
+  return std::nullopt;
+}
+
+void ElfFile::merge_symbols(const std::vector<Symbol>& more) {
+  std::vector<Symbol> all = std::move(symbols_);
+  all.insert(all.end(), more.begin(), more.end());
+  symbols_.clear();
+  max_end_.clear();
+  index_symbols(std::move(all));
+  log::debug("elf", "{}: {} symbols after merging {} more", path_,
+             symbols_.size(), more.size());
 }
 
 Status ElfFile::load_symbols() {
@@ -283,6 +356,13 @@ Status ElfFile::load_symbols() {
     }
   }
 
+  index_symbols(std::move(all));
+  log::debug("elf", "{}: {} symbols, symtab={}, build-id={}", path_,
+             symbols_.size(), has_symtab_, build_id_);
+  return Status::Ok();
+}
+
+void ElfFile::index_symbols(std::vector<Symbol> all) {
   // Merge the .symtab and .dynsym copies of one symbol.
   std::sort(all.begin(), all.end(), [](const Symbol& a, const Symbol& b) {
     return std::tie(a.vaddr, a.name) < std::tie(b.vaddr, b.name);
@@ -311,13 +391,10 @@ Status ElfFile::load_symbols() {
   max_end_.reserve(symbols_.size());
   uint64_t max_end = 0;
   for (Symbol& s : symbols_) {
-    s.demangled = demangle(s.name);
+    if (s.demangled.empty()) s.demangled = demangle(s.name);
     max_end = std::max(max_end, s.vaddr + s.size);
     max_end_.push_back(max_end);
   }
-  log::debug("elf", "{}: {} symbols, symtab={}, build-id={}", path_,
-             symbols_.size(), has_symtab_, build_id_);
-  return Status::Ok();
 }
 
 Result<uint64_t> ElfFile::vaddr_to_offset(uint64_t vaddr) const {

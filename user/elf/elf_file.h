@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -39,6 +41,9 @@ class ElfFile {
  public:
   // Errors: "open /x: No such file or directory", "/x: not an ELF file".
   static Result<ElfFile> Open(const std::string& path);
+  // An image in memory (a [vdso] read from /proc/PID/mem, the ELF inside
+  // .gnu_debugdata); name stands for the path in messages. fd() is -1.
+  static Result<ElfFile> FromMemory(std::string name, std::vector<char> bytes);
 
   ElfFile(ElfFile&& other) noexcept;
   ElfFile& operator=(ElfFile&& other) noexcept;
@@ -55,6 +60,19 @@ class ElfFile {
   // The file descriptor stays open for the object's lifetime; the
   // symbolizer relies on this to read files of processes that have exited.
   int fd() const { return fd_; }
+  // .gnu_debuglink: the separate debug file's name and the CRC-32 of its
+  // contents; empty name when the file has none.
+  const std::string& debuglink() const { return debuglink_; }
+  uint32_t debuglink_crc() const { return debuglink_crc_; }
+
+  // The bytes of the first section called name as they are in the file;
+  // nullopt when there is none (or it has no bytes in the file). Valid for
+  // the object's lifetime.
+  std::optional<std::string_view> section_bytes(std::string_view name) const;
+
+  // Adds symbols found elsewhere (a separate debug file, MiniDebugInfo)
+  // for symbol lookup by address; duplicates of symbols held are merged.
+  void merge_symbols(const std::vector<Symbol>& more);
 
   // Defined FUNC and OBJECT symbols with a nonzero address from .symtab and
   // .dynsym, one entry per (name, vaddr), sorted by vaddr.
@@ -79,14 +97,22 @@ class ElfFile {
   Status check_extents() const;
   Status load_symbols();
   void load_build_id();
+  void load_debuglink();
+  // Sorts all_, merges duplicates into symbols_ and builds max_end_.
+  void index_symbols(std::vector<Symbol> all);
   const Segment* segment_for_offset(uint64_t offset) const;
 
   std::string path_;
   int fd_ = -1;
+  // The image of FromMemory; libelf reads it in place. Its heap buffer
+  // does not move when the object does.
+  std::vector<char> bytes_;
   Elf* elf_ = nullptr;
   bool is_dyn_ = false;
   bool has_symtab_ = false;
   std::string build_id_;
+  std::string debuglink_;
+  uint32_t debuglink_crc_ = 0;
   std::vector<Segment> segments_;
   std::vector<Symbol> symbols_;
   // max_end_[i] = max(vaddr + size) over symbols_[0..i]; bounds the

@@ -1,24 +1,42 @@
 // Symbolizes user addresses of live (or recently exited) processes from
-// /proc/PID/maps and the ELF symbol tables of the mapped files.
+// /proc/PID/maps and the ELF symbol tables of the mapped files, their
+// separate debug files and MiniDebugInfo, the [vdso] image and the perf
+// maps JITs write (docs/looptrace.md, SYMBOLS).
 #pragma once
+
+#include <sys/types.h>
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "elf/elf_file.h"
 #include "proc/maps.h"
+#include "symbolize/perf_map.h"
 #include "symbolize/symbolizer.h"
 
 namespace looptrace {
 
+struct ProcSymbolizerOptions {
+  // Where separate debug files are looked up by build-id and debuglink;
+  // empty: $LOOPTRACE_DEBUG_ROOT, else /usr/lib/debug.
+  std::string debug_root;
+  // The directory holding perf-PID.map files; empty: /proc/PID/root/tmp,
+  // then /tmp. Tests point it elsewhere.
+  std::string perf_map_dir;
+  // A perf map is checked for growth at most this often (a stat per
+  // unknown address otherwise).
+  uint64_t perf_map_recheck_ns = 100'000'000;
+};
+
 // Not thread-safe: one symbolizer per thread, or a lock around it.
 class ProcSymbolizer : public Symbolizer {
  public:
-  ProcSymbolizer() = default;
+  explicit ProcSymbolizer(ProcSymbolizerOptions options = {});
   ProcSymbolizer(const ProcSymbolizer&) = delete;
   ProcSymbolizer& operator=(const ProcSymbolizer&) = delete;
 
@@ -32,7 +50,8 @@ class ProcSymbolizer : public Symbolizer {
   void add_mappings(uint32_t pid, std::vector<proc::MapEntry> maps);
 
   // module: the mapped path, "[vdso]", "[anon]"; empty when no mapping
-  // contains addr. function: the demangled symbol; empty when unknown.
+  // contains addr. function: the demangled symbol, or the name a JIT gave
+  // the code in its perf map; empty when unknown.
   Frame symbolize(uint32_t pid, uint64_t addr) override;
 
   // Drops what is cached for pid (its maps and results), e.g. when the pid
@@ -51,12 +70,36 @@ class ProcSymbolizer : public Symbolizer {
     }
   };
 
+  // One pid's perf map as far as it was read.
+  struct PerfMapState {
+    PerfMap map;
+    dev_t dev = 0;
+    ino_t ino = 0;
+    off_t size = 0;         // bytes of the file seen
+    off_t parsed_to = 0;    // end of the last complete line parsed
+    int64_t mtime_ns = -1;  // -1: never read
+    uint64_t checked_ns = 0;
+    size_t malformed = 0;
+    size_t dropped = 0;
+  };
+
   bool read_maps(uint32_t pid);
+  void note_owner(uint32_t pid);
   bool store_maps(uint32_t pid, std::vector<proc::MapEntry> maps);
   void open_files(uint32_t pid);
   const proc::MapEntry* find_mapping(uint32_t pid, uint64_t addr) const;
   const elf::ElfFile* elf_for(uint32_t pid, const proc::MapEntry& map);
-  Frame lookup(uint32_t pid, uint64_t addr);
+  void add_debug_symbols(elf::ElfFile* file, const std::string& opened_path,
+                         const proc::MapEntry& map);
+  const elf::ElfFile* vdso_for(uint32_t pid, const proc::MapEntry& map);
+  const PerfMap* perf_map_for(uint32_t pid);
+  void read_perf_map(uint32_t pid, PerfMapState* state);
+  // Parses the file from state->parsed_to up to end, a chunk at a time,
+  // into state; returns the entries added.
+  static size_t parse_perf_map_file(int fd, off_t end, PerfMapState* state);
+  // *jit_miss: the perf map was asked and did not know addr (not cached:
+  // the JIT may write it later).
+  Frame lookup(uint32_t pid, uint64_t addr, bool* jit_miss);
 
   // Per pid, every different set of mappings read, oldest first, each
   // sorted by start: a process that execs keeps its old program's mappings
@@ -67,6 +110,17 @@ class ProcSymbolizer : public Symbolizer {
   // file that could not be opened as ELF (locale archives, fonts, ...).
   std::map<std::string, std::unique_ptr<elf::ElfFile>> files_;
   std::unordered_map<ResultKey, Frame, ResultKeyHash> results_;
+
+  ProcSymbolizerOptions options_;
+  // The uid owning /proc/PID when last seen; a perf map must belong to it
+  // or to root.
+  std::unordered_map<uint32_t, uid_t> owners_;
+  std::unordered_map<uint32_t, PerfMapState> perf_maps_;
+  // [vdso] images, one per distinct content (all processes of one kernel
+  // and ABI share one), and which one each pid maps (nullptr: unreadable).
+  std::vector<std::unique_ptr<elf::ElfFile>> vdsos_;
+  std::vector<std::vector<char>> vdso_bytes_;
+  std::unordered_map<uint32_t, const elf::ElfFile*> vdso_of_pid_;
 };
 
 }  // namespace looptrace
