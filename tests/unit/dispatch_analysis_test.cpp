@@ -109,6 +109,122 @@ TEST(DispatchAnalyzer, DropDiscardsSamples) {
   EXPECT_EQ(r.orphan_samples, 0u);
 }
 
+BlockEvent block(uint32_t tid, uint64_t id, uint64_t ts, uint32_t seq,
+                 std::vector<uint64_t> frames) {
+  BlockEvent b;
+  b.pid = 100;
+  b.tid = tid;
+  b.span_id = id;
+  b.ts_ns = ts;
+  b.seq = seq;
+  b.frames = std::move(frames);
+  b.kframes = {0xffff0001};
+  return b;
+}
+
+WakeEvent wake(uint32_t tid, uint64_t ts, uint32_t seq, uint32_t waker_tid,
+               std::vector<uint64_t> frames = {0xee}) {
+  WakeEvent w;
+  w.pid = 100;
+  w.tid = tid;
+  w.ts_ns = ts;
+  w.seq = seq;
+  w.waker_pid = 100;
+  w.waker_tid = waker_tid;
+  w.waker_comm = "w" + std::to_string(waker_tid);
+  w.frames = std::move(frames);
+  return w;
+}
+
+TEST(DispatchAnalyzerBlocked, BlocksWeighedByTimeToTheirWakeup) {
+  // Span 1 of thread 1 blocks three times: twice at 0xa (woken by 7 and
+  // by 8), once at 0xb; most blocked time first.
+  DispatchAnalysis r = run({
+      block(1, 1, 1 * kMs, 1, {0xa, 0x1}),
+      wake(1, 6 * kMs, 1, 7),
+      block(1, 1, 10 * kMs, 2, {0xb, 0x1}),
+      wake(1, 13 * kMs, 2, 7),
+      block(1, 1, 20 * kMs, 3, {0xa, 0x1}),
+      wake(1, 24 * kMs, 3, 8),
+      span(1, 1, 0, 30 * kMs),
+  });
+  ASSERT_EQ(r.slow.size(), 1u);
+  const SlowSpan& s = r.slow[0];
+  EXPECT_EQ(s.blocked_recorded_ns, 12 * kMs);
+  ASSERT_EQ(s.blocked.size(), 2u);
+  EXPECT_EQ(s.blocked[0].frames, (std::vector<uint64_t>{0xa, 0x1}));
+  EXPECT_EQ(s.blocked[0].count, 2u);
+  EXPECT_EQ(s.blocked[0].blocked_ns, 9 * kMs);
+  EXPECT_EQ(s.blocked[0].first_ns, 1 * kMs);
+  ASSERT_EQ(s.blocked[0].wakers.size(), 2u);
+  EXPECT_EQ(s.blocked[0].wakers[0].tid, 7u);  // 5 ms
+  EXPECT_EQ(s.blocked[0].wakers[0].blocked_ns, 5 * kMs);
+  EXPECT_EQ(s.blocked[0].wakers[1].tid, 8u);  // 4 ms
+  EXPECT_EQ(s.blocked[0].wakers[1].comm, "w8");
+  EXPECT_EQ(s.blocked[1].frames, (std::vector<uint64_t>{0xb, 0x1}));
+  EXPECT_EQ(s.blocked[1].blocked_ns, 3 * kMs);
+}
+
+TEST(DispatchAnalyzerBlocked, AWakeupBeforeItsSwitchOutLeavesNothingBlocked) {
+  // The waker got there while the thread was still switching out: the
+  // wakeup comes first, with the seq the blocking point then takes.
+  DispatchAnalysis r = run({
+      wake(1, 5 * kMs, 4, 9),
+      block(1, 1, 5 * kMs + 1000, 4, {0xa}),
+      block(1, 1, 10 * kMs, 5, {0xb}),
+      wake(1, 30 * kMs, 5, 9),
+      span(1, 1, 0, 31 * kMs),
+  });
+  ASSERT_EQ(r.slow.size(), 1u);
+  const SlowSpan& s = r.slow[0];
+  EXPECT_EQ(s.blocked_recorded_ns, 20 * kMs);
+  ASSERT_EQ(s.blocked.size(), 2u);
+  EXPECT_EQ(s.blocked[0].frames, std::vector<uint64_t>{0xb});
+  EXPECT_EQ(s.blocked[1].frames, std::vector<uint64_t>{0xa});
+  EXPECT_EQ(s.blocked[1].blocked_ns, 0u);
+  ASSERT_EQ(s.blocked[1].wakers.size(), 1u);
+  EXPECT_EQ(s.blocked[1].wakers[0].tid, 9u);
+}
+
+TEST(DispatchAnalyzerBlocked, WithoutAWakeupTheNextBlockOrTheEndBounds) {
+  DispatchAnalysis r = run({
+      block(1, 1, 2 * kMs, 1, {0xa}),  // its wakeup was lost
+      block(1, 1, 10 * kMs, 2, {0xb}),
+      wake(1, 7 * kMs, 1, 9),  // a stale seq: not block 2's
+      span(1, 1, 0, 25 * kMs),
+  });
+  ASSERT_EQ(r.slow.size(), 1u);
+  const SlowSpan& s = r.slow[0];
+  ASSERT_EQ(s.blocked.size(), 2u);
+  EXPECT_EQ(s.blocked[0].frames, std::vector<uint64_t>{0xb});
+  EXPECT_EQ(s.blocked[0].blocked_ns, 15 * kMs);  // to the span's end
+  EXPECT_TRUE(s.blocked[0].wakers.empty());
+  EXPECT_EQ(s.blocked[1].blocked_ns, 8 * kMs);  // to the next block
+  EXPECT_EQ(s.blocked_recorded_ns, 23 * kMs);
+}
+
+TEST(DispatchAnalyzerBlocked, FastOrDroppedSpansKeepNoBlocks) {
+  DispatchAnalysis r = run({
+      block(1, 1, 1 * kMs, 1, {0xa}),
+      wake(1, 2 * kMs, 1, 9),
+      drop(1, 1),
+      block(1, 2, 3 * kMs, 2, {0xc}),
+      wake(1, 4 * kMs, 2, 9),
+      block(2, 5, 3 * kMs, 1, {0xd}),  // another thread, same seq
+      wake(2, 25 * kMs, 1, 9),
+      span(2, 5, 0, 30 * kMs),
+      span(1, 2, 2 * kMs, 20 * kMs),
+  });
+  ASSERT_EQ(r.slow.size(), 2u);
+  EXPECT_EQ(r.slow[0].span.tid, 2u);
+  ASSERT_EQ(r.slow[0].blocked.size(), 1u);
+  EXPECT_EQ(r.slow[0].blocked[0].frames, std::vector<uint64_t>{0xd});
+  EXPECT_EQ(r.slow[0].blocked_recorded_ns, 22 * kMs);
+  ASSERT_EQ(r.slow[1].blocked.size(), 1u);
+  EXPECT_EQ(r.slow[1].blocked[0].frames, std::vector<uint64_t>{0xc});
+  EXPECT_EQ(r.slow[1].blocked_recorded_ns, 1 * kMs);
+}
+
 TEST(DispatchAnalyzer, LeftoverSamplesAreOrphans) {
   DispatchAnalysis r = run({
       sample(1, 1, 10, {0xa}), sample(1, 1, 20, {0xa}), sample(3, 9, 20, {0xc}),

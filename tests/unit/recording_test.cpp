@@ -112,6 +112,29 @@ std::vector<Event> sample_events() {
   end.hists.push_back(h);
   end.counters.bpf[LT_CNT_RB_FULL] = 4;
   end.counters.decode_errors = 1;
+  BlockEvent bl;
+  bl.pid = 42;
+  bl.tid = 43;
+  bl.ts_ns = 3500;
+  bl.span_id = 7;
+  bl.probe_id = 1;
+  bl.seq = 5;
+  bl.frames = {0x1100, 0x2200};
+  bl.kframes = {0xffffffff81000000, 0xffffffff81000100};
+  bl.unwind = Unwind::kDwarf;
+  WakeEvent wk;
+  wk.pid = 42;
+  wk.tid = 43;
+  wk.ts_ns = 3900;
+  wk.off_ns = 3500;
+  wk.seq = 5;
+  wk.from_irq = true;
+  wk.waker_pid = 50;
+  wk.waker_tid = 51;
+  wk.waker_comm = "holder";
+  wk.frames = {0x3300};
+  wk.kframes = {0xffffffff81000200};
+  wk.truncated = true;
   return {Event(s),
           Event(sp),
           Event(sa),
@@ -124,7 +147,9 @@ std::vector<Event> sample_events() {
           Event(q),
           Event(TickEvent{0, 0, 8000}),
           Event(end),
-          Event(HangEvent{sp.pid, sp.tid, sp})};
+          Event(HangEvent{sp.pid, sp.tid, sp}),
+          Event(bl),
+          Event(wk)};
 }
 
 // Re-encoding the decoded event gives the same bytes: every field survived.

@@ -54,8 +54,8 @@ Frame KernelSymbols::symbolize(uint64_t addr) {
                        [](uint64_t a, const Sym& s) { return a < s.addr; });
   if (next == syms_.begin()) return f;
   const Sym& s = *std::prev(next);
-  // Beyond the last symbol or far past one: not a function we know.
-  if (next == syms_.end() || addr - s.addr > (1u << 20)) return f;
+  // Far past the nearest symbol: not a function we know.
+  if (addr - s.addr > (1u << 20)) return f;
   f.function = s.name;
   f.module = s.module;
   f.offset = addr - s.addr;
