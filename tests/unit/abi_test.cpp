@@ -18,6 +18,19 @@ static_assert(offsetof(lt_span_rec, keys) % 8 == 0);
 static_assert(sizeof(lt_sample_rec) == 24 + 16 + 8 * LT_MAX_STACK);
 static_assert(sizeof(lt_hist) == 32 + 24 + 8 * LT_HIST_SLOTS);
 static_assert(sizeof(lt_exec_rec) == sizeof(lt_rec_header));
+// A record with a stack copy is the record, then the copy: the decoder
+// tells them apart by hdr.size.
+static_assert(sizeof(lt_ucopy) ==
+              8 * LT_NREGS + 8 + 8 * LT_MAX_DEPTH + LT_STACK_COPY);
+static_assert(sizeof(lt_ustack_rec) ==
+              sizeof(lt_sample_rec) + sizeof(lt_ucopy));
+static_assert(offsetof(lt_offcpu_copy_rec, u) == sizeof(lt_offcpu_rec));
+static_assert(offsetof(lt_wake_copy_rec, u) == sizeof(lt_wake_rec));
+static_assert(sizeof(lt_offcpu_rec) ==
+              24 + 8 + 16 + 8 * LT_MAX_STACK + 8 * LT_MAX_KSTACK);
+static_assert(sizeof(lt_wake_rec) == 24 + 8 + 16 + LT_COMM_LEN + 8 +
+                                         8 * LT_MAX_STACK + 8 * LT_MAX_KSTACK);
+static_assert(offsetof(lt_thread, stack) % 8 == 0);
 
 TEST(HistSlot, SmallValuesHaveTheirOwnSlot) {
   for (uint64_t v = 0; v < LT_HIST_SUB; ++v) EXPECT_EQ(lt_hist_slot(v), v);

@@ -62,6 +62,7 @@ json lost(uint64_t ringbuf_full = 0, uint64_t orphan_samples = 0) {
           {"stack_failures", 0},
           {"watch_full", 0},
           {"unseen_switches", 0},
+          {"blocks_capped", 0},
           {"decode_errors", 0},
           {"orphan_samples", orphan_samples},
           {"sample_overflow", 0}};

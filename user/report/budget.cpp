@@ -317,8 +317,8 @@ std::vector<MetricImpl> build_metrics() {
   }
 
   add("lost", kCount,
-      "the sum of the counters in lost but unseen_switches (no event is "
-      "lost there)",
+      "the sum of the counters in lost but unseen_switches and "
+      "blocks_capped (no event is lost there)",
       [](const json& j) -> Measure {
         const json* lost = member(j, "lost");
         if (lost == nullptr || !lost->is_object())
@@ -326,7 +326,7 @@ std::vector<MetricImpl> build_metrics() {
         uint64_t sum = 0;
         std::string which;
         for (const auto& [k, v] : lost->items()) {
-          if (k == "unseen_switches") continue;
+          if (k == "unseen_switches" || k == "blocks_capped") continue;
           uint64_t n = u64(*lost, k).value_or(0);
           sum += n;
           if (n)

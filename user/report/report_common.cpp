@@ -94,6 +94,10 @@ std::vector<LostItem> lost_items(const DispatchAnalysis& a) {
        fmt::format("context switches unseen: {} (those spans' CPU split is "
                    "the kernel's, +-1 tick)",
                    c[LT_CNT_SCHED_UNSEEN])},
+      {"blocks_capped", c[LT_CNT_OFFCPU_CAPPED],
+       fmt::format("blocking points past {} in a span: {} not recorded "
+                   "(their time stays unattributed)",
+                   LT_MAX_BLOCKS, c[LT_CNT_OFFCPU_CAPPED])},
       {"watch_full", c[LT_CNT_WATCH_FULL],
        fmt::format("process/channel table full: {} children or channel "
                    "peers not followed",
