@@ -12,6 +12,7 @@ packages=(
   libclang-rt-14-dev # libFuzzer and the sanitizer runtimes for clang 14
   libdw-dev # DWARF CFI unwinding of user stacks (user/unwind)
   elfutils  # eu-stack: the unwinder tests' independent reference
+  libc6-dbg # glibc's separate debug file (by build-id): names of its internals
   liblzma-dev xz-utils # MiniDebugInfo (.gnu_debugdata) and its tests
   nodejs # the perf-map (JIT frames) test: node --perf-basic-prof
   chromium # headless, for the HTML report's browser test

@@ -47,6 +47,7 @@ TEST(DeliveryLag, EveryLateMessageOfABurstWithItsLag) {
   auto truth = events(read_jsonl(log), "delivery");
   ASSERT_EQ(truth.size(), 20u);
   nlohmann::json report = read_json(json);
+  expect_split_adds_up(report);
   const auto& slow = report["slow_deliveries"];
   // Each clearly late message is reported with the app's lag. The app's
   // clock read can trail the probe by time the host steals, so each may be
@@ -127,6 +128,7 @@ TEST(DeliveryLag, HysteresisReportsAGrowingBacklogOnce) {
   auto truth = events(read_jsonl(log), "delivery");
   ASSERT_EQ(truth.size(), 20u);
   nlohmann::json report = read_json(json);
+  expect_split_adds_up(report);
   const auto& slow = report["slow_deliveries"];
   ASSERT_EQ(slow.size(), 1u) << slow.dump();
   // It is the app's first message late by 12 ms (lags only grow: each

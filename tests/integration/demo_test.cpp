@@ -29,6 +29,7 @@ TEST(Demo, FindsEverythingTheAppInjected) {
   ASSERT_NE(exit, std::string::npos) << r.err;
   EXPECT_LT(stall, exit) << r.err;
   nlohmann::json report = read_json(json);
+  expect_split_adds_up(report);
   EXPECT_EQ(report["slow_idle_handlers"].size(), 1u);
   EXPECT_EQ(report["barriers"].size(), 1u);
 }

@@ -61,6 +61,7 @@ TEST_P(GlibLoop, StallsInTimeoutCallbacksAreReported) {
       std::max<int64_t>(0, summary[0]["run_delay_ns"].get<int64_t>());
   ASSERT_EQ(stalls.size(), 3u) << "python logged its stalls";
   nlohmann::json report = read_json(json);
+  expect_split_adds_up(report);
   const auto& slow = report["slow_dispatches"];
   for (const auto& st : stalls) {
     // The dispatch span starts a little before the callback (GLib's own

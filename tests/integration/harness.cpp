@@ -225,3 +225,23 @@ std::string refapp_nofp_bin() { return LT_REFAPP_NOFP_BIN; }
 std::string tests_dir() { return LT_TESTS_DIR; }
 
 }  // namespace lt_test
+
+namespace lt_test {
+
+void expect_split_adds_up(const nlohmann::json& report) {
+  for (const char* list : {"slow_dispatches", "slow_idle_handlers"}) {
+    if (!report.contains(list)) continue;
+    for (const nlohmann::json& s : report[list]) {
+      const uint64_t wall = s["duration_ns"], cpu = s["cpu_ns"],
+                     runq = s["runq_ns"], steal = s["steal_ns"],
+                     blocked = s["blocked_ns"];
+      const uint64_t slack = std::max<uint64_t>(wall / 100, 500'000);
+      EXPECT_LE(cpu + runq + steal, wall + slack) << s.dump();
+      EXPECT_EQ(std::max(cpu + runq + steal, wall),
+                cpu + runq + steal + blocked)
+          << "blocked is the rest of the wall time: " << s.dump();
+    }
+  }
+}
+
+}  // namespace lt_test

@@ -107,6 +107,13 @@ inline int64_t diff(uint64_t a, uint64_t b) {
   return static_cast<int64_t>(a) - static_cast<int64_t>(b);
 }
 
+// Every slow span's wall time splits into CPU, run-queue wait, steal and
+// blocked time that add up: cpu + runq + steal never exceeds the wall time
+// by more than 1 % or 0.5 ms (blocked is the rest, so the four add up to
+// the wall exactly), and no part exceeds it alone. Nonzero failures are
+// reported as gtest failures naming the span.
+void expect_split_adds_up(const nlohmann::json& report);
+
 std::string looptrace_bin();
 std::string refapp_bin();
 // The reference app built without frame pointers (refapp/CMakeLists.txt).

@@ -46,6 +46,7 @@ TEST(IdleHandlers, SlowIdleHandlersAreFoundWithTheirDurations) {
   auto idle = events(truth, "idle");
   ASSERT_EQ(idle.size(), 3u) << "the app ran each slow idle handler once";
   nlohmann::json report = read_json(json);
+  expect_split_adds_up(report);
   const auto& slow = report["slow_idle_handlers"];
   for (const auto& st : idle) {
     const nlohmann::json* m = nullptr;

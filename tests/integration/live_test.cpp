@@ -145,6 +145,7 @@ TEST(Live, AHangIsAnnouncedWhileItRunsAndWhenItEnds) {
             std::string::npos)
       << r.err;
   json report = read_json(dir.file("r.json"));
+  expect_split_adds_up(report);
   size_t marked = 0;
   for (const json& s : report["slow_dispatches"])
     if (s.contains("hang_announced_ns")) {
@@ -183,6 +184,7 @@ TEST(Live, DurationStopsOnTimeAndTheHangIsMeasuredToTheStop) {
   EXPECT_GE(ms, 1200 - 50);
   ASSERT_EQ(app.wait(10000), 0);
   json report = read_json(json_path);
+  expect_split_adds_up(report);
   std::vector<json> stalls = events(read_jsonl(log), "stall");
   ASSERT_EQ(stalls.size(), 1u);
   // The stall was still running at the stop: its age, CPU split and

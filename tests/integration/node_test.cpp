@@ -68,6 +68,7 @@ void run_node_timers(const std::string& call_graph) {
   std::vector<json> busy = events(lines, "busy");
   ASSERT_EQ(busy.size(), static_cast<size_t>(kRuns));
   json report = read_json(out);
+  expect_split_adds_up(report);
 
   for (const json& b : busy) {
     uint64_t start = std::stoull(b["start_ns"].get<std::string>());
