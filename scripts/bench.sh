@@ -226,16 +226,6 @@ run_round() {
   check_count "$d.json" "$d.txt" "$name" "${sym[looptrace/plain]}" "${sym[looptrace/xol]}"
 }
 
-# prog_stats HOLDER_PID LABEL: "LABEL prog_name run_cnt run_time_ns" for each
-# program the holder has open (by the prog_id lines of its fds' fdinfo:
-# this bpftool may lack the pid column, and other tracers may be running).
-prog_stats() {
-  local ids
-  ids=$(cat /proc/"$1"/fdinfo/* 2>/dev/null | awk '$1 == "prog_id:" { print $2 }' | sort -un | jq -s -c .)
-  bpftool -j prog show | jq -r --argjson ids "$ids" --arg l "$2" '
-    .[] | select(.id as $i | $ids | index($i))
-    | "\($l) \(.name // "")#\(.id):\(.bytes_xlated // 0)B \(.run_cnt // 0) \(.run_time_ns // 0)"'
-}
 
 ns_of() {  # ns_of ROUND CONFIG FUNC: the round's ns/call of CONFIG on FUNC
   kv "$WORK/$1.txt" ns_per_call "$(awk -v c="$2" -v f="$3" '$1 == c && $2 == f { print $3 }' "$WORK/$1.map")"

@@ -60,3 +60,14 @@ wait_for() {  # wait_for FILE PATTERN SECONDS
   for ((i = 0; i < $3 * 20; i++)); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done
   return 1
 }
+
+# prog_stats HOLDER_PID LABEL: "LABEL prog_name run_cnt run_time_ns" for each
+# program the holder has open (by the prog_id lines of its fds' fdinfo:
+# this bpftool may lack the pid column, and other tracers may be running).
+prog_stats() {
+  local ids
+  ids=$(cat /proc/"$1"/fdinfo/* 2>/dev/null | awk '$1 == "prog_id:" { print $2 }' | sort -un | jq -s -c .)
+  bpftool -j prog show | jq -r --argjson ids "$ids" --arg l "$2" '
+    .[] | select(.id as $i | $ids | index($i))
+    | "\($l) \(.name // "")#\(.id):\(.bytes_xlated // 0)B \(.run_cnt // 0) \(.run_time_ns // 0)"'
+}

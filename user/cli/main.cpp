@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
   std::string debug_areas;
   app.add_flag("-v,--verbose", verbose, "Print progress and libbpf messages");
   app.add_option("--debug", debug_areas,
-                 "Debug areas: elf,resolve,loader,libbpf,symbolize or all");
+                 "Debug areas: elf,resolve,loader,libbpf,symbolize,unwind or all");
 
   looptrace::RecordArgs ra;
   ra.self_dir = self_dir();

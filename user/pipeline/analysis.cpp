@@ -193,6 +193,7 @@ const Findings& Analysis::finish() {
   ctx_.command_line = session_.command_line;
   ctx_.start_ns = session_.start_ns;
   ctx_.barrier_stall_ns = thresholds_.barrier_stall_ns;
+  ctx_.sample_hz = thresholds_.sample_hz;
   if (has_barriers_) ctx_.barriers = &findings_.barriers;
   return findings_;
 }

@@ -32,6 +32,22 @@ json frames_json(uint32_t pid, const std::vector<uint64_t>& frames,
   return out;
 }
 
+// The same frames whole, for tools that aggregate them: address, module
+// (path, [vdso], [anon], [kernel]), function (null when unknown) and the
+// offset into it.
+json frames_detail_json(uint32_t pid, const std::vector<uint64_t>& frames,
+                        report::FrameNames& names) {
+  json out = json::array();
+  for (uint64_t addr : frames) {
+    const Frame& f = names.frame(pid, addr);
+    out.push_back({{"addr", addr},
+                   {"module", f.module},
+                   {"function", f.known() ? json(f.function) : json()},
+                   {"offset", f.known() ? json(f.offset) : json()}});
+  }
+  return out;
+}
+
 // Why a span ended without returning: its thread exited or exec'd.
 json cut_short_json(const SpanEvent& e) {
   if (e.flags & LT_SPAN_EXIT) return "exit";
@@ -90,15 +106,17 @@ json blocked_json(const SlowSpan& s, report::FrameNames& names) {
             irq ? json::array() : frames_json(w.pid, w.frames, names)},
            {"kernel_frames", frames_json(kKernelPid, w.kframes, names)}});
     }
-    out.push_back({{"blocked_ns", g.blocked_ns},
-                   {"count", g.count},
-                   {"first_ns", g.first_ns},
-                   {"kernel_wait", report::kernel_wait(g.kframes, names)},
-                   {"unwind", unwind_name(g.unwind)},
-                   {"truncated", g.truncated},
-                   {"frames", frames_json(s.span.pid, g.frames, names)},
-                   {"kernel_frames", frames_json(kKernelPid, g.kframes, names)},
-                   {"wakers", wakers}});
+    out.push_back(
+        {{"blocked_ns", g.blocked_ns},
+         {"count", g.count},
+         {"first_ns", g.first_ns},
+         {"kernel_wait", report::kernel_wait(g.kframes, names)},
+         {"unwind", unwind_name(g.unwind)},
+         {"truncated", g.truncated},
+         {"frames", frames_json(s.span.pid, g.frames, names)},
+         {"frames_detail", frames_detail_json(s.span.pid, g.frames, names)},
+         {"kernel_frames", frames_json(kKernelPid, g.kframes, names)},
+         {"wakers", wakers}});
   }
   return out;
 }
@@ -117,13 +135,17 @@ json slow_span_json(const SlowSpan& s, const ReportContext& ctx,
   json stacks = json::array();
   for (size_t i = 0; i < s.stacks.size() && i < report::kJsonMaxStacks; ++i) {
     const StackGroup& g = s.stacks[i];
-    stacks.push_back({{"count", g.count},
-                      {"longest_run", g.longest_run},
-                      {"first_ns", g.first_ns},
-                      {"last_ns", g.last_ns},
-                      {"unwind", unwind_name(g.unwind)},
-                      {"truncated", g.truncated},
-                      {"frames", frames_json(e.pid, g.frames, names)}});
+    stacks.push_back(
+        {{"count", g.count},
+         {"longest_run", g.longest_run},
+         {"first_ns", g.first_ns},
+         {"last_ns", g.last_ns},
+         {"weight_ns",
+          ctx.sample_hz ? g.count * (1'000'000'000 / ctx.sample_hz) : 0},
+         {"unwind", unwind_name(g.unwind)},
+         {"truncated", g.truncated},
+         {"frames", frames_json(e.pid, g.frames, names)},
+         {"frames_detail", frames_detail_json(e.pid, g.frames, names)}});
   }
   json out = {
       {"pid", e.pid},

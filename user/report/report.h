@@ -27,6 +27,9 @@ struct ReportContext {
   // relative to it. 0: relative to the first event in the stream.
   uint64_t start_ns = 0;
   uint64_t barrier_stall_ns = Thresholds::kBarrierStallNs;
+  // Stack samples per second per CPU: one sample stands for 1/sample_hz s
+  // of CPU time (0: no sampling).
+  uint32_t sample_hz = 0;
   // Sync barriers, if the run had barrier probes: a backlog of late
   // messages names the barriers that were up meanwhile.
   const BarrierAnalysis* barriers = nullptr;

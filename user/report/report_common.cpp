@@ -121,6 +121,7 @@ const FrameNames::Names& FrameNames::names(uint32_t pid, uint64_t addr) {
     if (symbolizer_ != nullptr) f = symbolizer_->symbolize(pid, addr);
     if (f.addr == 0) f.addr = addr;
     it->second.name = f.to_string();
+    it->second.frame = f;
     if (f.known()) {
       it->second.function = f.function;
     } else if (f.module.empty()) {
@@ -141,6 +142,10 @@ const std::string& FrameNames::name(uint32_t pid, uint64_t addr) {
 
 const std::string& FrameNames::function(uint32_t pid, uint64_t addr) {
   return names(pid, addr).function;
+}
+
+const Frame& FrameNames::frame(uint32_t pid, uint64_t addr) {
+  return names(pid, addr).frame;
 }
 
 namespace {

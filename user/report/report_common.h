@@ -77,11 +77,14 @@ class FrameNames {
   // has no symbol (stackcollapse-perf's names): a flame graph merges the
   // samples taken anywhere in one function.
   const std::string& function(uint32_t pid, uint64_t addr);
+  // The whole resolution: address, module, function, offset.
+  const Frame& frame(uint32_t pid, uint64_t addr);
 
  private:
   struct Names {
     std::string name;
     std::string function;
+    Frame frame;
   };
   const Names& names(uint32_t pid, uint64_t addr);
 

@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# looptrace overhead, one tool at a time: what a traced dispatch costs the
+# whole process, as a user running one tracer pays it.
+#
+# For each configuration a fresh lt_bench_target (tests/bench) makes
+# --calls calls of lt_bench_dispatch in a tight loop, pinned to one CPU,
+# under:
+#   untraced     nothing
+#   floor        the empty uprobe + uretprobe pair (lt-bench-floor)
+#   looptrace    `looptrace record -p PID --dispatch BIN:FN`, defaults
+#                (stack sampler, sched_switch/sched_waking hooks, off-CPU on)
+#   lt-no-sample the same with --sample-freq 0
+#   lt-no-offcpu the same with --no-off-cpu
+#   bpftrace     the one-liner of scripts/bench.sh (start time + histogram)
+# and reports per configuration: ns per call (the target's own clock, the
+# median of its --rounds rounds) and the CPU time of the whole target
+# process per call (user + system, the scheduler's count in
+# /proc/PID/task/*/schedstat, warm-up and start-up included),
+# each as a median over --repeats runs, the configurations interleaved run
+# by run so that a drift of the machine hits them alike. x floor is the
+# median over repeats of (config - untraced) / (floor - untraced) in the
+# same repeat. scripts/bench.sh measures the same tools at once in one
+# process; docs/benchmarks.md compares the two methods.
+#
+# Usage: sudo scripts/bench-whole.sh [options]
+#   -B, --build-dir DIR  build directory (default: <repo>/build-bench)
+#   --no-build           use the binaries already in the build directory
+#   --repeats N          runs of each configuration (default 5)
+#   --calls N            calls per timed round (default 200000)
+#   --rounds N           timed rounds per run (default 10)
+#   --cpu N              CPU the target is pinned to (default: the last one)
+#   --no-bpftrace        skip the bpftrace configuration
+#   --keep               keep the work directory
+# Exit status: 0 done, 1 a run failed, 2 usage, 3 not root.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD_DIR="$REPO/build-bench"
+DO_BUILD=1
+REPEATS=5
+CALLS=200000
+ROUNDS=10
+CPU=""
+USE_BPFTRACE=1
+KEEP=0
+
+BENCH=bench-whole.sh
+# shellcheck source=lib/bench-common.sh
+source "$REPO/scripts/lib/bench-common.sh"
+usage() { sed -n '/^# Usage:/,/^# Exit status/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    -B|--build-dir|--repeats|--calls|--rounds|--cpu)
+      [[ $# -ge 2 ]] || { echo "$BENCH: $1 needs a value" >&2; usage; } ;;
+  esac
+  case "$1" in
+    -B|--build-dir) BUILD_DIR=$(realpath -m "$2"); shift 2 ;;
+    --no-build) DO_BUILD=0; shift ;;
+    --repeats) REPEATS=$2; shift 2 ;;
+    --calls) CALLS=$2; shift 2 ;;
+    --rounds) ROUNDS=$2; shift 2 ;;
+    --cpu) CPU=$2; shift 2 ;;
+    --no-bpftrace) USE_BPFTRACE=0; shift ;;
+    --keep) KEEP=1; shift ;;
+    -h|--help) usage ;;
+    *) echo "$BENCH: unknown option $1" >&2; usage ;;
+  esac
+done
+for v in REPEATS CALLS ROUNDS; do
+  [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "--${v,,} must be a positive integer" 2
+done
+
+bench_prepare "it loads BPF programs and attaches uprobes" jq awk mkfifo
+bench_build
+LT=$BUILD_DIR/looptrace
+TGT=$BUILD_DIR/tests/bench/lt_bench_target
+FLOOR=$BUILD_DIR/tests/bench/lt-bench-floor
+for b in "$LT" "$TGT" "$FLOOR"; do
+  [[ -x $b ]] || die "$b is missing: build the looptrace_bench target"
+done
+bench_workdir looptrace-bench-whole
+FUNC=lt_bench_dispatch
+
+CONFIGS=(untraced floor looptrace lt-no-sample lt-no-offcpu)
+[[ $USE_BPFTRACE -eq 1 ]] && CONFIGS+=(bpftrace)
+
+# run_one CONFIG N: one fresh target under CONFIG; appends
+# "CONFIG ns_per_call cpu_ns_per_call" to $WORK/results.
+run_one() {
+  local cfg=$1 n=$2 d=$WORK/$1.$2 tpid holder="" ready="" total cpu_ns
+  mkfifo "$d.go"
+  exec 8<>"$d.go"
+  "$TGT" --func "$FUNC" --calls "$CALLS" --rounds "$ROUNDS" --cpu "$CPU" \
+    --wait-stdin --hold --out "$d.txt" <&8 >"$d.tlog" 2>&1 &
+  tpid=$!; PIDS+=("$tpid")
+  wait_for "$d.tlog" waiting 10 || die "$cfg: the target did not start: $(cat "$d.tlog")"
+  case $cfg in
+    untraced) ;;
+    floor)
+      "$FLOOR" "$TGT" "$FUNC" -p "$tpid" </dev/null >"$d.log" 2>&1 &
+      holder=$!; ready=ready ;;
+    looptrace|lt-no-sample|lt-no-offcpu)
+      local extra=()
+      [[ $cfg == lt-no-sample ]] && extra=(--sample-freq 0)
+      [[ $cfg == lt-no-offcpu ]] && extra=(--no-off-cpu)
+      "$LT" record --dispatch "$TGT:$FUNC" -p "$tpid" --json "$d.json" "${extra[@]}" \
+        </dev/null >"$d.log" 2>&1 &
+      holder=$!; ready="looptrace: tracing" ;;
+    bpftrace)
+      bpftrace -p "$tpid" -e "BEGIN { printf(\"ready\\n\"); }
+        uprobe:$TGT:$FUNC { @s[tid] = nsecs; }
+        uretprobe:$TGT:$FUNC /@s[tid]/ { @h = hist(nsecs - @s[tid]); delete(@s[tid]); }" \
+        </dev/null >"$d.log" 2>&1 &
+      holder=$!; ready="^ready" ;;
+  esac
+  if [[ -n $holder ]]; then
+    PIDS+=("$holder")
+    wait_for "$d.log" "$ready" 60 || die "$cfg: did not attach: $(cat "$d.log")"
+  fi
+  echo go >&8
+  wait_for "$d.txt" "func=$FUNC " 600 || die "$cfg: the target gave no result: $(cat "$d.tlog")"
+  # The whole process's CPU time, user and system, while it holds: the
+  # scheduler's ns of every thread (/proc/PID/task/*/schedstat).
+  cpu_ns=$(cat /proc/"$tpid"/task/*/schedstat | awk '{ s += $1 } END { print s }')
+  total=$(sed -n 's/.* total_calls=\([0-9]*\).*/\1/p' "$d.txt" | head -1)
+  echo done >&8
+  wait "$tpid" || die "$cfg: the target failed: $(cat "$d.tlog")"
+  exec 8>&-
+  if [[ -n $holder ]]; then
+    [[ $cfg != bpftrace ]] || kill -INT "$holder" 2>/dev/null || true
+    wait "$holder" || die "$cfg: the tracer failed: $(tail -3 "$d.log")"
+  fi
+  PIDS=()
+  if [[ -f $d.json ]]; then
+    local seen
+    seen=$(jq --argjson p "$tpid" '[.threads[] | select(.pid == $p) | .count] | add // 0' "$d.json")
+    [[ $seen == "$total" ]] || fail "$cfg run $n: looptrace counted $seen calls, the target made $total"
+  fi
+  echo "$cfg $(sed -n 's/.* ns_per_call=\([0-9.]*\).*/\1/p' "$d.txt" | head -1) \
+$(calc "$cpu_ns / $total" 1)" >>"$WORK/results"
+}
+
+echo "$BENCH: $REPEATS runs of each of ${CONFIGS[*]}; $ROUNDS x $CALLS calls each, CPU $CPU" >&2
+for ((n = 0; n < REPEATS; n++)); do
+  k=${#CONFIGS[@]}
+  for ((i = 0; i < k; i++)); do
+    run_one "${CONFIGS[(i + n) % k]}" "$n"
+  done
+done
+
+# Per repeat: x floor from the same repeat's untraced and floor runs.
+awk -v reps="$REPEATS" '
+  { k = cnt[$1] + 0; ns[$1, k] = $2; cpu[$1, k] = $3; cnt[$1] = k + 1; if (!seen[$1]++) order[++m] = $1 }
+  function med(a, n,   i, j, t, v) {
+    for (i = 0; i < n; i++) v[i] = a[i]
+    for (i = 0; i < n; i++) for (j = i + 1; j < n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+    return n % 2 ? v[(n - 1) / 2] : (v[n / 2 - 1] + v[n / 2]) / 2
+  }
+  END {
+    printf "%-13s %12s %12s %12s %12s\n", "config", "ns/call", "x floor", "cpu ns/call", "x floor"
+    for (o = 1; o <= m; o++) {
+      c = order[o]
+      for (r = 0; r < reps; r++) {
+        a[r] = ns[c, r]; b[r] = cpu[c, r]
+        fa = ns["floor", r] - ns["untraced", r]; fb = cpu["floor", r] - cpu["untraced", r]
+        ra[r] = fa > 0 ? (ns[c, r] - ns["untraced", r]) / fa : 0
+        rb[r] = fb > 0 ? (cpu[c, r] - cpu["untraced", r]) / fb : 0
+      }
+      printf "%-13s %12.1f %12s %12.1f %12s\n", c, med(a, reps),
+        c == "untraced" ? "-" : sprintf("%.2f", med(ra, reps)), med(b, reps),
+        c == "untraced" ? "-" : sprintf("%.2f", med(rb, reps))
+    }
+  }' "$WORK/results" | tee "$WORK/table"
+[[ $FAILED -eq 0 ]] || exit 1
