@@ -225,6 +225,18 @@ TEST(DispatchAnalyzerBlocked, FastOrDroppedSpansKeepNoBlocks) {
   EXPECT_EQ(r.slow[1].blocked_recorded_ns, 1 * kMs);
 }
 
+TEST(DispatchAnalyzerBlocked, AHungSpanIsWhereItLastBlockedOrRan) {
+  DispatchAnalyzer a(options());
+  EXPECT_EQ(a.latest_frames(100, 1, 1), nullptr);
+  a.consume(sample(1, 1, 10 * kMs, {0xa}));
+  ASSERT_NE(a.latest_frames(100, 1, 1), nullptr);
+  EXPECT_EQ(*a.latest_frames(100, 1, 1), std::vector<uint64_t>{0xa});
+  a.consume(block(1, 1, 20 * kMs, 1, {0xb}));  // then it went to sleep
+  EXPECT_EQ(*a.latest_frames(100, 1, 1), std::vector<uint64_t>{0xb});
+  a.consume(sample(1, 1, 30 * kMs, {0xc}));  // and ran again
+  EXPECT_EQ(*a.latest_frames(100, 1, 1), std::vector<uint64_t>{0xc});
+}
+
 TEST(DispatchAnalyzer, LeftoverSamplesAreOrphans) {
   DispatchAnalysis r = run({
       sample(1, 1, 10, {0xa}), sample(1, 1, 20, {0xa}), sample(3, 9, 20, {0xc}),

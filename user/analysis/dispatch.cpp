@@ -279,9 +279,18 @@ uint64_t DispatchAnalyzer::take_hang(const SpanKey& key) {
 
 const std::vector<uint64_t>* DispatchAnalyzer::latest_frames(
     uint32_t pid, uint32_t tid, uint64_t span_id) const {
-  auto it = pending_.find({pid, tid, span_id});
-  if (it == pending_.end() || it->second.empty()) return nullptr;
-  return &it->second.back().frames;
+  // The newest of its samples and its blocking points: a span hung in a
+  // sleep or on a lock has no samples, only where it blocked.
+  const SampleEvent* sample = nullptr;
+  const BlockEvent* block = nullptr;
+  if (auto it = pending_.find({pid, tid, span_id});
+      it != pending_.end() && !it->second.empty())
+    sample = &it->second.back();
+  if (auto it = blocks_.find({pid, tid, span_id});
+      it != blocks_.end() && !it->second.empty())
+    block = &it->second.back().block;
+  if (block && (!sample || block->ts_ns > sample->ts_ns)) return &block->frames;
+  return sample ? &sample->frames : nullptr;
 }
 
 std::vector<StackGroup> group_stacks(std::vector<SampleEvent> samples,

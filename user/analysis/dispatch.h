@@ -149,7 +149,8 @@ class DispatchAnalyzer {
   // histogram; `counters` are the run's loss counters.
   DispatchAnalysis finish(const std::vector<ThreadHistogram>& hists,
                           const Counters& counters);
-  // The frames of the latest sample of a span still running, if any.
+  // Where a span still running was last seen: the frames of its latest
+  // sample or blocking point, whichever is newer; null if neither.
   const std::vector<uint64_t>* latest_frames(uint32_t pid, uint32_t tid,
                                              uint64_t span_id) const;
 
