@@ -169,7 +169,7 @@ int BPF_PROG(lt_sched_waking, struct task_struct *p)
 	struct lt_wake_rec *rec;
 	struct lt_thread *st;
 	__u64 pid_tgid, off_ns;
-	__u32 seq;
+	__u32 seq, i;
 	int irq;
 	long n;
 
@@ -188,7 +188,7 @@ int BPF_PROG(lt_sched_waking, struct task_struct *p)
 		/* Still on its CPU but off the run queue: inside schedule(),
 		 * about to switch out blocked, and woken before its switch-out
 		 * is recorded. The blocking point will take this seq. */
-		if (st->block_pending || st->depth > LT_MAX_DEPTH ||
+		if (st->depth > LT_MAX_DEPTH ||
 		    st->stack[(st->depth - 1) & (LT_MAX_DEPTH - 1)].nblocks >= LT_MAX_BLOCKS)
 			return 0;
 		seq = ++st->block_seq;
@@ -213,11 +213,26 @@ int BPF_PROG(lt_sched_waking, struct task_struct *p)
 	rec->off_ns = off_ns;
 	rec->seq = seq;
 	pid_tgid = bpf_get_current_pid_tgid();
-	irq = pid_tgid == 0; /* the idle task: an interrupt woke it */
-	rec->flags = irq ? LT_WAKE_IRQ : 0;
 	rec->waker_pid = pid_tgid >> 32;
 	rec->waker_tid = (__u32)pid_tgid;
 	bpf_get_current_comm(rec->waker_comm, sizeof(rec->waker_comm));
+	n = bpf_get_stack(ctx, rec->kframes, sizeof(rec->kframes), 0);
+	rec->nkframes = n > 0 ? n / sizeof(__u64) : 0;
+	/* From an interrupt: the idle task woke nobody itself, and a stack
+	 * through the interrupt entry is an interrupt's, whatever it hit; the
+	 * frames under the entry are the stranger's, cut off. */
+	irq = pid_tgid == 0;
+	for (i = 0; i < LT_MAX_KSTACK && lt_cfg.irqentry_end; i++) {
+		if (i >= rec->nkframes)
+			break;
+		if (rec->kframes[i] >= lt_cfg.irqentry_start &&
+		    rec->kframes[i] < lt_cfg.irqentry_end) {
+			irq = 1;
+			rec->nkframes = i + 1;
+			break;
+		}
+	}
+	rec->flags = irq ? LT_WAKE_IRQ : 0;
 	rec->nframes = 0;
 	cur = bpf_get_current_task_btf();
 	/* A kernel thread has no user stack; an interrupt's is a stranger's. */
@@ -225,8 +240,6 @@ int BPF_PROG(lt_sched_waking, struct task_struct *p)
 		n = bpf_get_stack(ctx, rec->frames, sizeof(rec->frames), BPF_F_USER_STACK);
 		rec->nframes = n > 0 ? n / sizeof(__u64) : 0;
 	}
-	n = bpf_get_stack(ctx, rec->kframes, sizeof(rec->kframes), 0);
-	rec->nkframes = n > 0 ? n / sizeof(__u64) : 0;
 	if (lt_cfg.stack_copy) {
 		struct lt_ucopy *u = &((struct lt_wake_copy_rec *)rec)->u;
 

@@ -163,6 +163,11 @@ struct lt_config {
 	/* 1: record where threads in spans block and who wakes them
 	 * (LT_REC_OFFCPU, LT_REC_WAKE). */
 	__u32 offcpu_on;
+	/* The kernel's interrupt entry code (__irqentry_text_start/_end from
+	 * kallsyms; 0 when hidden): a wakeup whose kernel stack passes through
+	 * it came from an interrupt (LT_WAKE_IRQ). */
+	__u64 irqentry_start;
+	__u64 irqentry_end;
 	struct lt_probe_cfg probes[LT_MAX_PROBES];
 	/* Raw syscall tracepoints: LT_IO_TRACED | LT_IO_* of each traced
 	 * system call by number, 0 for the rest. */
@@ -305,10 +310,10 @@ struct lt_wake_copy_rec {
 };
 
 /* lt_wake_rec.flags */
-/* Woken from an interrupt that hit the idle task (a timer, a device): no
- * thread woke it; its kernel stack is the interrupt's path
- * (hrtimer_wakeup...). An interrupt that hit a thread is not flagged: its
- * kernel stack shows the interrupt entry (userspace tells them apart). */
+/* Woken from an interrupt (a timer, a device): no thread woke it. The
+ * waker fields are whatever the interrupt hit (the idle task, a stranger),
+ * there is no user stack, and the kernel stack ends at the interrupt entry
+ * (hrtimer_wakeup ... asm_sysvec_apic_timer_interrupt). */
 #define LT_WAKE_IRQ 1u
 
 struct lt_span_drop_rec {

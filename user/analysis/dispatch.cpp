@@ -173,19 +173,23 @@ std::vector<BlockGroup> DispatchAnalyzer::take_blocks(const SpanKey& key,
     g.blocked_ns += ns;
     if (!b.wake) continue;
     const WakeEvent& wk = *b.wake;
+    // An interrupt is the same waker whatever thread it happened to hit:
+    // its kernel path says which.
     auto same = [&wk](const Waker& x) {
-      return x.pid == wk.waker_pid && x.tid == wk.waker_tid &&
-             x.from_irq == wk.from_irq && x.frames == wk.frames &&
-             x.kframes == wk.kframes;
+      if (wk.from_irq) return x.from_irq && x.kframes == wk.kframes;
+      return !x.from_irq && x.pid == wk.waker_pid && x.tid == wk.waker_tid &&
+             x.frames == wk.frames && x.kframes == wk.kframes;
     };
     auto found = std::find_if(g.wakers.begin(), g.wakers.end(), same);
     if (found == g.wakers.end()) {
       Waker k;
-      k.pid = wk.waker_pid;
-      k.tid = wk.waker_tid;
-      k.comm = wk.waker_comm;
       k.from_irq = wk.from_irq;
-      k.frames = wk.frames;
+      if (!wk.from_irq) {
+        k.pid = wk.waker_pid;
+        k.tid = wk.waker_tid;
+        k.comm = wk.waker_comm;
+        k.frames = wk.frames;
+      }
       k.kframes = wk.kframes;
       k.unwind = wk.unwind;
       k.truncated = wk.truncated;

@@ -33,7 +33,7 @@ struct StackGroup {
 
 // Who woke a thread from its blocking points (grouped by thread and stack).
 struct Waker {
-  uint32_t pid = 0;
+  uint32_t pid = 0;  // 0, "" and no frames for an interrupt
   uint32_t tid = 0;
   std::string comm;
   // From an interrupt (a timer, a device): no thread; kframes says what.

@@ -24,6 +24,7 @@
 #include "base/log.h"
 #include "looptrace.skel.h"
 #include "proc/process.h"
+#include "symbolize/kernel_symbols.h"
 #include "trace/decode.h"
 
 namespace looptrace {
@@ -478,6 +479,15 @@ Result<std::unique_ptr<Tracer>> Tracer::CreateWith(const TraceOptions& opts,
     bpf_program__set_autoload(skel->progs.lt_sample, false);
   cfg.stack_copy = std::min<uint32_t>(opts.stack_copy, LT_STACK_COPY);
   cfg.offcpu_on = opts.off_cpu;
+  if (opts.off_cpu) {
+    // Where the interrupt entry code lies: wakeups from interrupts are told
+    // apart by their kernel stack passing through it.
+    KernelSymbols ksyms;
+    cfg.irqentry_start = ksyms.address_of("__irqentry_text_start");
+    cfg.irqentry_end = ksyms.address_of("__irqentry_text_end");
+    if (cfg.irqentry_end <= cfg.irqentry_start)
+      cfg.irqentry_start = cfg.irqentry_end = 0;
+  }
   if (!opts.off_cpu)
     bpf_program__set_autoload(skel->progs.lt_sched_waking, false);
   cfg.input_on = in.mode != InputMode::kOff;

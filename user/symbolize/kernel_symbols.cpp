@@ -39,13 +39,23 @@ void KernelSymbols::load_text(std::string_view text) {
                    [](const Sym& a, const Sym& b) { return a.addr < b.addr; });
 }
 
+void KernelSymbols::load() {
+  if (loaded_) return;
+  std::ifstream in("/proc/kallsyms");
+  std::string text((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  load_text(text);
+}
+
+uint64_t KernelSymbols::address_of(std::string_view name) {
+  load();
+  for (const Sym& s : syms_)
+    if (s.name == name) return s.addr;
+  return 0;
+}
+
 Frame KernelSymbols::symbolize(uint64_t addr) {
-  if (!loaded_) {
-    std::ifstream in("/proc/kallsyms");
-    std::string text((std::istreambuf_iterator<char>(in)),
-                     std::istreambuf_iterator<char>());
-    load_text(text);
-  }
+  load();
   Frame f;
   f.addr = addr;
   f.module = "[kernel]";

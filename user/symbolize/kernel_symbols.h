@@ -20,6 +20,8 @@ class KernelSymbols {
   // Reads /proc/kallsyms (or `text`, for tests) the first time it is asked;
   // with kptr_restrict hiding the addresses every frame is unknown.
   Frame symbolize(uint64_t addr);
+  // The address of a text symbol, 0 when unknown (or hidden).
+  uint64_t address_of(std::string_view name);
   void load_text(std::string_view text);
   size_t size() const { return syms_.size(); }
 
@@ -29,6 +31,7 @@ class KernelSymbols {
     std::string name;
     std::string module;  // "[kernel]" or "[mod]"
   };
+  void load();
   bool loaded_ = false;
   std::vector<Sym> syms_;  // sorted by addr
 };
