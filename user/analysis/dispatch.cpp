@@ -171,6 +171,19 @@ std::vector<BlockGroup> DispatchAnalyzer::take_blocks(const SpanKey& key,
     BlockGroup& g = groups[at->second];
     g.count++;
     g.blocked_ns += ns;
+    BlockGroup::Interval iv;
+    iv.from_ns = e.ts_ns;
+    iv.to_ns = e.ts_ns + ns;
+    if (b.wake) {
+      iv.woken = true;
+      iv.from_irq = b.wake->from_irq;
+      if (!iv.from_irq) {
+        iv.waker_pid = b.wake->waker_pid;
+        iv.waker_tid = b.wake->waker_tid;
+        iv.waker_comm = b.wake->waker_comm;
+      }
+    }
+    g.intervals.push_back(std::move(iv));
     if (!b.wake) continue;
     const WakeEvent& wk = *b.wake;
     // An interrupt is the same waker whatever thread it happened to hit:

@@ -58,6 +58,18 @@ struct BlockGroup {
   uint64_t blocked_ns = 0;
   uint64_t first_ns = 0;
   std::vector<Waker> wakers;  // most blocked time first
+  // Each time it blocked here, in time order: switch-out to wakeup (or to
+  // what bounded it), and who woke it.
+  struct Interval {
+    uint64_t from_ns = 0;
+    uint64_t to_ns = 0;
+    bool woken = false;  // a wakeup was seen; then:
+    bool from_irq = false;
+    uint32_t waker_pid = 0;
+    uint32_t waker_tid = 0;
+    std::string waker_comm;
+  };
+  std::vector<Interval> intervals;
 };
 
 struct SlowSpan {

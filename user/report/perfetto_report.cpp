@@ -239,6 +239,28 @@ void TraceEvents::span(const SlowSpan& s) {
              {"last_ns", g.last_ns},
              {"frames", std::move(frames)}}}});
   }
+  // Where it blocked, each time, inside the span's slice.
+  for (const BlockGroup& g : s.blocked) {
+    std::string wait = report::kernel_wait(g.kframes, names_);
+    json frames = json::array();
+    for (uint64_t addr : g.frames) frames.push_back(names_.name(e.pid, addr));
+    for (const BlockGroup::Interval& iv : g.intervals) {
+      if (iv.to_ns <= iv.from_ns) continue;
+      std::string by = !iv.woken     ? "no wakeup seen"
+                       : iv.from_irq ? "an interrupt"
+                                     : fmt::format("{}/{} {}", iv.waker_pid,
+                                                   iv.waker_tid, iv.waker_comm);
+      emit_(
+          {{"name", "blocked" + (wait.empty() ? "" : " in " + wait)},
+           {"cat", "blocked"},
+           {"ph", "X"},
+           {"pid", e.pid},
+           {"tid", e.tid},
+           {"ts", ts(iv.from_ns)},
+           {"dur", us(iv.to_ns - iv.from_ns)},
+           {"args", {{"span", target}, {"woken_by", by}, {"frames", frames}}}});
+    }
+  }
 }
 
 // Its lag, from the message's due time to its dispatch, on the thread's
