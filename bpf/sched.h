@@ -23,12 +23,11 @@ static __always_inline long task_state(struct task_struct *t)
  */
 static __always_inline void on_block(void *ctx, struct lt_thread *st, __u64 now)
 {
-	__u32 early = st->early_seq, d = st->depth;
 	struct lt_offcpu_rec *rec;
+	__u32 d = st->depth;
 	struct lt_frame *f;
 	long n;
 
-	st->early_seq = 0;
 	if (!d)
 		return;
 	if (d > LT_MAX_DEPTH)
@@ -59,14 +58,8 @@ static __always_inline void on_block(void *ctx, struct lt_thread *st, __u64 now)
 		    now);
 	rec->span_id = f->span_id;
 	rec->probe_id = f->probe_id;
-	if (early && early == st->block_seq) {
-		/* Its wakeup is already recorded (lt_sched_waking). */
-		rec->seq = st->block_seq;
-		st->block_pending = 0;
-	} else {
-		rec->seq = ++st->block_seq;
-		st->block_pending = 1;
-	}
+	rec->seq = ++st->block_seq;
+	st->block_pending = 1;
 	st->block_off_ns = now;
 	f->nblocks++;
 	f->sampled = 1; /* a fast end sends a drop */
@@ -89,12 +82,8 @@ int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	now = bpf_ktime_get_ns();
 	steal = steal_now(prev); /* prev and next share this CPU's rq */
 	st = bpf_task_storage_get(&lt_threads, prev, 0, 0);
-	if (st) {
+	if (st)
 		st->switches++;
-		/* An early wakeup is for this switch-out only. */
-		if (st->early_seq && (preempt || task_state(prev) == 0))
-			st->early_seq = 0;
-	}
 	if (st && st->oncpu_since) {
 		if (st->off_since) {
 			/* Books that say it is off CPU missed its switch-in:
@@ -146,21 +135,57 @@ static __always_inline void on_wakeup(struct task_struct *p)
 	}
 }
 
+/*
+ * The thread is back on a run queue. For a blocking point of it recorded,
+ * say which wakeup ended it: the thread's latest (sched_waking runs before
+ * sched_wakeup in the same try_to_wake_up, and nobody else can wake it in
+ * between). sched_wakeup always comes after the thread's switch-out, so
+ * the pair is never missed, whatever order the waker and the sleeper's
+ * CPU got there in; but it may run on the woken thread's CPU, not the
+ * waker's, hence the two records.
+ */
+static __always_inline void on_woken(struct task_struct *p)
+{
+	struct lt_woken_rec *rec;
+	struct lt_thread *st;
+
+	if (!lt_cfg.offcpu_on || !p->bpf_storage)
+		return;
+	st = bpf_task_storage_get(&lt_threads, p, 0, 0);
+	if (!st || !st->block_pending)
+		return;
+	if (!__sync_lock_test_and_set(&st->block_pending, 0))
+		return;
+	rec = bpf_ringbuf_reserve(&lt_events, sizeof(*rec), 0);
+	if (!rec) {
+		count(LT_CNT_RB_FULL);
+		return;
+	}
+	rec->hdr.type = LT_REC_WOKEN;
+	rec->hdr.size = sizeof(*rec);
+	rec->hdr.ts_ns = bpf_ktime_get_ns();
+	rec->hdr.pid = p->tgid;
+	rec->hdr.tid = p->pid;
+	rec->seq = st->block_seq;
+	rec->wake_id = st->wake_seq;
+	bpf_ringbuf_submit(rec, 0);
+}
+
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(lt_sched_wakeup, struct task_struct *p)
 {
 	on_wakeup(p);
+	on_woken(p);
 	return 0;
 }
 
 /*
- * Who wakes a thread whose blocking point was recorded: in the waker's
- * context (sched_waking, unlike sched_wakeup, always runs there), its
- * identity and stacks. From an interrupt (a timer, a device) no thread
- * woke it: the kernel stack says what did (interrupt entry frames), and
- * when the interrupt hit the idle task it is flagged here. (The preempt
- * count that would tell an interrupt apart is a per-CPU variable BPF can
- * only find through kallsyms, where kernels without KALLSYMS_ALL lack it.)
+ * Who wakes a thread inside a span: in the waker's context (sched_waking,
+ * unlike sched_wakeup, always runs there), its identity and stacks. From an interrupt (a timer, a
+ * device) no thread woke it: the kernel stack says what did (interrupt entry frames), and when the
+ * interrupt hit the idle task it is flagged here. (The preempt count that would tell an interrupt
+ * apart is a per-CPU variable BPF can only find through kallsyms, where kernels without
+ * KALLSYMS_ALL lack it.)
  */
 SEC("tp_btf/sched_waking")
 int BPF_PROG(lt_sched_waking, struct task_struct *p)
@@ -168,35 +193,21 @@ int BPF_PROG(lt_sched_waking, struct task_struct *p)
 	struct task_struct *cur;
 	struct lt_wake_rec *rec;
 	struct lt_thread *st;
-	__u64 pid_tgid, off_ns;
-	__u32 seq, i;
+	__u64 pid_tgid;
+	__u32 i, id;
 	int irq;
 	long n;
 
 	if (!p->bpf_storage)
 		return 0;
 	st = bpf_task_storage_get(&lt_threads, p, 0, 0);
-	if (!st || !lt_cfg.offcpu_on)
+	/* Only threads inside a span: the others' wakeups end nothing we
+	 * report. */
+	if (!st || !lt_cfg.offcpu_on || !st->depth)
 		return 0;
-	if (st->block_pending) {
-		/* One wakeup per blocking point, if two wakers race. */
-		if (!__sync_lock_test_and_set(&st->block_pending, 0))
-			return 0;
-		off_ns = st->block_off_ns;
-		seq = st->block_seq;
-	} else if (st->depth && !st->early_seq && p->on_cpu && !p->on_rq) {
-		/* Still on its CPU but off the run queue: inside schedule(),
-		 * about to switch out blocked, and woken before its switch-out
-		 * is recorded. The blocking point will take this seq. */
-		if (st->depth > LT_MAX_DEPTH ||
-		    st->stack[(st->depth - 1) & (LT_MAX_DEPTH - 1)].nblocks >= LT_MAX_BLOCKS)
-			return 0;
-		seq = ++st->block_seq;
-		st->early_seq = seq;
-		off_ns = 0; /* not yet */
-	} else {
-		return 0;
-	}
+	/* Taken even if the record is lost: its LT_REC_WOKEN must not name an
+	 * older wakeup. */
+	id = ++st->wake_seq;
 	rec = bpf_ringbuf_reserve(
 	    &lt_events,
 	    lt_cfg.stack_copy ? sizeof(struct lt_wake_copy_rec) : sizeof(struct lt_wake_rec), 0);
@@ -210,8 +221,7 @@ int BPF_PROG(lt_sched_waking, struct task_struct *p)
 	rec->hdr.ts_ns = bpf_ktime_get_ns();
 	rec->hdr.pid = p->tgid;
 	rec->hdr.tid = p->pid;
-	rec->off_ns = off_ns;
-	rec->seq = seq;
+	rec->wake_id = id;
 	pid_tgid = bpf_get_current_pid_tgid();
 	rec->waker_pid = pid_tgid >> 32;
 	rec->waker_tid = (__u32)pid_tgid;

@@ -77,7 +77,8 @@ enum lt_record_type {
 	LT_REC_EXEC = 6,      /* a traced process exec'd: its mappings changed */
 	LT_REC_USTACK = 7,    /* a sample with its registers and stack bytes */
 	LT_REC_OFFCPU = 8,    /* a thread inside a span blocked: where */
-	LT_REC_WAKE = 9,      /* who woke a thread LT_REC_OFFCPU recorded */
+	LT_REC_WAKE = 9,      /* who is waking a thread inside a span */
+	LT_REC_WOKEN = 10,    /* which LT_REC_WAKE ended which LT_REC_OFFCPU */
 };
 
 /* Base of a key expression. */
@@ -287,14 +288,16 @@ struct lt_offcpu_copy_rec {
 	struct lt_ucopy u;
 };
 
-/* The wakeup of a thread an LT_REC_OFFCPU recorded, in the waker's context:
- * the waking thread and its stacks. With stack_copy, an lt_ucopy of the
- * waker follows (hdr.size = sizeof(struct lt_wake_copy_rec)). */
+/* A thread inside a span is being woken (sched_waking, in the waker's
+ * context): the waking thread and its stacks. The thread may not have left
+ * its CPU yet, or may not leave it at all (woken on its way to sleep):
+ * which blocking point this wakeup ends, if any, comes with LT_REC_WOKEN.
+ * With stack_copy, an lt_ucopy of the waker follows (hdr.size =
+ * sizeof(struct lt_wake_copy_rec)). */
 struct lt_wake_rec {
-	struct lt_rec_header hdr; /* ts_ns = wakeup; pid/tid: the woken one */
-	__u64 off_ns;		  /* when it blocked (its LT_REC_OFFCPU) */
-	__u32 seq;
-	__u32 flags; /* LT_WAKE_* */
+	struct lt_rec_header hdr; /* ts_ns = waking; pid/tid: the woken one */
+	__u32 wake_id;		  /* per woken thread */
+	__u32 flags;		  /* LT_WAKE_* */
 	__u32 waker_pid;
 	__u32 waker_tid;
 	char waker_comm[LT_COMM_LEN];
@@ -307,6 +310,15 @@ struct lt_wake_rec {
 struct lt_wake_copy_rec {
 	struct lt_wake_rec r;
 	struct lt_ucopy u;
+};
+
+/* A thread LT_REC_OFFCPU recorded is back on a run queue (sched_wakeup,
+ * always after its switch-out): blocking point `seq` ended now, by the
+ * wakeup `wake_id` (the thread's latest LT_REC_WAKE; 0: none seen). */
+struct lt_woken_rec {
+	struct lt_rec_header hdr; /* ts_ns = wakeup; pid/tid: the woken one */
+	__u32 seq;
+	__u32 wake_id;
 };
 
 /* lt_wake_rec.flags */
@@ -507,12 +519,11 @@ struct lt_thread {
 	/* Context switches of the thread (out and in): a probe that read the
 	 * clock before one must read it again (times_now). */
 	__u32 switches;
-	/* Its last LT_REC_OFFCPU (seq): the wakeup still to be recorded. */
+	/* Its last LT_REC_OFFCPU (seq), and whether its LT_REC_WOKEN is still
+	 * to be sent. */
 	__u32 block_seq;
 	__u32 block_pending;
-	/* A wakeup recorded before the switch-out it ends (the waker can get
-	 * there first): the seq that blocking point takes. 0: none. */
-	__u32 early_seq;
+	__u32 wake_seq; /* its last LT_REC_WAKE's wake_id */
 	__u64 block_off_ns;
 	struct lt_frame stack[LT_MAX_DEPTH];
 	struct lt_io_pending io; /* the input call in progress */

@@ -28,8 +28,9 @@ static_assert(offsetof(lt_offcpu_copy_rec, u) == sizeof(lt_offcpu_rec));
 static_assert(offsetof(lt_wake_copy_rec, u) == sizeof(lt_wake_rec));
 static_assert(sizeof(lt_offcpu_rec) ==
               24 + 8 + 16 + 8 * LT_MAX_STACK + 8 * LT_MAX_KSTACK);
-static_assert(sizeof(lt_wake_rec) == 24 + 8 + 16 + LT_COMM_LEN + 8 +
+static_assert(sizeof(lt_wake_rec) == 24 + 8 + 8 + LT_COMM_LEN + 8 +
                                          8 * LT_MAX_STACK + 8 * LT_MAX_KSTACK);
+static_assert(sizeof(lt_woken_rec) == 24 + 8);
 static_assert(offsetof(lt_thread, stack) % 8 == 0);
 
 TEST(HistSlot, SmallValuesHaveTheirOwnSlot) {

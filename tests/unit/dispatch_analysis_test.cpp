@@ -122,31 +122,42 @@ BlockEvent block(uint32_t tid, uint64_t id, uint64_t ts, uint32_t seq,
   return b;
 }
 
-WakeEvent wake(uint32_t tid, uint64_t ts, uint32_t seq, uint32_t waker_tid,
-               std::vector<uint64_t> frames = {0xee}) {
+// A waking by thread `waker_tid` (id `id`) and, when `seq` is not 0, the
+// wakeup of blocking point `seq` by it 10 us later.
+std::vector<Event> wake(uint32_t tid, uint64_t ts, uint32_t seq,
+                        uint32_t waker_tid, uint32_t id,
+                        std::vector<uint64_t> frames = {0xee}) {
   WakeEvent w;
   w.pid = 100;
   w.tid = tid;
-  w.ts_ns = ts;
-  w.seq = seq;
+  w.ts_ns = ts - 10'000;
+  w.wake_id = id;
   w.waker_pid = 100;
   w.waker_tid = waker_tid;
   w.waker_comm = "w" + std::to_string(waker_tid);
   w.frames = std::move(frames);
-  return w;
+  std::vector<Event> out{Event(w)};
+  if (seq) out.push_back(Event(WokenEvent{100, tid, ts, seq, id}));
+  return out;
+}
+
+DispatchAnalysis run_all(const std::vector<std::vector<Event>>& parts) {
+  std::vector<Event> events;
+  for (const auto& p : parts) events.insert(events.end(), p.begin(), p.end());
+  return run(events);
 }
 
 TEST(DispatchAnalyzerBlocked, BlocksWeighedByTimeToTheirWakeup) {
   // Span 1 of thread 1 blocks three times: twice at 0xa (woken by 7 and
   // by 8), once at 0xb; most blocked time first.
-  DispatchAnalysis r = run({
-      block(1, 1, 1 * kMs, 1, {0xa, 0x1}),
-      wake(1, 6 * kMs, 1, 7),
-      block(1, 1, 10 * kMs, 2, {0xb, 0x1}),
-      wake(1, 13 * kMs, 2, 7),
-      block(1, 1, 20 * kMs, 3, {0xa, 0x1}),
-      wake(1, 24 * kMs, 3, 8),
-      span(1, 1, 0, 30 * kMs),
+  DispatchAnalysis r = run_all({
+      {block(1, 1, 1 * kMs, 1, {0xa, 0x1})},
+      wake(1, 6 * kMs, 1, 7, 1),
+      {block(1, 1, 10 * kMs, 2, {0xb, 0x1})},
+      wake(1, 13 * kMs, 2, 7, 2),
+      {block(1, 1, 20 * kMs, 3, {0xa, 0x1})},
+      wake(1, 24 * kMs, 3, 8, 3),
+      {span(1, 1, 0, 30 * kMs)},
   });
   ASSERT_EQ(r.slow.size(), 1u);
   const SlowSpan& s = r.slow[0];
@@ -163,35 +174,37 @@ TEST(DispatchAnalyzerBlocked, BlocksWeighedByTimeToTheirWakeup) {
   EXPECT_EQ(s.blocked[0].wakers[1].comm, "w8");
   EXPECT_EQ(s.blocked[1].frames, (std::vector<uint64_t>{0xb, 0x1}));
   EXPECT_EQ(s.blocked[1].blocked_ns, 3 * kMs);
+  ASSERT_EQ(s.blocked[0].intervals.size(), 2u);
+  EXPECT_EQ(s.blocked[0].intervals[1].from_ns, 20 * kMs);
+  EXPECT_EQ(s.blocked[0].intervals[1].to_ns, 24 * kMs);
+  EXPECT_EQ(s.blocked[0].intervals[1].waker_tid, 8u);
 }
 
-TEST(DispatchAnalyzerBlocked, AWakeupBeforeItsSwitchOutLeavesNothingBlocked) {
-  // The waker got there while the thread was still switching out: the
-  // wakeup comes first, with the seq the blocking point then takes.
-  DispatchAnalysis r = run({
-      wake(1, 5 * kMs, 4, 9),
-      block(1, 1, 5 * kMs + 1000, 4, {0xa}),
-      block(1, 1, 10 * kMs, 5, {0xb}),
-      wake(1, 30 * kMs, 5, 9),
-      span(1, 1, 0, 31 * kMs),
+TEST(DispatchAnalyzerBlocked, AWakingBeforeTheSwitchOutStillNamesTheWaker) {
+  // The waker got there while the thread was still on its way out (or
+  // woke it before it slept, ending nothing: id 4); the wakeup that ended
+  // the blocking point names which waking it was.
+  DispatchAnalysis r = run_all({
+      wake(1, 2 * kMs, 0, 5, 4),  // ended nothing
+      wake(1, 5 * kMs, 0, 9, 5),
+      {block(1, 1, 5 * kMs + 1000, 1, {0xa})},
+      {Event(WokenEvent{100, 1, 5 * kMs + 3000, 1, 5})},
+      {span(1, 1, 0, 31 * kMs)},
   });
   ASSERT_EQ(r.slow.size(), 1u);
   const SlowSpan& s = r.slow[0];
-  EXPECT_EQ(s.blocked_recorded_ns, 20 * kMs);
-  ASSERT_EQ(s.blocked.size(), 2u);
-  EXPECT_EQ(s.blocked[0].frames, std::vector<uint64_t>{0xb});
-  EXPECT_EQ(s.blocked[1].frames, std::vector<uint64_t>{0xa});
-  EXPECT_EQ(s.blocked[1].blocked_ns, 0u);
-  ASSERT_EQ(s.blocked[1].wakers.size(), 1u);
-  EXPECT_EQ(s.blocked[1].wakers[0].tid, 9u);
+  ASSERT_EQ(s.blocked.size(), 1u);
+  EXPECT_EQ(s.blocked[0].blocked_ns, 2000u);
+  ASSERT_EQ(s.blocked[0].wakers.size(), 1u);
+  EXPECT_EQ(s.blocked[0].wakers[0].tid, 9u);
 }
 
 TEST(DispatchAnalyzerBlocked, WithoutAWakeupTheNextBlockOrTheEndBounds) {
-  DispatchAnalysis r = run({
-      block(1, 1, 2 * kMs, 1, {0xa}),  // its wakeup was lost
-      block(1, 1, 10 * kMs, 2, {0xb}),
-      wake(1, 7 * kMs, 1, 9),  // a stale seq: not block 2's
-      span(1, 1, 0, 25 * kMs),
+  DispatchAnalysis r = run_all({
+      {block(1, 1, 2 * kMs, 1, {0xa})},  // its wakeup was lost
+      {block(1, 1, 10 * kMs, 2, {0xb})},
+      {Event(WokenEvent{100, 1, 7 * kMs, 1, 0})},  // a stale seq: not 2's
+      {span(1, 1, 0, 25 * kMs)},
   });
   ASSERT_EQ(r.slow.size(), 1u);
   const SlowSpan& s = r.slow[0];
@@ -203,17 +216,32 @@ TEST(DispatchAnalyzerBlocked, WithoutAWakeupTheNextBlockOrTheEndBounds) {
   EXPECT_EQ(s.blocked_recorded_ns, 23 * kMs);
 }
 
+TEST(DispatchAnalyzerBlocked, AWakeupWhoseWakingWasLostEndsTheBlockUnnamed) {
+  DispatchAnalysis r = run_all({
+      {block(1, 1, 2 * kMs, 1, {0xa})},
+      {Event(WokenEvent{100, 1, 7 * kMs, 1, 3})},  // waking 3 never came
+      {span(1, 1, 0, 25 * kMs)},
+  });
+  ASSERT_EQ(r.slow.size(), 1u);
+  ASSERT_EQ(r.slow[0].blocked.size(), 1u);
+  EXPECT_EQ(r.slow[0].blocked[0].blocked_ns, 5 * kMs);
+  EXPECT_TRUE(r.slow[0].blocked[0].wakers.empty());
+  ASSERT_EQ(r.slow[0].blocked[0].intervals.size(), 1u);
+  EXPECT_TRUE(r.slow[0].blocked[0].intervals[0].woken);
+  EXPECT_FALSE(r.slow[0].blocked[0].intervals[0].waker_known);
+}
+
 TEST(DispatchAnalyzerBlocked, FastOrDroppedSpansKeepNoBlocks) {
-  DispatchAnalysis r = run({
-      block(1, 1, 1 * kMs, 1, {0xa}),
-      wake(1, 2 * kMs, 1, 9),
-      drop(1, 1),
-      block(1, 2, 3 * kMs, 2, {0xc}),
-      wake(1, 4 * kMs, 2, 9),
-      block(2, 5, 3 * kMs, 1, {0xd}),  // another thread, same seq
-      wake(2, 25 * kMs, 1, 9),
-      span(2, 5, 0, 30 * kMs),
-      span(1, 2, 2 * kMs, 20 * kMs),
+  DispatchAnalysis r = run_all({
+      {block(1, 1, 1 * kMs, 1, {0xa})},
+      wake(1, 2 * kMs, 1, 9, 1),
+      {drop(1, 1)},
+      {block(1, 2, 3 * kMs, 2, {0xc})},
+      wake(1, 4 * kMs, 2, 9, 2),
+      {block(2, 5, 3 * kMs, 1, {0xd})},  // another thread, same seq
+      wake(2, 25 * kMs, 1, 9, 1),
+      {span(2, 5, 0, 30 * kMs)},
+      {span(1, 2, 2 * kMs, 20 * kMs)},
   });
   ASSERT_EQ(r.slow.size(), 2u);
   EXPECT_EQ(r.slow[0].span.tid, 2u);

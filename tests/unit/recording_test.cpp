@@ -126,8 +126,7 @@ std::vector<Event> sample_events() {
   wk.pid = 42;
   wk.tid = 43;
   wk.ts_ns = 3900;
-  wk.off_ns = 3500;
-  wk.seq = 5;
+  wk.wake_id = 6;
   wk.from_irq = true;
   wk.waker_pid = 50;
   wk.waker_tid = 51;
@@ -149,7 +148,8 @@ std::vector<Event> sample_events() {
           Event(end),
           Event(HangEvent{sp.pid, sp.tid, sp}),
           Event(bl),
-          Event(wk)};
+          Event(wk),
+          Event(WokenEvent{42, 43, 3950, 5, 6})};
 }
 
 // Re-encoding the decoded event gives the same bytes: every field survived.

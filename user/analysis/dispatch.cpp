@@ -34,6 +34,8 @@ void DispatchAnalyzer::consume(const Event& ev) {
           on_block(e);
         } else if constexpr (std::is_same_v<T, WakeEvent>) {
           on_wake(e);
+        } else if constexpr (std::is_same_v<T, WokenEvent>) {
+          on_woken(e);
         } else if constexpr (std::is_same_v<T, HangEvent>) {
           hangs_.try_emplace({e.pid, e.tid, e.span.span_id},
                              e.span.start_ns + e.span.duration_ns);
@@ -94,34 +96,41 @@ void DispatchAnalyzer::on_block(const BlockEvent& ev) {
   n++;
   SpanKey key{ev.pid, ev.tid, ev.span_id};
   std::vector<Block>& list = blocks_[key];
-  auto early = early_wakes_.find({ev.pid, ev.tid});
-  if (early != early_wakes_.end()) {
-    std::optional<WakeEvent> wake;
-    if (early->second.seq == ev.seq) wake = std::move(early->second);
-    early_wakes_.erase(early);
-    if (wake) {
-      list.push_back({ev, std::move(wake)});
-      return;
-    }
-  }
   awaiting_wake_[{ev.pid, ev.tid}] = {key, list.size()};
-  list.push_back({ev, std::nullopt});
+  list.push_back({ev, 0, std::nullopt});
 }
 
+// Wakeups of a thread kept until one is named: a few suffice (the one
+// named is the thread's latest but for wakeups that ended nothing).
+constexpr size_t kRecentWakes = 4;
+
 void DispatchAnalyzer::on_wake(const WakeEvent& ev) {
-  auto it = awaiting_wake_.find({ev.pid, ev.tid});
-  if (it != awaiting_wake_.end()) {
-    auto [key, index] = it->second;
-    auto b = blocks_.find(key);
-    if (b != blocks_.end() && index < b->second.size() &&
-        b->second[index].block.seq == ev.seq) {
-      b->second[index].wake = ev;
-      awaiting_wake_.erase(it);
-      return;
-    }
+  std::vector<WakeEvent>& recent = recent_wakes_[{ev.pid, ev.tid}];
+  if (recent.size() >= kRecentWakes) recent.erase(recent.begin());
+  recent.push_back(ev);
+}
+
+void DispatchAnalyzer::on_woken(const WokenEvent& ev) {
+  ThreadKey thread{ev.pid, ev.tid};
+  auto it = awaiting_wake_.find(thread);
+  if (it == awaiting_wake_.end()) return;
+  auto [key, index] = it->second;
+  auto b = blocks_.find(key);
+  if (b == blocks_.end() || index >= b->second.size() ||
+      b->second[index].block.seq != ev.seq)
+    return;
+  awaiting_wake_.erase(it);
+  Block& block = b->second[index];
+  block.woken_ns = ev.ts_ns;
+  auto r = recent_wakes_.find(thread);
+  if (r == recent_wakes_.end()) return;
+  for (auto w = r->second.begin(); w != r->second.end(); ++w) {
+    if (ev.wake_id == 0 || w->wake_id != ev.wake_id) continue;
+    block.wake = std::move(*w);
+    r->second.erase(r->second.begin(), w + 1);
+    break;
   }
-  // Woken on its way out: its blocking point comes next.
-  early_wakes_[{ev.pid, ev.tid}] = ev;
+  if (r->second.empty()) recent_wakes_.erase(r);
 }
 
 std::vector<BlockGroup> DispatchAnalyzer::take_blocks(const SpanKey& key,
@@ -146,10 +155,9 @@ std::vector<BlockGroup> DispatchAnalyzer::take_blocks(const SpanKey& key,
   for (size_t i = 0; i < blocks.size(); ++i) {
     Block& b = blocks[i];
     const BlockEvent& e = b.block;
-    // A wakeup before the switch-out (the waker got there first) leaves
-    // nothing blocked. With no wakeup seen, the next blocking point or the
-    // span's end bounds it.
-    uint64_t until = b.wake                  ? b.wake->ts_ns
+    // Blocked until it was back on a run queue. With no wakeup seen, the
+    // next blocking point or the span's end bounds it.
+    uint64_t until = b.woken_ns              ? b.woken_ns
                      : i + 1 < blocks.size() ? blocks[i + 1].block.ts_ns
                                              : end_ns;
     uint64_t ns = until > e.ts_ns ? until - e.ts_ns : 0;
@@ -174,8 +182,9 @@ std::vector<BlockGroup> DispatchAnalyzer::take_blocks(const SpanKey& key,
     BlockGroup::Interval iv;
     iv.from_ns = e.ts_ns;
     iv.to_ns = e.ts_ns + ns;
+    iv.woken = b.woken_ns != 0;
     if (b.wake) {
-      iv.woken = true;
+      iv.waker_known = true;
       iv.from_irq = b.wake->from_irq;
       if (!iv.from_irq) {
         iv.waker_pid = b.wake->waker_pid;

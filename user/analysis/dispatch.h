@@ -63,7 +63,8 @@ struct BlockGroup {
   struct Interval {
     uint64_t from_ns = 0;
     uint64_t to_ns = 0;
-    bool woken = false;  // a wakeup was seen; then:
+    bool woken = false;        // a wakeup was seen
+    bool waker_known = false;  // and who did it; then:
     bool from_irq = false;
     uint32_t waker_pid = 0;
     uint32_t waker_tid = 0;
@@ -192,6 +193,7 @@ class DispatchAnalyzer {
   void on_drop(const SpanDropEvent& ev);
   void on_block(const BlockEvent& ev);
   void on_wake(const WakeEvent& ev);
+  void on_woken(const WokenEvent& ev);
   std::vector<SampleEvent> take_samples(const SpanKey& key);
   // The span's blocking points, grouped; its end bounds blocks with no
   // wakeup.
@@ -214,14 +216,15 @@ class DispatchAnalyzer {
   // Blocking points waiting for their span, with their wakeup once seen.
   struct Block {
     BlockEvent block;
-    std::optional<WakeEvent> wake;
+    uint64_t woken_ns = 0;  // back on a run queue (WokenEvent), 0: not seen
+    std::optional<WakeEvent> wake;  // who woke it, if known
   };
   std::map<SpanKey, std::vector<Block>> blocks_;
   // The block of each thread still waiting for its wakeup.
   std::map<ThreadKey, std::pair<SpanKey, size_t>> awaiting_wake_;
-  // A wakeup that came before the switch-out it ended (the waker got there
-  // first), until that blocking point arrives.
-  std::map<ThreadKey, WakeEvent> early_wakes_;
+  // Each thread's latest wakeups (WakeEvent), until a WokenEvent names one:
+  // a wakeup of a thread on its way to sleep may end no blocking point.
+  std::map<ThreadKey, std::vector<WakeEvent>> recent_wakes_;
   uint64_t sample_overflow_ = 0;
   uint64_t cut_short_ = 0;
   uint64_t span_records_ = 0;

@@ -478,8 +478,7 @@ void encode_event(const Event& ev, std::string* out) {
           w.put(e.pid);
           w.put(e.tid);
           w.put(e.ts_ns);
-          w.put(e.off_ns);
-          w.put(e.seq);
+          w.put(e.wake_id);
           w.put<uint8_t>(e.from_irq);
           w.put(e.waker_pid);
           w.put(e.waker_tid);
@@ -488,6 +487,13 @@ void encode_event(const Event& ev, std::string* out) {
           w.put_frames(e.kframes);
           w.put<uint8_t>(static_cast<uint8_t>(e.unwind));
           w.put<uint8_t>(e.truncated);
+        } else if constexpr (std::is_same_v<T, WokenEvent>) {
+          type = kWoken;
+          w.put(e.pid);
+          w.put(e.tid);
+          w.put(e.ts_ns);
+          w.put(e.seq);
+          w.put(e.wake_id);
         }
       },
       ev);
@@ -591,7 +597,7 @@ bool decode_event(uint8_t type, const uint8_t* data, size_t size, Event* out) {
       WakeEvent e;
       uint8_t unwind = 0;
       if (!(r.get(&e.pid) && r.get(&e.tid) && r.get(&e.ts_ns) &&
-            r.get(&e.off_ns) && r.get(&e.seq) && r.get_bool(&e.from_irq) &&
+            r.get(&e.wake_id) && r.get_bool(&e.from_irq) &&
             r.get(&e.waker_pid) && r.get(&e.waker_tid) &&
             r.get_str(&e.waker_comm) && r.get_frames(&e.frames) &&
             r.get_frames(&e.kframes) && r.get(&unwind) && unwind <= 1 &&
@@ -599,6 +605,14 @@ bool decode_event(uint8_t type, const uint8_t* data, size_t size, Event* out) {
         return false;
       e.unwind = static_cast<Unwind>(unwind);
       *out = std::move(e);
+      return true;
+    }
+    case kWoken: {
+      WokenEvent e;
+      if (!(r.get(&e.pid) && r.get(&e.tid) && r.get(&e.ts_ns) &&
+            r.get(&e.seq) && r.get(&e.wake_id) && r.done()))
+        return false;
+      *out = e;
       return true;
     }
     case kSession:

@@ -29,7 +29,8 @@ enum RecordType : uint8_t {
   kHang = 13,
   kBlock = 14,
   kWake = 15,
-  kLastType = kWake,  // newer types are skipped by this build
+  kWoken = 16,
+  kLastType = kWoken,  // newer types are skipped by this build
 };
 
 // Appends [type u8][length u32][payload] to *out.

@@ -246,10 +246,11 @@ void TraceEvents::span(const SlowSpan& s) {
     for (uint64_t addr : g.frames) frames.push_back(names_.name(e.pid, addr));
     for (const BlockGroup::Interval& iv : g.intervals) {
       if (iv.to_ns <= iv.from_ns) continue;
-      std::string by = !iv.woken     ? "no wakeup seen"
-                       : iv.from_irq ? "an interrupt"
-                                     : fmt::format("{}/{} {}", iv.waker_pid,
-                                                   iv.waker_tid, iv.waker_comm);
+      std::string by = !iv.woken         ? "no wakeup seen"
+                       : !iv.waker_known ? "unknown"
+                       : iv.from_irq     ? "an interrupt"
+                                         : fmt::format("{}/{} {}", iv.waker_pid,
+                                                       iv.waker_tid, iv.waker_comm);
       emit_(
           {{"name", "blocked" + (wait.empty() ? "" : " in " + wait)},
            {"cat", "blocked"},

@@ -150,8 +150,7 @@ bool decode_record(const void* data, size_t size, Event* out) {
       ev.pid = r.hdr.pid;
       ev.tid = r.hdr.tid;
       ev.ts_ns = r.hdr.ts_ns;
-      ev.off_ns = r.off_ns;
-      ev.seq = r.seq;
+      ev.wake_id = r.wake_id;
       ev.from_irq = (r.flags & LT_WAKE_IRQ) != 0;
       ev.waker_pid = r.waker_pid;
       ev.waker_tid = r.waker_tid;
@@ -160,6 +159,12 @@ bool decode_record(const void* data, size_t size, Event* out) {
       ev.kframes.assign(r.kframes, r.kframes + r.nkframes);
       if (copy && !ev.from_irq && c->u.stack_len) ev.ustack = user_stack(c->u);
       *out = std::move(ev);
+      return true;
+    }
+    case LT_REC_WOKEN: {
+      lt_woken_rec r;
+      if (!read_rec(data, size, &r)) return false;
+      *out = WokenEvent{r.hdr.pid, r.hdr.tid, r.hdr.ts_ns, r.seq, r.wake_id};
       return true;
     }
     case LT_REC_SPAN_DROP: {

@@ -86,8 +86,8 @@ struct SampleEvent {
 };
 
 // A traced thread blocked (left the CPU not runnable: sleep, lock, I/O)
-// inside a span: where. Its WakeEvent (same pid, tid, seq) says who woke
-// it and when.
+// inside a span: where. Its WokenEvent (same pid, tid, seq) says when it
+// was woken, and by which WakeEvent.
 struct BlockEvent {
   uint32_t pid = 0;
   uint32_t tid = 0;
@@ -102,13 +102,13 @@ struct BlockEvent {
   std::shared_ptr<const UserStack> ustack;  // as SampleEvent's
 };
 
-// The wakeup of a thread a BlockEvent recorded, seen in the waker.
+// A thread inside a span is being woken, seen in the waker. Which
+// blocking point it ends, if any, a WokenEvent says.
 struct WakeEvent {
   uint32_t pid = 0;  // the woken thread
   uint32_t tid = 0;
-  uint64_t ts_ns = 0;   // the wakeup
-  uint64_t off_ns = 0;  // its BlockEvent's ts_ns
-  uint32_t seq = 0;
+  uint64_t ts_ns = 0;    // the waking
+  uint32_t wake_id = 0;  // per woken thread
   // From an interrupt (a timer, a device): no thread woke it; waker_* is
   // whatever ran on that CPU and kframes the interrupt's path.
   bool from_irq = false;
@@ -120,6 +120,16 @@ struct WakeEvent {
   Unwind unwind = Unwind::kFramePointer;
   bool truncated = false;
   std::shared_ptr<const UserStack> ustack;
+};
+
+// A thread's blocking point `seq` (BlockEvent) ended: it is back on a run
+// queue, woken by its WakeEvent `wake_id` (0: none seen).
+struct WokenEvent {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint64_t ts_ns = 0;
+  uint32_t seq = 0;
+  uint32_t wake_id = 0;
 };
 
 // A span that had samples but ended below its threshold.
@@ -294,7 +304,7 @@ struct HangEvent {
 using Event = std::variant<SpanEvent, SampleEvent, SpanDropEvent, PointEvent,
                            IoEvent, ExecEvent, SessionEvent, MappingsEvent,
                            SymbolEvent, QueueEvent, TickEvent, EndEvent,
-                           HangEvent, BlockEvent, WakeEvent>;
+                           HangEvent, BlockEvent, WakeEvent, WokenEvent>;
 
 // The process and thread an event belongs to (0 for run-wide events).
 inline uint32_t event_pid(const Event& ev) {
