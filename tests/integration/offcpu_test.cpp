@@ -58,9 +58,11 @@ bool have_python() { return access("/usr/bin/python3", X_OK) == 0; }
 // refapp's dispatch span starts within microseconds of the log's start_ns
 // (its first clock read inside dispatchMessage); 5 ms tells it from the
 // neighbouring background dispatches, 10 ms apart at --rate 100.
+// Same thread: with two loop threads stalls may start together.
 const json* span_of(const json& report, const json& stall) {
   for (const json& s : report["slow_dispatches"])
-    if (std::llabs(diff(s["start_ns"], stall["start_ns"])) < 5'000'000)
+    if (s["tid"] == stall["tid"] &&
+        std::llabs(diff(s["start_ns"], stall["start_ns"])) < 5'000'000)
       return &s;
   return nullptr;
 }
@@ -70,7 +72,8 @@ const json* span_of(const json& report, const json& stall) {
 const json* span_containing(const json& report, const json& stall) {
   for (const json& s : report["slow_dispatches"]) {
     uint64_t start = s["start_ns"], dur = s["duration_ns"];
-    if (start <= stall["start_ns"].get<uint64_t>() &&
+    if (s["tid"] == stall["tid"] &&
+        start <= stall["start_ns"].get<uint64_t>() &&
         start + dur >= stall["end_ns"].get<uint64_t>())
       return &s;
   }
@@ -106,9 +109,12 @@ Traced record(const std::vector<std::string>& profile_args,
 
 Traced record_refapp(const std::string& mode,
                      const std::vector<std::string>& stalls,
-                     const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> argv = {refapp_bin(), "--rate", "100", "--duration",
-                                   "1500"};
+                     const std::vector<std::string>& extra = {},
+                     int threads = 1) {
+  std::vector<std::string> argv = {
+      refapp_bin(),           "--rate", "100",
+      "--duration",           "1500",   "--threads",
+      std::to_string(threads)};
   for (const std::string& s : stalls) argv.insert(argv.end(), {"--stall", s});
   return record({"--profile", "refapp"}, mode, extra, argv);
 }
@@ -252,6 +258,43 @@ TEST(OffCpuLock, DwarfBlockedInLockStallWokenByHolder) {
       << b.dump() << "\n"
       << l.stall.dump();
   expect_recorded_close_to_blocked(*l.span);
+}
+
+TEST(OffCpuLock, TwoLoopThreadsEachWokenByItsOwnHolder) {
+  LT_REQUIRE_BPF();
+  // Overlapping lock stalls on two loop threads, each with its own holder
+  // thread (refapp-holder0, refapp-holder1): wakeups must not be crossed.
+  Traced t =
+      record_refapp("dwarf", {"lock:200@400:0", "lock:200@450:1"}, {}, 2);
+  std::vector<json> stalls = events(t.log, "stall");
+  ASSERT_EQ(stalls.size(), 2u);
+  ASSERT_NE(stalls[0]["holder_tid"], stalls[1]["holder_tid"]);
+  for (const json& st : stalls) {
+    const json* s = span_of(t.report, st);
+    ASSERT_NE(s, nullptr) << st.dump() << "\n"
+                          << t.report["slow_dispatches"].dump();
+    ASSERT_FALSE((*s)["blocked"].empty()) << s->dump();
+    const json& b = (*s)["blocked"][0];
+    EXPECT_TRUE(has_frame(b["frames"], "refapp::lockStall"))
+        << dump_frames(b["frames"]);
+    ASSERT_FALSE(b["wakers"].empty()) << b.dump();
+    const json& w = b["wakers"][0];
+    EXPECT_EQ(w["tid"], st["holder_tid"]) << w.dump() << "\n" << st.dump();
+    EXPECT_EQ(w["comm"],
+              "refapp-holder" + std::to_string(st["thread"].get<int>()))
+        << w.dump();
+    // Bounds as in DwarfBlockedInLockStallWokenByHolder.
+    const int64_t requested = st["requested_ms"].get<int64_t>() * 1'000'000;
+    const int64_t run_delay = std::max<int64_t>(0, st["run_delay_ns"]);
+    EXPECT_GE(b["blocked_ns"].get<int64_t>(),
+              requested - 10'000'000 - run_delay)
+        << b.dump() << "\n"
+        << st.dump();
+    EXPECT_LE(b["blocked_ns"].get<int64_t>(),
+              st["duration_ns"].get<int64_t>() + kClockSlackNs)
+        << b.dump() << "\n"
+        << st.dump();
+  }
 }
 
 TEST(OffCpuLock, FramePointersStillNameTheWaker) {
