@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "harness.h"
+#include "looptrace/abi.h"
 
 namespace lt_test {
 namespace {
@@ -461,6 +462,107 @@ TEST(OffCpuPython, GlibCallbackWaitingOnLockNamesThePythonThread) {
       << b.dump() << "\n"
       << st.dump();
   expect_recorded_close_to_blocked(*s);
+}
+
+// One callback sleeping 40 times, 5 ms each (glib_loop.py --sleep-pieces;
+// strace shows 40 clock_nanosleep calls): more blocking points than
+// looptrace records per span (LT_MAX_BLOCKS).
+constexpr int kPieces = 40;
+constexpr int64_t kPieceNs = 5'000'000;
+
+Traced record_pieces() {
+  static_assert(kPieces > LT_MAX_BLOCKS, "the test must pass the cap");
+  return record(
+      glib_profile(), "dwarf", {},
+      {"/usr/bin/python3", tests_dir() + "/programs/glib_loop.py", "--kind",
+       "sleep", "--stall",
+       std::to_string(kPieces * kPieceNs / 1'000'000) + "@400",
+       "--sleep-pieces", std::to_string(kPieces), "--duration", "900"});
+}
+
+TEST(OffCpuPython, BlockingPointsPastTheCapAreNotRecorded) {
+  LT_REQUIRE_BPF();
+  LT_REQUIRE_PYTHON();
+  Traced t = record_pieces();
+  std::vector<json> stalls = events(t.log, "stall");
+  std::vector<json> summary = events(t.log, "summary");
+  ASSERT_EQ(stalls.size(), 1u);
+  ASSERT_EQ(summary.size(), 1u);
+  const json& st = stalls[0];
+  ASSERT_EQ(st["pieces"], kPieces);
+  const json* s = span_containing(t.report, st);
+  ASSERT_NE(s, nullptr) << st.dump() << "\n"
+                        << t.report["slow_dispatches"].dump();
+  // The first LT_MAX_BLOCKS pieces, all in time.sleep. (Two groups, not
+  // one: CPython 3.11 specializes the call after a few runs, so later
+  // pieces come from another return address in the eval loop.)
+  ASSERT_FALSE((*s)["blocked"].empty()) << s->dump();
+  int64_t count = 0, sum_ns = 0;
+  for (const json& b : (*s)["blocked"]) {
+    count += b["count"].get<int64_t>();
+    sum_ns += b["blocked_ns"].get<int64_t>();
+    EXPECT_NE(b["kernel_wait"].get<std::string>().find("nanosleep"),
+              std::string::npos)
+        << b.dump();
+    EXPECT_TRUE(has_frame(b["frames"], "clock_nanosleep"))
+        << dump_frames(b["frames"]);
+  }
+  EXPECT_EQ(count, LT_MAX_BLOCKS) << s->dump();
+  // Each piece sleeps to a deadline 5 ms after its own clock read: at
+  // least 5 ms less what ran in between (python code, microseconds; 1 ms
+  // allowed), less the loop thread's waits for a CPU (the whole run's).
+  const int64_t run_delay = std::max<int64_t>(0, summary[0]["run_delay_ns"]);
+  const int64_t recorded = (*s)["blocked_recorded_ns"];
+  EXPECT_GE(recorded, LT_MAX_BLOCKS * (kPieceNs - 1'000'000) - run_delay)
+      << s->dump();
+  // The pieces past the cap are not in it: at least their sleeps' worth
+  // of the callback is left out.
+  EXPECT_LE(recorded, st["duration_ns"].get<int64_t>() -
+                          (kPieces - LT_MAX_BLOCKS) * (kPieceNs - 1'000'000))
+      << s->dump() << "\n"
+      << st.dump();
+  EXPECT_EQ(recorded, sum_ns) << "the groups hold all recorded time";
+}
+
+// Known bug (eea8317): the kernel counts blocking points past the cap
+// (LT_CNT_OFFCPU_CAPPED) but no report shows the count: "lost: none"
+// while 24 of 40 sleeps went unrecorded. Enable once reported.
+TEST(OffCpuPython, DISABLED_BlockingPointsPastTheCapAreCountedAsLost) {
+  LT_REQUIRE_BPF();
+  LT_REQUIRE_PYTHON();
+  Traced t = record_pieces();
+  ASSERT_EQ(events(t.log, "stall").size(), 1u);
+  // Whatever its name: a lost count of exactly the pieces past the cap.
+  bool counted = false;
+  for (const auto& item : t.report["lost"].items())
+    counted |= item.value() == kPieces - LT_MAX_BLOCKS;
+  EXPECT_TRUE(counted) << t.report["lost"].dump();
+}
+
+// Known bug (eea8317): an interrupt's wakeups are told apart by the
+// thread the interrupt happened to hit and that thread's user stack
+// (neither shown): one timer waking one place 16 times is listed as up to
+// 16 wakers that look the same, 10 of them kept. Enable once fixed.
+TEST(OffCpuPython, DISABLED_InterruptWakersOfOnePlaceAreMerged) {
+  LT_REQUIRE_BPF();
+  LT_REQUIRE_PYTHON();
+  Traced t = record_pieces();
+  std::vector<json> stalls = events(t.log, "stall");
+  ASSERT_EQ(stalls.size(), 1u);
+  const json* s = span_containing(t.report, stalls[0]);
+  ASSERT_NE(s, nullptr);
+  int duplicates = 0;
+  for (const json& b : (*s)["blocked"]) {
+    std::vector<json> seen;
+    for (const json& w : b["wakers"]) {
+      if (w["interrupt"] != true) continue;
+      duplicates +=
+          std::count(seen.begin(), seen.end(), w["kernel_frames"]) > 0;
+      seen.push_back(w["kernel_frames"]);
+    }
+  }
+  EXPECT_EQ(duplicates, 0) << "interrupt wakers with the same kernel stack: "
+                           << (*s)["blocked"].dump();
 }
 
 }  // namespace
