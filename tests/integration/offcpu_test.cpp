@@ -203,8 +203,9 @@ struct LockRun {
   int pid = 0;
 };
 
-void record_lock_stall(const std::string& mode, LockRun* out) {
-  out->t = record_refapp(mode, {"lock:250@500"});
+void record_lock_stall(const std::string& mode, LockRun* out,
+                       const std::vector<std::string>& extra = {}) {
+  out->t = record_refapp(mode, {"lock:250@500"}, extra);
   std::vector<json> stalls = events(out->t.log, "stall");
   ASSERT_EQ(stalls.size(), 1u);
   out->stall = stalls[0];
@@ -219,8 +220,10 @@ void record_lock_stall(const std::string& mode, LockRun* out) {
 
 TEST(OffCpuLock, DwarfBlockedInLockStallWokenByHolder) {
   LT_REQUIRE_BPF();
+  TempDir dir;
+  const std::string rec = dir.file("t.lt");
   LockRun l;
-  ASSERT_NO_FATAL_FAILURE(record_lock_stall("dwarf", &l));
+  ASSERT_NO_FATAL_FAILURE(record_lock_stall("dwarf", &l, {"-o", rec}));
   const json& b = (*l.span)["blocked"][0];  // most blocked time
   EXPECT_EQ(b["unwind"], "dwarf");
   // CFI unwinds through glibc: the mutex's lock and the app's caller.
@@ -259,6 +262,16 @@ TEST(OffCpuLock, DwarfBlockedInLockStallWokenByHolder) {
       << b.dump() << "\n"
       << l.stall.dump();
   expect_recorded_close_to_blocked(*l.span);
+  // A recording keeps the blocking points, the wakeups and the stack
+  // copies they are unwound from: its replay says the same.
+  RunResult rep =
+      run({looptrace_bin(), "report", rec, "--json", dir.file("replay.json")});
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  const json replay = read_json(dir.file("replay.json"));
+  const json* again = span_of(replay, l.stall);
+  ASSERT_NE(again, nullptr) << replay["slow_dispatches"].dump();
+  EXPECT_EQ((*again)["blocked"], (*l.span)["blocked"]);
+  EXPECT_EQ((*again)["blocked_recorded_ns"], (*l.span)["blocked_recorded_ns"]);
 }
 
 TEST(OffCpuLock, TwoLoopThreadsEachWokenByItsOwnHolder) {
