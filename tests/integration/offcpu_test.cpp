@@ -181,7 +181,8 @@ TEST_P(OffCpuSleep, BlockedInSleepStallWokenByTimer) {
         << st.dump();
 
     // Nobody woke it: the timer's interrupt did (hrtimer_wakeup).
-    ASSERT_FALSE(b["wakers"].empty()) << b.dump();
+    ASSERT_FALSE(b["wakers"].empty())
+        << b.dump() << "\nlost: " << t.report["lost"].dump();
     const json& w = b["wakers"][0];
     EXPECT_EQ(w["interrupt"], true) << w.dump();
     EXPECT_TRUE(w["frames"].empty()) << w.dump();
@@ -237,7 +238,8 @@ TEST(OffCpuLock, DwarfBlockedInLockStallWokenByHolder) {
             std::string::npos)
       << b.dump();
 
-  ASSERT_FALSE(b["wakers"].empty()) << b.dump();
+  ASSERT_FALSE(b["wakers"].empty())
+      << b.dump() << "\nlost: " << l.t.report["lost"].dump();
   const json& w = b["wakers"][0];
   EXPECT_EQ(w["tid"], l.holder_tid) << w.dump();
   EXPECT_EQ(w["pid"], l.pid) << w.dump();
@@ -291,7 +293,8 @@ TEST(OffCpuLock, TwoLoopThreadsEachWokenByItsOwnHolder) {
     const json& b = (*s)["blocked"][0];
     EXPECT_TRUE(has_frame(b["frames"], "refapp::lockStall"))
         << dump_frames(b["frames"]);
-    ASSERT_FALSE(b["wakers"].empty()) << b.dump();
+    ASSERT_FALSE(b["wakers"].empty())
+        << b.dump() << "\nlost: " << t.report["lost"].dump();
     const json& w = b["wakers"][0];
     EXPECT_EQ(w["tid"], st["holder_tid"]) << w.dump() << "\n" << st.dump();
     EXPECT_EQ(w["comm"],
@@ -324,7 +327,8 @@ TEST(OffCpuLock, FramePointersStillNameTheWaker) {
   EXPECT_NE(b["kernel_wait"].get<std::string>().find("futex"),
             std::string::npos)
       << b.dump();
-  ASSERT_FALSE(b["wakers"].empty()) << b.dump();
+  ASSERT_FALSE(b["wakers"].empty())
+      << b.dump() << "\nlost: " << l.t.report["lost"].dump();
   EXPECT_EQ(b["wakers"][0]["tid"], l.holder_tid) << b["wakers"][0].dump();
   EXPECT_EQ(b["wakers"][0]["interrupt"], false) << b["wakers"][0].dump();
   expect_recorded_close_to_blocked(*l.span);
@@ -397,7 +401,8 @@ TEST(OffCpuPython, GlibCallbackSleepingInTimeSleep) {
       << dump_frames(b["frames"]);
   EXPECT_TRUE(has_frame(b["frames"], "g_main_context_dispatch"))
       << dump_frames(b["frames"]);
-  ASSERT_FALSE(b["wakers"].empty()) << b.dump();
+  ASSERT_FALSE(b["wakers"].empty())
+      << b.dump() << "\nlost: " << t.report["lost"].dump();
   EXPECT_EQ(b["wakers"][0]["interrupt"], true) << b["wakers"][0].dump();
   EXPECT_TRUE(has_frame(b["wakers"][0]["kernel_frames"], "hrtimer_wakeup"))
       << b["wakers"][0].dump();
@@ -447,7 +452,8 @@ TEST(OffCpuPython, GlibCallbackWaitingOnLockNamesThePythonThread) {
       << dump_frames(b["frames"]);
   EXPECT_TRUE(has_frame(b["frames"], "g_main_context_dispatch"))
       << dump_frames(b["frames"]);
-  ASSERT_FALSE(b["wakers"].empty()) << b.dump();
+  ASSERT_FALSE(b["wakers"].empty())
+      << b.dump() << "\nlost: " << t.report["lost"].dump();
   const json& w = b["wakers"][0];
   // The python thread that released the lock (its native id, logged).
   EXPECT_EQ(w["tid"], holder_tid) << w.dump();
@@ -576,6 +582,97 @@ TEST(OffCpuPython, DISABLED_InterruptWakersOfOnePlaceAreMerged) {
   }
   EXPECT_EQ(duplicates, 0) << "interrupt wakers with the same kernel stack: "
                            << (*s)["blocked"].dump();
+}
+
+// tests/programs/ping_pong: spans whose futex waits a peer thread ends,
+// often while the waiter is still on its way to sleep (the wakeup races
+// its switch-out), each span ending in a 10 ms clock_nanosleep.
+struct PingPong {
+  Traced t;
+  json start;
+  std::vector<json> dispatches;
+};
+
+constexpr int kPingPongDispatches = 150;
+
+void record_ping_pong(PingPong* out) {
+  const std::string bin = std::string(LT_TEST_PROGRAMS_DIR) + "/ping_pong";
+  // 6 pings: at most 2 blocking points each (the condition variable, its
+  // mutex) and the sleep stay under LT_MAX_BLOCKS.
+  out->t =
+      record({"--dispatch", bin + ":pp_dispatch", "--slow", "5ms"}, "fp", {},
+             {bin, "--dispatches", std::to_string(kPingPongDispatches),
+              "--pings", "6", "--sleep-ms", "10"});
+  std::vector<json> start = events(out->t.log, "start");
+  ASSERT_EQ(start.size(), 1u);
+  out->start = start[0];
+  out->dispatches = events(out->t.log, "dispatch");
+  ASSERT_EQ(out->dispatches.size(), static_cast<size_t>(kPingPongDispatches));
+  for (json& d : out->dispatches) d["tid"] = out->start["tid"];
+}
+
+TEST(OffCpuRace, AccountingHoldsWhenWakeupsRaceTheSwitchOut) {
+  LT_REQUIRE_BPF();
+  PingPong p;
+  ASSERT_NO_FATAL_FAILURE(record_ping_pong(&p));
+  for (const json& d : p.dispatches) {
+    const json* s = span_containing(p.t.report, d);
+    ASSERT_NE(s, nullptr) << d.dump();
+    int64_t count = 0, sleeps = 0;
+    for (const json& b : (*s)["blocked"]) {
+      count += b["count"].get<int64_t>();
+      if (b["kernel_wait"].get<std::string>().find("nanosleep") ==
+          std::string::npos)
+        continue;
+      sleeps += b["count"].get<int64_t>();
+      // The sleep lies between the program's clock reads around it.
+      EXPECT_LE(b["blocked_ns"].get<int64_t>(),
+                diff(d["sleep_end_ns"], d["sleep_start_ns"]) + kClockSlackNs)
+          << b.dump() << "\n"
+          << d.dump();
+    }
+    EXPECT_LE(count, LT_MAX_BLOCKS) << s->dump();
+    EXPECT_EQ(sleeps, 1) << s->dump();
+    // Never more recorded than the scheduler's books say it was blocked
+    // (slack as in expect_recorded_close_to_blocked).
+    EXPECT_LE((*s)["blocked_recorded_ns"].get<int64_t>(),
+              (*s)["blocked_ns"].get<int64_t>() + tick_ns() + 1'000'000)
+        << s->dump();
+  }
+}
+
+// Known bug (eea8317): here 1-4 % of the blocking points (futex waits the
+// peer ends) get no waker, and now and then (refapp's sleep stalls, about
+// 1 run in 50; here about 1 span in 300) even a timer sleep, whose time
+// then runs to the next blocking point or the span's end. The wakeups
+// that race the switch-out seem to be the cause (lt_sched_waking reads
+// p->on_rq and the thread's books without the run-queue lock while the
+// sleeper's sched_switch updates them; a block_pending left set files
+// later wakeups under an old seq): a guess, not verified. Enable once
+// fixed.
+TEST(OffCpuRace, DISABLED_EveryBlockingPointHasItsWaker) {
+  LT_REQUIRE_BPF();
+  PingPong p;
+  ASSERT_NO_FATAL_FAILURE(record_ping_pong(&p));
+  const int peer = p.start["peer_tid"];
+  int64_t points = 0, unwoken = 0, wrong = 0;
+  for (const json& d : p.dispatches) {
+    const json* s = span_containing(p.t.report, d);
+    ASSERT_NE(s, nullptr) << d.dump();
+    for (const json& b : (*s)["blocked"]) {
+      const bool sleep = b["kernel_wait"].get<std::string>().find(
+                             "nanosleep") != std::string::npos;
+      int64_t woken = 0;
+      for (const json& w : b["wakers"]) {
+        woken += w["count"].get<int64_t>();
+        wrong += sleep ? w["interrupt"] != true : w["tid"] != peer;
+      }
+      points += b["count"].get<int64_t>();
+      unwoken += b["count"].get<int64_t>() - woken;
+    }
+  }
+  EXPECT_EQ(unwoken, 0) << "of " << points << " blocking points";
+  EXPECT_EQ(wrong, 0);
 }
 
 }  // namespace
