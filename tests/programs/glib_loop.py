@@ -4,7 +4,8 @@
 Run with Debian's /usr/bin/python3 (python3-gi). A GLib.MainLoop on the main
 thread runs a 2 ms periodic timeout that does trivial work, plus one-shot
 stall callbacks due at AT_MS after the start that block for MS (sleep or busy
-loop), and quits after --duration. Every callback is dispatched by
+loop; --sleep-pieces N: a sleep stall is N sleeps of MS/N each), and quits
+after --duration. Every callback is dispatched by
 libglib-2.0.so.0:g_main_context_dispatch, whose span covers the callback plus
 a little GLib/PyGObject overhead.
 
@@ -13,15 +14,17 @@ memory and written when the loop ends, so no file I/O lengthens a dispatch):
   {"event":"start","pid","tid","t0_ns","duration_ms","kind","tick_ms",
    "stalls":[{"index","requested_ms","at_ms","kind"}]}
   {"event":"stall","kind","requested_ms","at_ms","index","start_ns","end_ns",
-   "duration_ns","pid","tid"}       start/end taken at the very start and end
-                                    of the stall callback
+   "duration_ns","pieces","pid","tid"}
+                                    start/end taken at the very start and end
+                                    of the stall callback; pieces: time.sleep
+                                    calls (sleep), 0 (busy)
   {"event":"summary","pid","tid","reason":"duration|signal","ticks","stalls",
    "run_delay_ns"}                  the loop thread's whole run-queue wait
                                     (/proc/thread-self/schedstat), -1 unknown
 
 Usage:
   glib_loop.py [--duration MS] [--kind sleep|busy] [--stall [KIND:]MS@AT_MS]...
-               [--start-delay MS] [--log FILE]
+               [--sleep-pieces N] [--start-delay MS] [--log FILE]
 Prints "glib_loop: ready pid=N" to stderr at startup. Exit 0 at the end and
 after SIGTERM/SIGINT, 2 on bad arguments (one line on stderr).
 """
@@ -113,10 +116,13 @@ class App:
     def stall(self, index):
         start = now_ns()
         kind, ms, at_ms = self.stalls[index]
+        pieces = 0
         if kind == "busy":
             busy_for(ms * 1000000)
         else:
-            time.sleep(ms / 1000.0)
+            pieces = self.args.sleep_pieces
+            for _ in range(pieces):
+                time.sleep(ms / 1000.0 / pieces)
         end = now_ns()
         self.stalls_done += 1
         # Written after the loop ends: file I/O here would lengthen the
@@ -124,7 +130,7 @@ class App:
         self.pending.append({"event": "stall", "kind": kind, "requested_ms": ms,
                     "at_ms": at_ms, "index": index, "start_ns": start,
                     "end_ns": end, "duration_ns": end - start,
-                    "pid": self.pid, "tid": self.tid})
+                    "pieces": pieces, "pid": self.pid, "tid": self.tid})
         return GLib.SOURCE_REMOVE
 
     def quit(self, reason):
@@ -176,12 +182,16 @@ def main():
                    metavar="[KIND:]MS@AT_MS",
                    help="a stall of MS ms due AT_MS ms after the start "
                         "(repeatable)")
+    p.add_argument("--sleep-pieces", type=int, default=1, metavar="N",
+                   help="a sleep stall is N sleeps of MS/N each (default 1)")
     p.add_argument("--start-delay", type=int, default=0,
                    help="ms before the scenario starts (default 0)")
     p.add_argument("--log", help="ground-truth log (JSON lines)")
     args = p.parse_args()
     if args.duration < 0 or args.start_delay < 0:
         p.error("--duration and --start-delay must be >= 0")
+    if args.sleep_pieces < 1:
+        p.error("--sleep-pieces must be >= 1")
     stalls = []
     for text in args.stall:
         try:
