@@ -102,7 +102,7 @@ void DispatchAnalyzer::on_block(const BlockEvent& ev) {
 
 // Wakeups of a thread kept until one is named: a few suffice (the one
 // named is the thread's latest but for wakeups that ended nothing).
-constexpr size_t kRecentWakes = 4;
+constexpr size_t kRecentWakes = 16;
 
 void DispatchAnalyzer::on_wake(const WakeEvent& ev) {
   std::vector<WakeEvent>& recent = recent_wakes_[{ev.pid, ev.tid}];

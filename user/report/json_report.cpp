@@ -106,17 +106,20 @@ json blocked_json(const SlowSpan& s, report::FrameNames& names) {
             irq ? json::array() : frames_json(w.pid, w.frames, names)},
            {"kernel_frames", frames_json(kKernelPid, w.kframes, names)}});
     }
-    out.push_back(
-        {{"blocked_ns", g.blocked_ns},
-         {"count", g.count},
-         {"first_ns", g.first_ns},
-         {"kernel_wait", report::kernel_wait(g.kframes, names)},
-         {"unwind", unwind_name(g.unwind)},
-         {"truncated", g.truncated},
-         {"frames", frames_json(s.span.pid, g.frames, names)},
-         {"frames_detail", frames_detail_json(s.span.pid, g.frames, names)},
-         {"kernel_frames", frames_json(kKernelPid, g.kframes, names)},
-         {"wakers", wakers}});
+    json entry = {
+        {"blocked_ns", g.blocked_ns},
+        {"count", g.count},
+        {"first_ns", g.first_ns},
+        {"kernel_wait", report::kernel_wait(g.kframes, names)},
+        {"unwind", unwind_name(g.unwind)},
+        {"truncated", g.truncated},
+        {"frames", frames_json(s.span.pid, g.frames, names)},
+        {"frames_detail", frames_detail_json(s.span.pid, g.frames, names)},
+        {"kernel_frames", frames_json(kKernelPid, g.kframes, names)},
+        {"wakers", wakers}};
+    if (g.wakers.size() > report::kJsonMaxStacks)
+      entry["wakers_omitted"] = g.wakers.size() - report::kJsonMaxStacks;
+    out.push_back(std::move(entry));
   }
   return out;
 }
@@ -173,6 +176,8 @@ json slow_span_json(const SlowSpan& s, const ReportContext& ctx,
       {"blocked", blocked_json(s, names)},
       {"blocked_recorded_ns", s.blocked_recorded_ns},
   };
+  if (s.blocked.size() > report::kJsonMaxStacks)
+    out["blocked_omitted"] = s.blocked.size() - report::kJsonMaxStacks;
   if (s.stacks.size() > report::kJsonMaxStacks)
     out["stacks_omitted"] = s.stacks.size() - report::kJsonMaxStacks;
   if (s.hang_announced_ns) out["hang_announced_ns"] = s.hang_announced_ns;
