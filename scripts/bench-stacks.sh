@@ -14,7 +14,9 @@
 #                   time (looptrace --debug unwind), dwarf only.
 # Then `perf bench sched pipe` (two untraced processes switching through a
 # pipe) untraced and under looptrace (tracing the python3 loop, off-CPU
-# hooks on): the difference per switch is what the hooks cost others.
+# hooks on), both ends pinned to one CPU (across CPUs the time is mostly
+# idle-state wakeups, and varies 5x): the difference per switch is what
+# the hooks cost others.
 #
 # Usage: sudo scripts/bench-stacks.sh [-B BUILD_DIR] [--no-build]
 #          [--seconds N] [--loops N] [--keep]
@@ -95,18 +97,23 @@ done
 sysctl -q -w kernel.bpf_stats_enabled="$STATS_WAS"
 
 # Context switches of untraced threads, with the off-CPU hooks on.
-pipe_us() { perf bench sched pipe -l "$LOOPS" 2>/dev/null | awk '/usecs\/op/ { print $1 }'; }
-base=$(pipe_us)
-"$LT" record --dispatch libglib-2.0.so.0:g_main_context_dispatch -q -- \
-  "$PY" "$LOOP" --duration 60000 --kind sleep >"$WORK/pipe.out" 2>"$WORK/pipe.err" &
-lt=$!; PIDS+=("$lt")
-sleep 2
-traced=$(pipe_us)
-kill -INT "$lt" 2>/dev/null || true
-wait "$lt" || true
-PIDS=()
-base2=$(pipe_us)
-echo "perf bench sched pipe ($LOOPS round trips, 2 switches each): untraced" \
-  "$base / $base2 us/op, with looptrace attached elsewhere $traced us/op:" \
-  "$(calc "($traced - ($base + $base2) / 2) * 1000 / 2" 0) ns per switch"
+pipe_us() { taskset -c "$CPU" perf bench sched pipe -l "$LOOPS" 2>/dev/null | awk '/usecs\/op/ { print $1 }'; }
+# Three rounds of untraced, then traced: the medians.
+bases=() traceds=()
+for r in 1 2 3; do
+  bases+=("$(pipe_us)")
+  "$LT" record --dispatch libglib-2.0.so.0:g_main_context_dispatch -- \
+    "$PY" "$LOOP" --duration 60000 --kind sleep >"$WORK/pipe.out" 2>"$WORK/pipe.err" &
+  lt=$!; PIDS+=("$lt")
+  wait_for "$WORK/pipe.err" "looptrace: tracing" 30 || die "looptrace did not start: $(cat "$WORK/pipe.err")"
+  traceds+=("$(pipe_us)")
+  kill -INT "$lt" 2>/dev/null || true
+  wait "$lt" || true
+  PIDS=()
+done
+base=$(printf '%s\n' "${bases[@]}" | median)
+traced=$(printf '%s\n' "${traceds[@]}" | median)
+echo "perf bench sched pipe on CPU $CPU ($LOOPS round trips, 2 switches each):" \
+  "untraced ${bases[*]} us/op, with looptrace attached elsewhere ${traceds[*]} us/op;" \
+  "medians $base / $traced: $(calc "($traced - $base) * 1000 / 2" 0) ns per switch"
 [[ $FAILED -eq 0 ]] || exit 1

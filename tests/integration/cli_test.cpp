@@ -50,6 +50,27 @@ std::vector<std::string> record(std::vector<std::string> extra) {
   return argv;
 }
 
+// --- the command -------------------------------------------------------
+
+// A repeatable option right before "--" takes its one value: the
+// command's own options (refapp's --duration and --log here, which
+// looptrace also knows or not) stay the command's. They used to be read
+// as looptrace's ("The following argument was not expected").
+TEST(Cli, RepeatableOptionBeforeTheCommandTakesOneValue) {
+  LT_REQUIRE_BPF();
+  TempDir dir;
+  const std::string log = dir.file("app.jsonl");
+  RunResult r =
+      run({looptrace_bin(), "record", "-q", "--dispatch",
+           refapp_bin() + ":refapp::Looper::dispatchMessage*", "--",
+           refapp_bin(), "--rate", "100", "--duration", "300", "--log", log});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The app ran with its arguments: its log says so.
+  auto start = events(read_jsonl(log), "start");
+  ASSERT_EQ(start.size(), 1u) << r.err;
+  EXPECT_EQ(start[0]["duration_ms"], 300);
+}
+
 // --- -p ----------------------------------------------------------------
 
 TEST(Cli, BadPidIsRefused) {

@@ -73,8 +73,9 @@ int main(int argc, char** argv) {
   bool verbose = false;
   std::string debug_areas;
   app.add_flag("-v,--verbose", verbose, "Print progress and libbpf messages");
-  app.add_option("--debug", debug_areas,
-                 "Debug areas: elf,resolve,loader,libbpf,symbolize,unwind or all");
+  app.add_option(
+      "--debug", debug_areas,
+      "Debug areas: elf,resolve,loader,libbpf,symbolize,unwind or all");
 
   looptrace::RecordArgs ra;
   ra.self_dir = self_dir();
@@ -203,6 +204,12 @@ int main(int argc, char** argv) {
                   "Name the dispatches an input event waited behind when it "
                   "took this long from arrival to consumption")
       ->capture_default_str();
+  // A repeatable option takes one value each time: `--dispatch LIB:FN --
+  // COMMAND --duration 5` must not read "--" as the end of --dispatch's
+  // values and the command's own options as looptrace's.
+  for (CLI::Option* o : rec->get_options())
+    if (!o->get_positional() && o->get_items_expected_max() > 1)
+      o->allow_extra_args(false);
   rec->add_option("command", ra.command,
                   "-- COMMAND [ARGS...] to run and trace");
   rec->footer(kExamples);
