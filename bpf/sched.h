@@ -181,11 +181,12 @@ int BPF_PROG(lt_sched_wakeup, struct task_struct *p)
 
 /*
  * Who wakes a thread inside a span: in the waker's context (sched_waking,
- * unlike sched_wakeup, always runs there), its identity and stacks. From an interrupt (a timer, a
- * device) no thread woke it: the kernel stack says what did (interrupt entry frames), and when the
- * interrupt hit the idle task it is flagged here. (The preempt count that would tell an interrupt
- * apart is a per-CPU variable BPF can only find through kallsyms, where kernels without
- * KALLSYMS_ALL lack it.)
+ * unlike sched_wakeup, always runs there), its identity and stacks. From
+ * an interrupt (a timer, a device) no thread woke it: the idle task was
+ * running, or the kernel stack passes through the interrupt entry code
+ * (lt_config.irqentry_*; the preempt count that would say so directly is a
+ * per-CPU variable BPF finds only through kallsyms, which kernels without
+ * KALLSYMS_ALL lack).
  */
 SEC("tp_btf/sched_waking")
 int BPF_PROG(lt_sched_waking, struct task_struct *p)
