@@ -104,6 +104,15 @@ json page_data(const Findings& found, const ReportContext& ctx) {
     for (json& s : report[list]) {
       s.erase("stacks");
       s.erase("stacks_omitted");
+      // Where it blocked stays, without what the page does not show.
+      for (json& b : s["blocked"]) {
+        b.erase("frames_detail");
+        b.erase("kernel_frames");
+        for (json& w : b["wakers"]) {
+          w.erase("kernel_frames");
+          w.erase("frames_detail");
+        }
+      }
     }
   }
   json lost = json::array();
