@@ -79,6 +79,8 @@ inline int count_lines(const std::string& s) {
 }
 
 std::string read_file(const std::string& path);
+// Writes `text` to `path` (a test's own file); a failure fails the test.
+void write_file(const std::string& path, const std::string& text);
 // JSON lines; malformed lines fail the test.
 std::vector<nlohmann::json> read_jsonl(const std::string& path);
 nlohmann::json read_json(const std::string& path);
@@ -110,8 +112,8 @@ inline int64_t diff(uint64_t a, uint64_t b) {
 // Every slow span's wall time splits into CPU, run-queue wait, steal and
 // blocked time that add up: cpu + runq + steal never exceeds the wall time
 // by more than 1 % or 0.5 ms (blocked is the rest, so the four add up to
-// the wall exactly), and no part exceeds it alone. Nonzero failures are
-// reported as gtest failures naming the span.
+// the wall exactly). Failures are reported as gtest failures naming the
+// span.
 void expect_split_adds_up(const nlohmann::json& report);
 
 std::string looptrace_bin();

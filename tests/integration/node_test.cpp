@@ -35,12 +35,7 @@ std::string node_profile(const TempDir& dir) {
                 {"symbol", "node::Environment::RunTimers(uv_timer_s*)"}};
   json profile = {{"name", "node-timers"}, {"probes", {probe}}};
   std::string path = dir.file("profile.json");
-  FILE* f = fopen(path.c_str(), "w");
-  EXPECT_NE(f, nullptr);
-  if (f) {
-    fputs(profile.dump().c_str(), f);
-    fclose(f);
-  }
+  write_file(path, profile.dump());
   return path;
 }
 

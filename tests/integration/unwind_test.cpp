@@ -43,12 +43,7 @@ std::string dispatch_profile(const TempDir& dir, const std::string& app) {
         {{"name", "what"}, {"expr", "u32 *(arg1+16)"}, {"format", "int"}}}}};
   json profile = {{"name", "refapp-dispatch"}, {"probes", {probe}}};
   std::string path = dir.file("profile.json");
-  FILE* f = fopen(path.c_str(), "w");
-  EXPECT_NE(f, nullptr);
-  if (f) {
-    fputs(profile.dump().c_str(), f);
-    fclose(f);
-  }
+  write_file(path, profile.dump());
   return path;
 }
 
