@@ -13,6 +13,15 @@
  *   ab_hist      ab_tls_time + the histogram update (array map, lt_hist_slot)
  *   ab_hist_cnt  ab_hist + the per-CPU span counter (count(LT_CNT_SPANS))
  *
+ * and pieces alone, each on top of ab_empty (with kernel.bpf_stats_enabled
+ * their run time per call is the finer measure, docs/benchmarks.md):
+ *   ab_task      bpf_get_current_task_btf() on entry
+ *   ab_pidtgid   bpf_get_current_pid_tgid() on entry
+ *   ab_steal     the task's run queue's steal clock (three loads)
+ *   ab_kcounters the task's sum_exec_runtime and run_delay
+ *   ab_cookie    bpf_get_attach_cookie() on entry and on return
+ *   ab_comm      bpf_get_current_comm() on entry
+ *
  * looptrace's own programs add on top of ab_hist_cnt: the attach cookie,
  * lt_ready, the in-flight span stack (depth, span id), CPU-time fields and
  * the slow/sampled checks.
@@ -158,3 +167,64 @@ int BPF_KRETPROBE(ab_hist_cnt_return) {
   }
   return 0;
 }
+
+__u64 ab_sink2;
+
+SEC("uprobe")
+int BPF_KPROBE(ab_steal_entry) {
+  struct task_struct *t = bpf_get_current_task_btf();
+
+  ab_sink = t->se.cfs_rq->rq->prev_steal_time_rq;
+  return 0;
+}
+SEC("uretprobe")
+int BPF_KRETPROBE(ab_steal_return) { return 0; }
+
+SEC("uprobe")
+int BPF_KPROBE(ab_kcounters_entry) {
+  struct task_struct *t = bpf_get_current_task_btf();
+
+  ab_sink = t->se.sum_exec_runtime;
+  ab_sink2 = t->sched_info.run_delay;
+  return 0;
+}
+SEC("uretprobe")
+int BPF_KRETPROBE(ab_kcounters_return) { return 0; }
+
+SEC("uprobe")
+int BPF_KPROBE(ab_cookie_entry) {
+  ab_sink = bpf_get_attach_cookie(ctx);
+  return 0;
+}
+SEC("uretprobe")
+int BPF_KRETPROBE(ab_cookie_return) {
+  ab_sink = bpf_get_attach_cookie(ctx);
+  return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(ab_comm_entry) {
+  char c[16];
+
+  bpf_get_current_comm(c, sizeof(c));
+  ab_sink = c[0];
+  return 0;
+}
+SEC("uretprobe")
+int BPF_KRETPROBE(ab_comm_return) { return 0; }
+
+SEC("uprobe")
+int BPF_KPROBE(ab_task_entry) {
+  ab_sink = (__u64)bpf_get_current_task_btf();
+  return 0;
+}
+SEC("uretprobe")
+int BPF_KRETPROBE(ab_task_return) { return 0; }
+
+SEC("uprobe")
+int BPF_KPROBE(ab_pidtgid_entry) {
+  ab_sink = bpf_get_current_pid_tgid();
+  return 0;
+}
+SEC("uretprobe")
+int BPF_KRETPROBE(ab_pidtgid_return) { return 0; }
