@@ -49,21 +49,33 @@ void LiveView::progress(uint64_t now_ns, const Tracer& tracer) {
   now_ns_ = now_ns;
   if (now_ns - last_counts_ns_ >= 1'000'000'000) {
     last_counts_ns_ = now_ns;
-    uint64_t spans = 0;
-    for (const ThreadHistogram& h : tracer.read_histograms())
-      if (h.role == LT_ROLE_DISPATCH || h.role == LT_ROLE_IDLE)
-        spans += h.count;
-    spans_ = spans;
+    uint64_t dispatches = 0, idle = 0;
+    for (const ThreadHistogram& h : tracer.read_histograms()) {
+      if (h.role == LT_ROLE_DISPATCH) dispatches += h.count;
+      if (h.role == LT_ROLE_IDLE) idle += h.count;
+    }
+    dispatches_ = dispatches;
+    idle_ = idle;
+    // The kernel's share of the report's `lost` (the analysers' own
+    // counts, orphan samples and the like, are known only at the end).
     Counters c = tracer.read_counters();
-    lost_ = c.bpf[LT_CNT_RB_FULL] + c.bpf[LT_CNT_HIST_FULL] + c.decode_errors;
+    lost_ = c.decode_errors;
+    for (uint32_t k : {LT_CNT_RB_FULL, LT_CNT_HIST_FULL, LT_CNT_DEPTH_OVERFLOW,
+                       LT_CNT_RET_UNMATCHED, LT_CNT_ABANDONED,
+                       LT_CNT_STORAGE_FAIL, LT_CNT_KEY_FAULT,
+                       LT_CNT_STACK_FAIL, LT_CNT_SCHED_UNSEEN,
+                       LT_CNT_OFFCPU_CAPPED, LT_CNT_WATCH_FULL})
+      lost_ += c.bpf[k];
   }
   draw();
 }
 
 void LiveView::draw() {
   std::string line =
-      fmt::format("looptrace: {} traced, {} spans, {} slow",
-                  format_duration(now_ns_ - session_.start_ns), spans_, slow_);
+      fmt::format("looptrace: {} traced, {} dispatches",
+                  format_duration(now_ns_ - session_.start_ns), dispatches_);
+  if (idle_ > 0) line += fmt::format(", {} idle", idle_);
+  line += fmt::format(", {} slow", slow_);
   if (session_.has_input) line += fmt::format(", {} input reads", input_);
   line += fmt::format(", {} lost", lost_);
   // \r and clear-to-end: the line is rewritten in place.

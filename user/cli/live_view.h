@@ -1,7 +1,7 @@
 // What a person sees while tracing: on a terminal, one status line updated
-// in place (elapsed, dispatches, slow, input events, lost); with --live,
-// each slow span as it ends; barrier stalls as they happen. Lines are
-// printed above the status line, never through it.
+// in place (elapsed, dispatches, idle handlers, slow, input reads, lost);
+// with --live, each slow span as it ends; barrier stalls as they happen.
+// Lines are printed above the status line, never through it.
 #pragma once
 
 #include <cstdint>
@@ -41,7 +41,8 @@ class LiveView {
   bool drawn_ = false;
   uint64_t now_ns_ = 0;
   uint64_t last_counts_ns_ = 0;
-  uint64_t spans_ = 0;  // every span the kernel counted
+  uint64_t dispatches_ = 0;  // every dispatch the kernel counted
+  uint64_t idle_ = 0;        // every idle handler
   uint64_t slow_ = 0;
   uint64_t input_ = 0;
   uint64_t lost_ = 0;
