@@ -32,10 +32,11 @@ static __always_inline __u64 oncpu_delta(struct lt_thread *st, __u64 now, __u64 
 	return stolen < ran ? ran - stolen : 0;
 }
 
-/* The current thread's CPU and steal time up to now (it is running). */
-static __always_inline void times_now(struct lt_thread *st, __u64 now, __u64 *cpu, __u64 *steal)
+/* The CPU and steal time of `task`, the current thread, up to now. */
+static __always_inline void times_now(struct lt_thread *st, struct task_struct *task, __u64 now,
+				      __u64 *cpu, __u64 *steal)
 {
-	__u64 cur = steal_now(bpf_get_current_task_btf());
+	__u64 cur = steal_now(task);
 	__u64 ran = now - st->oncpu_since;
 	__u64 oncpu = oncpu_delta(st, now, cur);
 
@@ -48,7 +49,7 @@ static __always_inline void times_now(struct lt_thread *st, __u64 now, __u64 *cp
  * missed its switch-in. Count it and restart the books from now; a span
  * across it takes its split from the kernel's counters (kernel_times).
  */
-static __always_inline void books_check(struct lt_thread *st, __u64 now)
+static __always_inline void books_check(struct lt_thread *st, struct task_struct *task, __u64 now)
 {
 	if (!st->off_since)
 		return;
@@ -56,7 +57,7 @@ static __always_inline void books_check(struct lt_thread *st, __u64 now)
 	count(LT_CNT_SCHED_UNSEEN);
 	st->off_since = 0;
 	st->oncpu_since = now;
-	st->steal_since = steal_now(bpf_get_current_task_btf());
+	st->steal_since = steal_now(task);
 }
 
 /* The clock and the current thread's books at one instant. */
@@ -68,20 +69,21 @@ struct books_now {
 };
 
 /*
- * Reads the books at `now`, a clock read made after the thread's switch
- * count was `sw`. Uprobe programs run preemptible: a switch between the
- * clock read and the books makes the books newer than the clock, and the
- * wait would be taken for CPU time. Then the clock is read again.
+ * Reads the books of `task`, the current thread, at `now`, a clock read
+ * made after the thread's switch count was `sw`. Uprobe programs run
+ * preemptible: a switch between the clock read and the books makes the
+ * books newer than the clock, and the wait would be taken for CPU time.
+ * Then the clock is read again.
  */
-static __always_inline void books_read(struct lt_thread *st, __u32 sw, __u64 now,
-				       struct books_now *b)
+static __always_inline void books_read(struct lt_thread *st, struct task_struct *task, __u32 sw,
+				       __u64 now, struct books_now *b)
 {
 	int i;
 
 	for (i = 0; i < 3; i++) {
 		b->now = now;
-		books_check(st, now);
-		times_now(st, now, &b->cpu, &b->steal);
+		books_check(st, task, now);
+		times_now(st, task, now, &b->cpu, &b->steal);
 		b->runq = st->runq_acc;
 		barrier();
 		if (*(volatile __u32 *)&st->switches == sw)
@@ -93,15 +95,13 @@ static __always_inline void books_read(struct lt_thread *st, __u32 sw, __u64 now
 }
 
 /*
- * The kernel's own counters of the current thread: CPU time
+ * The kernel's own counters of `t`, the current thread: CPU time
  * (se.sum_exec_runtime, brought up to date at each context switch and
  * scheduler tick, not in between) and run-queue wait (sched_info.run_delay,
  * exact while the thread runs). 0 where the kernel lacks them.
  */
-static __always_inline void kernel_times(__u64 *cpu, __u64 *delay)
+static __always_inline void kernel_times(struct task_struct *t, __u64 *cpu, __u64 *delay)
 {
-	struct task_struct *t = bpf_get_current_task_btf();
-
 	*cpu = t->se.sum_exec_runtime;
 	*delay = 0;
 	if (bpf_core_field_exists(t->sched_info))
@@ -126,7 +126,7 @@ static __always_inline void span_split(struct lt_thread *st, struct lt_frame *f,
 		rec->runq_ns = b->runq - f->runq_at_start;
 		return;
 	}
-	kernel_times(&kcpu, &kdelay);
+	kernel_times(bpf_get_current_task_btf(), &kcpu, &kdelay);
 	cpu = kcpu > f->kcpu_at_start ? kcpu - f->kcpu_at_start : 0;
 	rec->cpu_ns = cpu < dur ? cpu : dur;
 	rec->runq_ns = kdelay > f->kdelay_at_start ? kdelay - f->kdelay_at_start : 0;

@@ -17,7 +17,7 @@ static __always_inline void cut_short(struct lt_thread *st, __u32 why)
 	__u32 depth = st->depth, d;
 	struct books_now b;
 
-	books_read(st, st->switches, bpf_ktime_get_ns(), &b);
+	books_read(st, bpf_get_current_task_btf(), st->switches, bpf_ktime_get_ns(), &b);
 	for (d = 0; d < LT_MAX_DEPTH; d++) {
 		struct lt_span_rec *rec;
 		struct lt_frame *f;

@@ -124,11 +124,75 @@ static __always_inline void emit_point(void *ctx, struct lt_frame *f, __u32 role
 	bpf_ringbuf_submit(rec, rb_flags());
 }
 
+/*
+ * Frames of spans that will never return. The kernel keeps a uretprobe
+ * instance alive while the stack still holds its frame: a new call at stack
+ * pointer `sp` shows every instance entered deeper dead, and one entered at
+ * the same place too unless this call is a tail call from it (the return
+ * address there is then the uretprobe trampoline, at the start of the
+ * process's XOL area). Do as it does (arch_uretprobe_is_alive). Rare: it
+ * reads memory only for a frame at the same place.
+ */
+static __always_inline int is_tail_call(struct task_struct *task, __u64 sp)
+{
+	struct xol_area *area = BPF_CORE_READ(task, mm, uprobes_state.xol_area);
+	__u64 ra = 0;
+
+	if (!area)
+		return 0; /* no trampoline yet: nothing can be chained */
+	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)sp))
+		return 1; /* unknown: keep the frame */
+	return ra == BPF_CORE_READ(area, vaddr);
+}
+
+/* Frame `f` will never return: counted, and what it sent (samples,
+ * blocking points) is dropped with it as with a fast span. */
+static __always_inline void abandon(struct lt_frame *f)
+{
+	struct lt_span_drop_rec *drop;
+
+	count(LT_CNT_ABANDONED);
+	if (!f->sampled)
+		return;
+	drop = bpf_ringbuf_reserve(&lt_events, sizeof(*drop), 0);
+	if (!drop) {
+		count(LT_CNT_RB_FULL);
+		return;
+	}
+	fill_header(&drop->hdr, LT_REC_SPAN_DROP, sizeof(*drop), bpf_ktime_get_ns());
+	drop->span_id = f->span_id;
+	bpf_ringbuf_submit(drop, rb_flags());
+}
+
+static __always_inline void drop_abandoned(struct lt_thread *st, struct task_struct *task,
+					   __u64 sp)
+{
+	__u32 d = st->depth;
+	int k;
+
+	for (k = 0; k < LT_MAX_DEPTH; k++) {
+		__u64 fsp;
+
+		if (d == 0 || d > LT_MAX_DEPTH)
+			break;
+		fsp = st->stack[(d - 1) & (LT_MAX_DEPTH - 1)].entry_sp;
+		if (fsp > sp || (fsp == sp && is_tail_call(task, sp)))
+			break;
+		d--;
+		/* Unpublished before its drop: a sample taken after the drop
+		 * would wait for a span that never ends. */
+		st->depth = d;
+		barrier();
+		abandon(&st->stack[d & (LT_MAX_DEPTH - 1)]);
+	}
+}
+
 SEC("uprobe")
 int BPF_KPROBE(lt_span_entry)
 {
 	__u32 probe_id = (__u32)bpf_get_attach_cookie(ctx);
 	const volatile struct lt_probe_cfg *cfg;
+	struct task_struct *task;
 	struct lt_thread *st;
 	struct books_now b;
 	struct lt_frame *f;
@@ -138,7 +202,8 @@ int BPF_KPROBE(lt_span_entry)
 	if (!lt_ready || probe_id >= LT_MAX_PROBES)
 		return 0;
 	probe_id &= LT_MAX_PROBES - 1; /* keeps the verifier's bound */
-	st = thread_state(0);
+	task = bpf_get_current_task_btf();
+	st = storage_of(task, 0);
 	/* Another process (the probes fire in every one): dropped. A thread
 	 * remembers the answer; its process stays in the set until it exits. */
 	if (lt_cfg.span_tgid_filter && !(st && st->traced == 1)) {
@@ -148,23 +213,25 @@ int BPF_KPROBE(lt_span_entry)
 			return 0;
 		}
 		if (!st)
-			st = thread_state(1);
+			st = storage_of(task, 1);
 		if (st)
 			st->traced = 1;
 	}
 	if (!st)
-		st = thread_state(1);
+		st = storage_of(task, 1);
 	if (!st) {
 		count(LT_CNT_STORAGE_FAIL);
 		return 0;
 	}
 	if (!st->oncpu_since) { /* just created: the thread is running now */
 		st->oncpu_since = bpf_ktime_get_ns();
-		st->steal_since = steal_now(bpf_get_current_task_btf());
+		st->steal_since = steal_now(task);
 	}
+	if (st->depth)
+		drop_abandoned(st, task, PT_REGS_SP(ctx));
 	i = st->switches;
 	barrier();
-	books_read(st, i, bpf_ktime_get_ns(), &b);
+	books_read(st, task, i, bpf_ktime_get_ns(), &b);
 	d = st->depth;
 	if (d >= LT_MAX_DEPTH) {
 		st->depth = d + 1; /* still paired with its return */
@@ -176,8 +243,9 @@ int BPF_KPROBE(lt_span_entry)
 	f->cpu_at_start = b.cpu;
 	f->steal_at_start = b.steal;
 	f->runq_at_start = b.runq;
-	kernel_times(&f->kcpu_at_start, &f->kdelay_at_start);
+	kernel_times(task, &f->kcpu_at_start, &f->kdelay_at_start);
 	f->unseen_at_start = st->sched_unseen;
+	f->entry_sp = PT_REGS_SP(ctx);
 	f->ret_addr = 0;
 	if (lt_cfg.stack_copy &&
 	    bpf_probe_read_user(&f->ret_addr, sizeof(f->ret_addr), (void *)PT_REGS_SP(ctx)))
@@ -243,21 +311,50 @@ static __always_inline void submit_span(struct lt_span_rec *rec, struct lt_threa
 	bpf_ringbuf_submit(rec, rb_flags());
 }
 
+/*
+ * The depth of the frame a return at stack pointer `sp` closes, from the
+ * top `d`: the frame entered at sp - 8 (the return address is popped by
+ * now). Frames entered deeper than it were abandoned (drop_abandoned) and
+ * are dropped, each counted. -1 when no frame matches (its entry was not
+ * recorded: before the probes were ready).
+ */
+static __always_inline int frame_of_return(struct lt_thread *st, __u32 d, __u64 sp)
+{
+	__u64 entry_sp = sp - 8;
+	int k;
+
+	for (k = 0; k < LT_MAX_DEPTH; k++) {
+		__u64 fsp;
+
+		if (d == 0 || d > LT_MAX_DEPTH)
+			return -1;
+		fsp = st->stack[(d - 1) & (LT_MAX_DEPTH - 1)].entry_sp;
+		if (fsp == entry_sp)
+			return d - 1;
+		if (fsp > entry_sp)
+			return -1; /* the top frame is an outer one's */
+		d--;
+		st->depth = d; /* before the drop, as in drop_abandoned */
+		barrier();
+		abandon(&st->stack[d & (LT_MAX_DEPTH - 1)]);
+	}
+	return -1;
+}
+
 SEC("uretprobe")
 int BPF_KRETPROBE(lt_span_return)
 {
-	__u32 probe_id = (__u32)bpf_get_attach_cookie(ctx);
 	struct lt_span_rec *rec;
 	struct lt_thread *st;
 	struct books_now b;
 	struct lt_frame *f;
 	struct lt_hist *h;
-	__u32 d, role, sw;
+	__u32 d, role, sw, probe_id;
 	__u64 now, dur;
+	int fd;
 
-	if (!lt_ready || probe_id >= LT_MAX_PROBES)
+	if (!lt_ready)
 		return 0;
-	probe_id &= LT_MAX_PROBES - 1; /* keeps the verifier's bound */
 	st = thread_state(0);
 	if (!st || !st->depth) {
 		/* Another process's return (the probes fire in every process
@@ -269,12 +366,21 @@ int BPF_KRETPROBE(lt_span_return)
 	sw = st->switches;
 	barrier();
 	now = bpf_ktime_get_ns();
-	d = --st->depth;
-	if (d >= LT_MAX_DEPTH)
+	d = st->depth;
+	if (d > LT_MAX_DEPTH) {
+		st->depth = d - 1;
 		return 0; /* its entry overflowed and was counted then */
-	f = &st->stack[d];
-	if (f->probe_id != probe_id)
+	}
+	fd = frame_of_return(st, d, PT_REGS_SP(ctx));
+	if (fd < 0) {
 		count(LT_CNT_RET_UNMATCHED);
+		return 0;
+	}
+	d = fd & (LT_MAX_DEPTH - 1);
+	st->depth = d;
+	f = &st->stack[d];
+	/* The frame says which probe: no attach cookie on the fast path. */
+	probe_id = f->probe_id & (LT_MAX_PROBES - 1);
 	dur = now - f->start_ns;
 	role = lt_cfg.probes[probe_id].role;
 	if (role == LT_ROLE_BARRIER_POST) {
@@ -313,7 +419,7 @@ int BPF_KRETPROBE(lt_span_return)
 			count(LT_CNT_HIST_FULL);
 		return 0;
 	}
-	books_read(st, sw, now, &b);
+	books_read(st, bpf_get_current_task_btf(), sw, now, &b);
 	submit_span(rec, st, f, &b, probe_id, role, d, f->flags);
 	return 0;
 }

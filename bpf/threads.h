@@ -5,12 +5,17 @@
  */
 #pragma once
 
-static __always_inline struct lt_thread *thread_state(int create)
+/* The state of `task` (the current thread, which the caller already has:
+ * every helper call costs, on the dispatch fast path too). */
+static __always_inline struct lt_thread *storage_of(struct task_struct *task, int create)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-
 	return bpf_task_storage_get(&lt_threads, task, 0,
 				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+}
+
+static __always_inline struct lt_thread *thread_state(int create)
+{
+	return storage_of(bpf_get_current_task_btf(), create);
 }
 
 /* The thread's histogram for a probe; 0 when the table is full. A span that

@@ -198,7 +198,11 @@ enum lt_counter {
 	LT_CNT_SCHED_UNSEEN = 11,
 	/* Blocking points past LT_MAX_BLOCKS in one span: not recorded. */
 	LT_CNT_OFFCPU_CAPPED = 12,
-	LT_CNT_MAX = 13,
+	/* A span left without its return (longjmp, a C++ exception): found
+	 * dead at a later entry or return of the thread, as the kernel finds
+	 * its uretprobe instance dead, and dropped untimed. */
+	LT_CNT_ABANDONED = 13,
+	LT_CNT_MAX = 14,
 };
 
 struct lt_rec_header {
@@ -361,6 +365,9 @@ struct lt_frame {
 	 * the uretprobe replaces it on the stack with its trampoline, where
 	 * unwinding by CFI would stop. */
 	__u64 ret_addr;
+	/* The stack pointer at the entry: its return is the one at
+	 * entry_sp + 8 (frames left by longjmp are told apart by it). */
+	__u64 entry_sp;
 };
 
 /*

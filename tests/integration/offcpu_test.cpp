@@ -180,14 +180,20 @@ TEST_P(OffCpuSleep, BlockedInSleepStallWokenByTimer) {
         << b.dump() << "\n"
         << st.dump();
 
-    // Nobody woke it: the timer's interrupt did (hrtimer_wakeup).
-    ASSERT_FALSE(b["wakers"].empty())
-        << b.dump() << "\nlost: " << t.report["lost"].dump();
+    expect_recorded_close_to_blocked(*s);
+
+    // Nobody woke it: the timer's interrupt did (hrtimer_wakeup). Its
+    // record may be missing only when the kernel skipped the wakeup hook
+    // (an interrupt during the hook's run for another thread), counted.
+    if (b["wakers"].empty()) {
+      EXPECT_GT(t.report["lost"]["hook_misses"].get<int64_t>(), 0)
+          << b.dump() << "\nlost: " << t.report["lost"].dump();
+      continue;
+    }
     const json& w = b["wakers"][0];
     EXPECT_EQ(w["interrupt"], true) << w.dump();
     EXPECT_TRUE(w["frames"].empty()) << w.dump();
     EXPECT_TRUE(has_frame(w["kernel_frames"], "hrtimer_wakeup")) << w.dump();
-    expect_recorded_close_to_blocked(*s);
   }
 }
 

@@ -57,6 +57,7 @@ json lost(uint64_t ringbuf_full = 0, uint64_t orphan_samples = 0) {
           {"hist_full", 0},
           {"depth_overflow", 0},
           {"unmatched_returns", 0},
+          {"abandoned", 0},
           {"storage_fail", 0},
           {"key_faults", 0},
           {"stack_failures", 0},
@@ -64,6 +65,7 @@ json lost(uint64_t ringbuf_full = 0, uint64_t orphan_samples = 0) {
           {"unseen_switches", 0},
           {"blocks_capped", 0},
           {"decode_errors", 0},
+          {"hook_misses", 0},
           {"orphan_samples", orphan_samples},
           {"sample_overflow", 0}};
 }

@@ -112,6 +112,7 @@ std::vector<Event> sample_events() {
   end.hists.push_back(h);
   end.counters.bpf[LT_CNT_RB_FULL] = 4;
   end.counters.decode_errors = 1;
+  end.counters.hook_misses = 2;
   BlockEvent bl;
   bl.pid = 42;
   bl.tid = 43;

@@ -298,9 +298,10 @@ TEST(JsonReport, FieldsAndValues) {
   const nlohmann::json& lost = j["lost"];
   EXPECT_EQ(lost["ringbuf_full"], 12);
   EXPECT_EQ(lost["orphan_samples"], 1);
-  for (const char* k : {"hist_full", "depth_overflow", "unmatched_returns",
-                        "storage_fail", "key_faults", "stack_failures",
-                        "watch_full", "decode_errors", "sample_overflow"})
+  for (const char* k :
+       {"hist_full", "depth_overflow", "unmatched_returns", "abandoned",
+        "storage_fail", "key_faults", "stack_failures", "watch_full",
+        "decode_errors", "hook_misses", "sample_overflow"})
     EXPECT_EQ(lost[k], 0) << k;
   uint64_t spans = 0;
   for (const auto& t : j["threads"]) spans += t["count"].get<uint64_t>();

@@ -744,6 +744,15 @@ Counters Tracer::read_counters() const {
     for (uint64_t v : vals) c.bpf[k] += v;
   }
   c.decode_errors = impl_->decode_errors;
+  bpf_program* prog;
+  bpf_object__for_each_program(prog, impl_->skel->obj) {
+    int pfd = bpf_program__fd(prog);
+    if (pfd < 0) continue;  // not loaded
+    bpf_prog_info info{};
+    uint32_t len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(pfd, &info, &len) == 0)
+      c.hook_misses += info.recursion_misses;
+  }
   return c;
 }
 

@@ -329,7 +329,8 @@ json end_json(const EndEvent& e) {
           {"stop_reason", e.stop_reason},
           {"hists", hists},
           {"counters", e.counters.bpf},
-          {"decode_errors", e.counters.decode_errors}};
+          {"decode_errors", e.counters.decode_errors},
+          {"hook_misses", e.counters.hook_misses}};
 }
 
 EndEvent end_from(const json& j) {
@@ -354,6 +355,9 @@ EndEvent end_from(const json& j) {
   for (size_t i = 0; i < c.size() && i < e.counters.bpf.size(); ++i)
     e.counters.bpf[i] = c[i];
   e.counters.decode_errors = j.at("decode_errors").get<uint64_t>();
+  // Recordings before the count was kept have none.
+  if (j.contains("hook_misses"))
+    e.counters.hook_misses = j.at("hook_misses").get<uint64_t>();
   return e;
 }
 

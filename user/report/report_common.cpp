@@ -82,6 +82,10 @@ std::vector<LostItem> lost_items(const DispatchAnalysis& a) {
       {"unmatched_returns", c[LT_CNT_RET_UNMATCHED],
        fmt::format("returns without an entry: {} (spans open at attach)",
                    c[LT_CNT_RET_UNMATCHED])},
+      {"abandoned", c[LT_CNT_ABANDONED],
+       fmt::format("spans left without a return: {} (longjmp or an "
+                   "exception; not timed)",
+                   c[LT_CNT_ABANDONED])},
       {"storage_fail", c[LT_CNT_STORAGE_FAIL],
        fmt::format("task storage unavailable: {} spans not timed",
                    c[LT_CNT_STORAGE_FAIL])},
@@ -102,6 +106,11 @@ std::vector<LostItem> lost_items(const DispatchAnalysis& a) {
        fmt::format("process/channel table full: {} children or channel "
                    "peers not followed",
                    c[LT_CNT_WATCH_FULL])},
+      {"hook_misses", a.counters.hook_misses,
+       fmt::format("hook runs the kernel skipped: {} (a hook nested in "
+                   "itself, as an interrupt's wakeup; their records are "
+                   "missing)",
+                   a.counters.hook_misses)},
       {"decode_errors", a.counters.decode_errors,
        fmt::format("malformed records: {} (damaged file or ABI mismatch)",
                    a.counters.decode_errors)},

@@ -278,6 +278,10 @@ struct ThreadHistogram {
 struct Counters {
   std::array<uint64_t, LT_CNT_MAX> bpf{};
   uint64_t decode_errors = 0;  // malformed ring-buffer records
+  // Runs of looptrace's programs the kernel skipped: a hook that fired
+  // while the same program ran on that CPU (an interrupt's wakeup during
+  // another wakeup's program); its record is missing (recursion_misses).
+  uint64_t hook_misses = 0;
 };
 
 // The last event of a complete stream: the kernel's histograms and
