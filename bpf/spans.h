@@ -164,8 +164,7 @@ static __always_inline void abandon(struct lt_frame *f)
 	bpf_ringbuf_submit(drop, rb_flags());
 }
 
-static __always_inline void drop_abandoned(struct lt_thread *st, struct task_struct *task,
-					   __u64 sp)
+static __always_inline void drop_abandoned(struct lt_thread *st, struct task_struct *task, __u64 sp)
 {
 	__u32 d = st->depth;
 	int k;

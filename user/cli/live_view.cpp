@@ -60,11 +60,11 @@ void LiveView::progress(uint64_t now_ns, const Tracer& tracer) {
     // counts, orphan samples and the like, are known only at the end).
     Counters c = tracer.read_counters();
     lost_ = c.decode_errors;
-    for (uint32_t k : {LT_CNT_RB_FULL, LT_CNT_HIST_FULL, LT_CNT_DEPTH_OVERFLOW,
-                       LT_CNT_RET_UNMATCHED, LT_CNT_ABANDONED,
-                       LT_CNT_STORAGE_FAIL, LT_CNT_KEY_FAULT,
-                       LT_CNT_STACK_FAIL, LT_CNT_SCHED_UNSEEN,
-                       LT_CNT_OFFCPU_CAPPED, LT_CNT_WATCH_FULL})
+    for (uint32_t k :
+         {LT_CNT_RB_FULL, LT_CNT_HIST_FULL, LT_CNT_DEPTH_OVERFLOW,
+          LT_CNT_RET_UNMATCHED, LT_CNT_ABANDONED, LT_CNT_STORAGE_FAIL,
+          LT_CNT_KEY_FAULT, LT_CNT_STACK_FAIL, LT_CNT_SCHED_UNSEEN,
+          LT_CNT_OFFCPU_CAPPED, LT_CNT_WATCH_FULL})
       lost_ += c.bpf[k];
   }
   draw();
