@@ -91,5 +91,94 @@ TEST_P(GlibLoop, StallsInTimeoutCallbacksAreReported) {
 
 INSTANTIATE_TEST_SUITE_P(Kinds, GlibLoop, ::testing::Values("sleep", "busy"));
 
+// One span per source, not per batch: GLib's timeout sources are
+// dispatched by its static g_timeout_dispatch, which no symbol names in
+// Debian's stripped libglib but the exported table g_timeout_funcs holds
+// (its dispatch slot, 16 bytes in). Two stalls due at the same moment run
+// in one g_main_context_dispatch batch; each gets its own span.
+TEST(GlibSources, EachTimeoutOfABatchIsItsOwnSpan) {
+  LT_REQUIRE_BPF();
+  if (access("/usr/bin/python3", X_OK) != 0) {
+    if (bpf_required()) FAIL() << "/usr/bin/python3 missing (scripts/setup.sh)";
+    GTEST_SKIP() << "/usr/bin/python3 missing";
+  }
+  TempDir dir;
+  const std::string log = dir.file("glib.jsonl");
+  const std::string json = dir.file("report.json");
+  const std::string source = "*(g_timeout_funcs+16)";
+  const int64_t steal_before = steal_ns();
+  RunResult r = run({looptrace_bin(),
+                     "record",
+                     "--dispatch",
+                     "libglib-2.0.so.0:g_main_context_dispatch",
+                     "--dispatch",
+                     "libglib-2.0.so.0:" + source,
+                     "--slow",
+                     "20ms",
+                     "--json",
+                     json,
+                     "-q",
+                     "--",
+                     "/usr/bin/python3",
+                     tests_dir() + "/programs/glib_loop.py",
+                     "--stall",
+                     "busy:40@500",
+                     "--stall",
+                     "busy:70@500",
+                     "--stall",
+                     "sleep:50@1000",
+                     "--duration",
+                     "1500",
+                     "--log",
+                     log});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const int64_t stolen = steal_ns() - steal_before;
+  auto lines = read_jsonl(log);
+  auto stalls = events(lines, "stall");
+  auto summary = events(lines, "summary");
+  ASSERT_EQ(summary.size(), 1u);
+  ASSERT_EQ(stalls.size(), 3u);
+  const int64_t run_delay =
+      std::max<int64_t>(0, summary[0]["run_delay_ns"].get<int64_t>());
+  nlohmann::json report = read_json(json);
+  expect_split_adds_up(report);
+  auto contains = [](const nlohmann::json& s, const nlohmann::json& st) {
+    uint64_t start = s["start_ns"], dur = s["duration_ns"];
+    return start <= st["start_ns"].get<uint64_t>() &&
+           start + dur >= st["end_ns"].get<uint64_t>();
+  };
+  int sources = 0;
+  for (const auto& s : report["slow_dispatches"])
+    if (s["probe"] == source) ++sources;
+  EXPECT_EQ(sources, 3) << report["slow_dispatches"].dump();
+  for (const auto& st : stalls) {
+    const nlohmann::json* m = nullptr;
+    for (const auto& s : report["slow_dispatches"])
+      if (s["probe"] == source && contains(s, st)) m = &s;
+    ASSERT_NE(m, nullptr) << st.dump() << "\n"
+                          << report["slow_dispatches"].dump();
+    // Inside the batch's span.
+    EXPECT_EQ((*m)["depth"], 1) << m->dump();
+    // Its own callback only: not the other stall of the batch.
+    for (const auto& other : stalls) {
+      if (other["index"] == st["index"]) continue;
+      EXPECT_FALSE(contains(*m, other)) << m->dump() << "\n" << other.dump();
+    }
+    int64_t d = static_cast<int64_t>((*m)["duration_ns"].get<uint64_t>()) -
+                static_cast<int64_t>(st["duration_ns"].get<uint64_t>());
+    EXPECT_LE(std::llabs(d), kToleranceNs + run_delay + stolen)
+        << "looptrace " << (*m)["duration_ns"] << " vs python "
+        << st["duration_ns"];
+  }
+  // The two stalls due together were one batch: one g_main_context_dispatch
+  // span holds both (what the per-batch probe alone would report as one).
+  int batches_with_both = 0;
+  for (const auto& s : report["slow_dispatches"])
+    if (s["probe"] == "g_main_context_dispatch" && contains(s, stalls[0]) &&
+        contains(s, stalls[1]))
+      ++batches_with_both;
+  EXPECT_EQ(batches_with_both, 1) << report["slow_dispatches"].dump();
+}
+
 }  // namespace
 }  // namespace lt_test

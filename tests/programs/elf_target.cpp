@@ -59,6 +59,26 @@ LT_TEST_FN int lt_test::Widget::draw(int x) {
   return x + size_ + area();
 }
 
+// A table of function pointers, as GLib's exported GSourceFuncs tables
+// hold its static dispatch functions: "*(lt_test_funcs+16)" names
+// lt_table_dispatch (PIE: through an R_X86_64_RELATIVE relocation; non-PIE:
+// the address is in the file). The slot at +8 is null.
+static LT_TEST_FN int lt_table_dispatch(int x) {
+  asm volatile("" : "+r"(x));
+  return x + 2;
+}
+struct LtFuncs {
+  int (*prepare)(int);
+  void* unused;
+  int (*dispatch)(int);
+};
+extern "C" {
+int lt_plain_function(int x);
+extern const LtFuncs lt_test_funcs;
+__attribute__((used))
+const LtFuncs lt_test_funcs = {lt_plain_function, nullptr, lt_table_dispatch};
+}
+
 extern "C" LT_TEST_FN int lt_plain_function(int x) {
   // The asm statement keeps calls from being merged or removed.
   asm volatile("" : "+r"(x));

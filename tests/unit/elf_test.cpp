@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -317,6 +319,77 @@ TEST_P(ElfBuildTest, MissingSymbolSuggestsCloseNames) {
   m = resolve_symbol(path(), "plain_function");
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().hint(), "did you mean: lt_plain_function");
+}
+
+// "*(table+N)": the function a table of pointers holds (GLib's
+// g_idle_funcs -> its static g_idle_dispatch), by the slot's relocation in
+// the PIE and the file's bytes in the non-PIE build; nm is the oracle.
+TEST_P(ElfBuildTest, PointerInADataSymbolNamesItsFunction) {
+  Result<SymbolMatch> m = resolve_symbol(path(), "*(lt_test_funcs+16)");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->vaddr, nm_address(path(), "_ZL17lt_table_dispatchi"));
+  EXPECT_EQ(m->demangled, "lt_table_dispatch(int)");
+  Result<ElfFile> f = ElfFile::Open(path());
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(m->file_offset, *f->vaddr_to_offset(m->vaddr));
+  Result<SymbolMatch> first = resolve_symbol(path(), "*(lt_test_funcs)");
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_EQ(first->vaddr, nm_address(path(), "lt_plain_function"));
+  // Hex offsets and blanks; the glob form takes it as one function.
+  Result<std::vector<SymbolMatch>> hex =
+      resolve_symbols(path(), "*( lt_test_funcs + 0x10 )", 8);
+  ASSERT_TRUE(hex.ok()) << hex.status().message();
+  ASSERT_EQ(hex->size(), 1u);
+  EXPECT_EQ((*hex)[0].vaddr, m->vaddr);
+}
+
+// ld also writes the value into the PIE's slot, which the loader
+// overwrites: with those bytes zeroed in a copy, the relocation alone
+// must give the address (and the non-PIE, without one, reads zero: null).
+TEST_P(ElfBuildTest, PointerComesFromTheRelocationWhereThereIsOne) {
+  Result<ElfFile> f = ElfFile::Open(path());
+  ASSERT_TRUE(f.ok());
+  std::optional<uint64_t> table = nm_address(path(), "lt_test_funcs");
+  ASSERT_TRUE(table.has_value());
+  Result<uint64_t> slot = f->vaddr_to_offset(*table + 16);
+  ASSERT_TRUE(slot.ok());
+  std::ifstream in(path(), std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
+                          std::istreambuf_iterator<char>());
+  ASSERT_GE(bytes.size(), *slot + 8);
+  std::fill_n(bytes.begin() + static_cast<std::ptrdiff_t>(*slot), 8, '\0');
+  Result<ElfFile> copy = ElfFile::FromMemory("zeroed", std::move(bytes));
+  ASSERT_TRUE(copy.ok()) << copy.status().message();
+  Result<SymbolMatch> m = resolve_symbol(*copy, "*(lt_test_funcs+16)");
+  if (f->is_dyn()) {
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    EXPECT_EQ(m->vaddr, nm_address(path(), "_ZL17lt_table_dispatchi"));
+  } else {
+    ASSERT_FALSE(m.ok());
+    EXPECT_NE(m.status().message().find("null pointer"), std::string::npos);
+  }
+}
+
+TEST_P(ElfBuildTest, PointerErrorsSayWhy) {
+  auto error = [&](const std::string& pattern) {
+    Result<SymbolMatch> m = resolve_symbol(path(), pattern);
+    EXPECT_FALSE(m.ok()) << pattern;
+    EXPECT_EQ(m.status().kind(), ErrorKind::kUsage) << pattern;
+    return m.ok() ? std::string() : m.status().message();
+  };
+  EXPECT_NE(error("*(lt_test_funcs+8)").find("null pointer"),
+            std::string::npos);
+  EXPECT_NE(error("*(lt_test_funcs+24)").find("past the end of lt_test_funcs"),
+            std::string::npos);
+  EXPECT_NE(error("*(no_such_table+16)").find("no data symbol 'no_such_table'"),
+            std::string::npos);
+  // A function is not a table.
+  EXPECT_NE(error("*(lt_plain_function+0)").find("no data symbol"),
+            std::string::npos);
+  EXPECT_NE(error("*(lt_test_funcs+x)").find("expected *(SYMBOL+OFFSET)"),
+            std::string::npos);
+  EXPECT_NE(error("*(+16)").find("expected *(SYMBOL+OFFSET)"),
+            std::string::npos);
 }
 
 TEST_P(ElfBuildTest, HexFileOffset) {

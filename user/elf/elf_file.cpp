@@ -397,6 +397,65 @@ void ElfFile::index_symbols(std::vector<Symbol> all) {
   }
 }
 
+Result<uint64_t> ElfFile::pointer_at(uint64_t vaddr) const {
+  GElf_Ehdr ehdr;
+  if (!gelf_getehdr(elf_, &ehdr) || ehdr.e_machine != EM_X86_64)
+    return Status::Error(
+        fmt::format("{}: reading pointers needs an x86-64 file", path_),
+        ErrorKind::kUsage);
+  for (Elf_Scn* scn = elf_nextscn(elf_, nullptr); scn;
+       scn = elf_nextscn(elf_, scn)) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || sh.sh_entsize == 0)
+      continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    if (!data) continue;
+    size_t n = sh.sh_size / sh.sh_entsize;
+    for (size_t i = 0; i < n; ++i) {
+      GElf_Rela r;
+      if (!gelf_getrela(data, static_cast<int>(i), &r) || r.r_offset != vaddr)
+        continue;
+      uint32_t type = GELF_R_TYPE(r.r_info);
+      if (type == R_X86_64_RELATIVE) return static_cast<uint64_t>(r.r_addend);
+      if (type != R_X86_64_64 && type != R_X86_64_GLOB_DAT)
+        return Status::Error(
+            fmt::format("{}: the relocation at {:#x} is of type {}, not an "
+                        "address",
+                        path_, vaddr, type),
+            ErrorKind::kUsage);
+      // Against a symbol of the linked symbol table (.dynsym).
+      Elf_Scn* symscn = elf_getscn(elf_, sh.sh_link);
+      Elf_Data* syms = symscn ? elf_getdata(symscn, nullptr) : nullptr;
+      GElf_Sym sym;
+      if (!syms ||
+          !gelf_getsym(syms, static_cast<int>(GELF_R_SYM(r.r_info)), &sym) ||
+          sym.st_shndx == SHN_UNDEF)
+        return Status::Error(
+            fmt::format("{}: the address at {:#x} is another object's "
+                        "symbol (resolved at load time)",
+                        path_, vaddr),
+            ErrorKind::kUsage);
+      return sym.st_value + static_cast<uint64_t>(r.r_addend);
+    }
+  }
+  Result<uint64_t> off = vaddr_to_offset(vaddr);
+  if (!off.ok()) return off.status();
+  // The segment's file part may end inside the 8 bytes.
+  Elf_Data* chunk = *off + 8 <= *off
+                        ? nullptr
+                        : elf_getdata_rawchunk(elf_, static_cast<int64_t>(*off),
+                                               sizeof(uint64_t), ELF_T_BYTE);
+  Result<uint64_t> last = vaddr_to_offset(vaddr + 7);
+  if (!chunk || !chunk->d_buf || chunk->d_size < 8 || !last.ok() ||
+      *last != *off + 7)
+    return Status::Error(
+        fmt::format("{}: no 8 bytes of the file at {:#x}", path_, vaddr),
+        ErrorKind::kUsage);
+  uint64_t v = 0;
+  std::memcpy(&v, chunk->d_buf, sizeof(v));
+  return v;
+}
+
 Result<uint64_t> ElfFile::vaddr_to_offset(uint64_t vaddr) const {
   const Segment* found = nullptr;
   for (const Segment& s : segments_) {

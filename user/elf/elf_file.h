@@ -90,6 +90,14 @@ class ElfFile {
   // assembly) covers addresses shortly after it when nothing else does.
   const Symbol* find_symbol_by_vaddr(uint64_t vaddr) const;
 
+  // The 8-byte address the loaded file holds at `vaddr` (a function
+  // pointer in a table): from the dynamic relocation of that slot
+  // (R_X86_64_RELATIVE: the addend; R_X86_64_64 / GLOB_DAT: the symbol's
+  // value plus the addend), else the file's own bytes there (a non-PIE
+  // executable). Errors: no relocation and no file bytes there, or a
+  // relocation against a symbol the file does not define.
+  Result<uint64_t> pointer_at(uint64_t vaddr) const;
+
  private:
   ElfFile(std::string path, int fd, Elf* elf);
   Status load();

@@ -192,6 +192,68 @@ std::map<uint64_t, const Symbol*> match(const ElfFile& file,
 
 // No ELF symbol name holds a NUL (the string table is NUL-separated), and
 // fnmatch() would stop at one and match a shorter pattern.
+bool is_pointer_pattern(const std::string& p) {
+  return p.size() > 3 && p[0] == '*' && p[1] == '(' && p.back() == ')';
+}
+
+// "*(TABLE+OFF)": the function whose address the data symbol TABLE holds
+// OFF bytes in (a function pointer in an exported table: GLib's
+// g_idle_funcs holds its static g_idle_dispatch at +16), read from the
+// slot's relocation as the dynamic linker would.
+Result<SymbolMatch> resolve_pointer(const ElfFile& file,
+                                    const std::string& pattern) {
+  std::string inner = pattern.substr(2, pattern.size() - 3);
+  std::string name = inner;
+  uint64_t add = 0;
+  auto bad = [&](const std::string& why) {
+    return Status::Error(fmt::format("'{}': {}", pattern, why),
+                         ErrorKind::kUsage);
+  };
+  auto trim = [](std::string s) {
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    while (!s.empty() && s.front() == ' ') s.erase(0, 1);
+    return s;
+  };
+  if (size_t plus = inner.find('+'); plus != std::string::npos) {
+    name = inner.substr(0, plus);
+    std::string num = trim(inner.substr(plus + 1));
+    char* end = nullptr;
+    errno = 0;
+    add = std::strtoull(num.c_str(), &end, 0);
+    if (num.empty() || !std::isdigit(static_cast<unsigned char>(num[0])) ||
+        errno != 0 || *end != '\0')
+      return bad("expected *(SYMBOL+OFFSET), an offset in bytes");
+  }
+  name = trim(name);
+  if (name.empty()) return bad("expected *(SYMBOL+OFFSET)");
+  const Symbol* table = nullptr;
+  for (const Symbol& s : file.symbols())
+    if (!s.is_func && !s.hidden_version && s.name == name) table = &s;
+  if (table == nullptr)
+    return bad(fmt::format("no data symbol '{}' in {}", name, file.path()));
+  if (table->size != 0 && (add > table->size || table->size - add < 8))
+    return bad(fmt::format("offset {} is past the end of {} ({} bytes)", add,
+                           name, table->size));
+  Result<uint64_t> target = file.pointer_at(table->vaddr + add);
+  if (!target.ok()) return target.status();
+  if (*target == 0) return bad("the slot holds a null pointer");
+  Result<uint64_t> offset = file.vaddr_to_offset(*target);
+  if (!offset.ok() || !file.offset_is_executable(*offset))
+    return bad(
+        fmt::format("the slot holds {:#x}, not an address of code", *target));
+  SymbolMatch m;
+  m.name = pattern;
+  m.demangled = pattern;
+  m.vaddr = *target;
+  m.file_offset = *offset;
+  if (const Symbol* s = file.find_symbol_by_vaddr(*target);
+      s && s->is_func && s->vaddr == *target) {
+    m.demangled = s->demangled;
+    m.size = s->size;
+  }
+  return m;
+}
+
 Status check_pattern(const std::string& pattern) {
   if (pattern.empty())
     return Status::Error("empty symbol name", ErrorKind::kUsage);
@@ -230,6 +292,7 @@ Result<SymbolMatch> resolve_symbol(const ElfFile& file,
                                    const std::string& pattern) {
   const std::string& path = file.path();
   LT_RETURN_IF_ERROR(check_pattern(pattern));
+  if (is_pointer_pattern(pattern)) return resolve_pointer(file, pattern);
   if (pattern.size() >= 2 && pattern[0] == '0' &&
       (pattern[1] == 'x' || pattern[1] == 'X'))
     return resolve_offset(file, pattern);
@@ -290,7 +353,7 @@ Result<std::vector<SymbolMatch>> resolve_symbols(const std::string& path,
   LT_RETURN_IF_ERROR(check_pattern(pattern));
   Result<ElfFile> file = ElfFile::Open(path);
   if (!file.ok()) return file.status();
-  if (!is_glob(pattern)) {
+  if (!is_glob(pattern) || is_pointer_pattern(pattern)) {
     Result<SymbolMatch> one = resolve_symbol(*file, pattern);
     if (!one.ok()) return one.status();
     return std::vector<SymbolMatch>{*one};

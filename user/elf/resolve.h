@@ -23,6 +23,10 @@ struct SymbolMatch {
 //   "ns::Foo::bar(int)"   exact demangled name with its parameter list
 //   "ns::Foo::bar"        demangled name without parameters
 //   "ns::Foo::*"          a glob (* ? [...]) over demangled and mangled names
+//   "*(table+16)"         the function whose address the data symbol
+//                         `table` holds 16 bytes in (ElfFile::pointer_at):
+//                         static functions reached through an exported
+//                         table (GLib's g_idle_funcs -> g_idle_dispatch)
 // Only FUNC symbols count; aliases at one address are one match. Errors are
 // kUsage: not found (with a "did you mean" hint), ambiguous, stripped.
 Result<SymbolMatch> resolve_symbol(const std::string& path,
