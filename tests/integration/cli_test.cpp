@@ -125,6 +125,36 @@ TEST(Cli, HelpAndVersion) {
   EXPECT_TRUE(v.err.empty()) << v.err;
 }
 
+// --- profiles ------------------------------------------------------------
+
+TEST(Cli, ProfilesListsTheBuiltinsWithTheirProbes) {
+  RunResult r = run({looptrace_bin(), "profiles"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  EXPECT_EQ(r.out.rfind("refapp ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("\nglib "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("libglib-2.0.so.0:*(g_idle_funcs+16)  GLib idle"),
+            std::string::npos)
+      << r.out;
+}
+
+// -v and --debug are accepted after the subcommand, as before it.
+TEST(Cli, VerboseAfterTheSubcommand) {
+  RunResult r = run({looptrace_bin(), "profiles", "-v", "--debug", "elf"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  expect_error(
+      run({looptrace_bin(), "record", "-v", "--profile", "no-such-profile-lt"}),
+      2, "no-such-profile-lt");
+}
+
+// With -p and no probe option, a process whose libraries no built-in
+// profile knows (this test program) is a usage error naming the built-ins.
+TEST(Cli, PidWithoutAKnownRuntimeNamesTheProfiles) {
+  expect_error(run({looptrace_bin(), "record", "-p", std::to_string(getpid()),
+                    "-d", "1s"}),
+               2, "maps no runtime a built-in profile knows (refapp, glib)");
+}
+
 // --- the command -------------------------------------------------------
 
 TEST(Cli, CommandThatCannotRunIsAUsageError) {

@@ -1,5 +1,6 @@
 // A real event loop nobody here wrote: GLib's main loop in Debian's python3
 // (python3-gi). Its timeout callbacks block for times they log themselves.
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -178,6 +179,65 @@ TEST(GlibSources, EachTimeoutOfABatchIsItsOwnSpan) {
         contains(s, stalls[1]))
       ++batches_with_both;
   EXPECT_EQ(batches_with_both, 1) << report["slow_dispatches"].dump();
+}
+
+// -p PID and no probe option: the process's libraries choose the built-in
+// glib profile, looptrace says so and where it attached, and each stall is
+// one GLib timeout span within 1 ms of the callback's own clock.
+TEST(GlibSources, ProfileIsFoundFromTheProcessLibraries) {
+  LT_REQUIRE_BPF();
+  if (access("/usr/bin/python3", X_OK) != 0) {
+    if (bpf_required()) FAIL() << "/usr/bin/python3 missing (scripts/setup.sh)";
+    GTEST_SKIP() << "/usr/bin/python3 missing";
+  }
+  TempDir dir;
+  const std::string log = dir.file("glib.jsonl");
+  const std::string json = dir.file("report.json");
+  // The loop starts 2 s after python does: time to attach before the
+  // first stall (at 300 ms of the loop).
+  Process app({"/usr/bin/python3", tests_dir() + "/programs/glib_loop.py",
+               "--start-delay", "2000", "--stall", "busy:40@300", "--stall",
+               "sleep:60@700", "--duration", "1200", "--log", log},
+              dir.file("app.out"), dir.file("app.err"));
+  ASSERT_TRUE(wait_for_text(dir.file("app.err"), "glib_loop: ready", 10000));
+  const int64_t steal_before = steal_ns();
+  RunResult r = run({looptrace_bin(), "record", "-p", std::to_string(app.pid()),
+                     "--slow", "20ms", "--json", json});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(app.wait(10000), 0);
+  const int64_t stolen = steal_ns() - steal_before;
+  EXPECT_NE(r.err.find(fmt::format("looptrace: profile glib: pid {} maps ",
+                                   app.pid())),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("libglib-2.0.so.0"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("*(g_timeout_funcs+16) at offset 0x"), std::string::npos)
+      << r.err;
+  auto lines = read_jsonl(log);
+  auto stalls = events(lines, "stall");
+  auto summary = events(lines, "summary");
+  ASSERT_EQ(stalls.size(), 2u);
+  ASSERT_EQ(summary.size(), 1u);
+  const int64_t run_delay =
+      std::max<int64_t>(0, summary[0]["run_delay_ns"].get<int64_t>());
+  nlohmann::json report = read_json(json);
+  const auto& slow = report["slow_dispatches"];
+  EXPECT_EQ(slow.size(), stalls.size()) << slow.dump();
+  for (const auto& st : stalls) {
+    const nlohmann::json* m = nullptr;
+    for (const auto& s : slow) {
+      uint64_t start = s["start_ns"], dur = s["duration_ns"];
+      if (start <= st["start_ns"].get<uint64_t>() &&
+          start + dur >= st["end_ns"].get<uint64_t>())
+        m = &s;
+    }
+    ASSERT_NE(m, nullptr) << st.dump() << "\n" << slow.dump();
+    EXPECT_EQ((*m)["target"].get<std::string>().rfind("GLib timeout ", 0), 0u)
+        << m->dump();
+    int64_t d = static_cast<int64_t>((*m)["duration_ns"].get<uint64_t>()) -
+                static_cast<int64_t>(st["duration_ns"].get<uint64_t>());
+    EXPECT_LE(std::llabs(d), kToleranceNs + run_delay + stolen) << m->dump();
+  }
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace looptrace {
 namespace {
@@ -22,6 +23,37 @@ TEST(Profile, BuiltinRefappHasEveryLoopRole) {
     enqueue = enqueue || d.role == LT_ROLE_ENQUEUE;
   }
   EXPECT_TRUE(dispatch && idle && enqueue);
+}
+
+// Every source kind GLib exports a GSourceFuncs table for, its dispatch
+// slot, named by a label; the callback is the first key.
+TEST(Profile, BuiltinGlibProbesEachSourceKindByItsTable) {
+  auto p = load_profile("glib");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  std::vector<std::string> tables;
+  for (const ProbeDef& d : p->probes) {
+    EXPECT_EQ(d.binary, "libglib-2.0.so.0");
+    EXPECT_EQ(d.label.rfind("GLib ", 0), 0u) << d.label;
+    ASSERT_FALSE(d.keys.empty());
+    EXPECT_EQ(d.keys[0].name, "callback");
+    EXPECT_EQ(d.keys[0].format, KeyFormat::kSymbol);
+    EXPECT_EQ(d.role, d.symbol == "*(g_idle_funcs+16)" ? LT_ROLE_IDLE
+                                                       : LT_ROLE_DISPATCH);
+    tables.push_back(d.symbol);
+  }
+  EXPECT_EQ(tables,
+            (std::vector<std::string>{
+                "*(g_timeout_funcs+16)", "*(g_idle_funcs+16)",
+                "*(g_io_watch_funcs+16)", "*(g_unix_fd_source_funcs+16)",
+                "*(g_child_watch_funcs+16)", "*(g_unix_signal_funcs+16)"}));
+}
+
+TEST(Profile, LabelIsAString) {
+  auto p = parse_profile(
+      R"({"probes": [{"binary": "a", "symbol": "f", "label": "GLib idle"}]})",
+      "test");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->probes[0].label, "GLib idle");
 }
 
 TEST(Profile, InputRolesWithTheirBufferKind) {
@@ -102,6 +134,8 @@ TEST(ProfileTypes, WrongTypesNameTheField) {
        "probes[0].keys: expected an array, got object"},
       {R"({"probes": [{"binary": "a", "symbol": "f", "buffer": 1}]})",
        "probes[0].buffer: expected a string"},
+      {R"({"probes": [{"binary": "a", "symbol": "f", "label": 1}]})",
+       "probes[0].label: expected a string, got number"},
       {R"({"probes": {"binary": "a", "symbol": "f"}})",
        "probes: expected a non-empty array, got object"},
       {R"({"probes": []})", "probes: a non-empty array is required"},

@@ -36,6 +36,7 @@ std::vector<Event> sample_events() {
   p.id = 0;
   p.binary = "refapp";
   p.symbol = "dispatch";
+  p.label = "refapp dispatch";
   p.path = "/x/refapp";
   p.resolved_symbol = "refapp::Looper::dispatchMessage(refapp::Message*)";
   p.file_offset = 0x1234;

@@ -28,8 +28,9 @@ Examples:
       trace the bundled reference app through a scripted scenario
   looptrace record --profile refapp -- ./refapp --stall busy:50ms@500
       run a command under the tracer until it exits
-  looptrace record -p 1234 --dispatch libglib-2.0.so.0:g_main_context_dispatch
-      trace a running GLib program's main-loop dispatches
+  looptrace record -p 1234
+      a running GLib program: the glib profile is found from its libraries,
+      one span per source dispatch
   looptrace record --dispatch libQt5Core.so.5:'QCoreApplication::notify*' -d 10s
       every process that maps QtCore, for 10 seconds
   looptrace record --profile refapp -p 1234 --slow 50ms --json report.json
@@ -82,7 +83,9 @@ int main(int argc, char** argv) {
   CLI::App* rec =
       app.add_subcommand("record", "Trace dispatches and report slow ones");
   rec->add_option("--profile", ra.profile,
-                  "Probe set: a built-in (refapp) or a JSON profile file");
+                  "Probe set: a built-in (refapp, glib: `looptrace "
+                  "profiles`) or a JSON profile file; with -p and no probe "
+                  "option, found from the process's libraries");
   rec->add_option("--dispatch", ra.dispatch,
                   "Ad-hoc dispatch span BINARY:SYMBOL (repeatable); SYMBOL: "
                   "name, demangled C++ name, glob or 0x file offset");
@@ -232,12 +235,17 @@ int main(int argc, char** argv) {
   add_budget_option(rep, &rep_args.fail_if);
   rep->add_flag("-q,--quiet", rep_args.quiet, "No text report");
 
+  CLI::App* profiles = app.add_subcommand(
+      "profiles", "List the built-in profiles (--profile NAME)");
+
   std::string demo_json;
   CLI::App* demo = app.add_subcommand("demo",
                                       "Run the bundled reference app under "
                                       "looptrace and compare with its own log");
   demo->add_option("--json", demo_json, "Also write the JSON report to FILE");
 
+  // -v and --debug also after the subcommand.
+  for (CLI::App* sub : {rec, rep, profiles, demo}) sub->fallthrough();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -250,6 +258,7 @@ int main(int argc, char** argv) {
   if (!debug_areas.empty()) looptrace::log::enable_debug_areas(debug_areas);
   if (verbose) looptrace::log::enable_debug_areas("libbpf");
 
+  if (*profiles) return looptrace::run_profiles();
   if (*rec) return looptrace::run_record(ra);
   if (*rep) return looptrace::run_report(rep_args);
   if (*demo) return looptrace::run_demo(ra.self_dir, demo_json);

@@ -42,6 +42,13 @@ Result<uint32_t> parse_size(const std::string& s) {
   return static_cast<uint32_t>(v);
 }
 
+std::string join_builtin_names() {
+  std::string out;
+  for (const std::string& n : builtin_profile_names())
+    out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
 bool input_wanted(const RecordArgs& a) {
   return a.input || !a.input_fd.empty() || !a.input_peer.empty();
 }
@@ -161,9 +168,51 @@ Status build_input(const RecordArgs& a, pid_t target,
   return Status::Ok();
 }
 
-Status build_probes(const RecordArgs& a, std::vector<ProbeDef>* probes) {
-  if (!a.profile.empty()) {
-    auto prof = load_profile(a.profile);
+// Runtimes a built-in profile knows, by a library the process maps.
+struct Detector {
+  const char* profile;
+  const char* library;  // as find_mapped_file matches it
+};
+constexpr Detector kDetectors[] = {{"glib", "libglib-2.0.so"}};
+
+// With -p PID and no probe given: the profile of the runtime its libraries
+// show, and a line saying so; "" when none is known.
+Result<std::string> detect_profile(uint32_t pid, std::string* note) {
+  auto maps = proc::read_maps(pid);
+  if (!maps.ok()) return maps.status();
+  for (const Detector& d : kDetectors) {
+    const proc::MapEntry* m = proc::find_mapped_file(*maps, d.library);
+    if (m == nullptr) continue;
+    *note = fmt::format("looptrace: profile {}: pid {} maps {}", d.profile, pid,
+                        m->path);
+    return std::string(d.profile);
+  }
+  return std::string();
+}
+
+bool any_probe_option(const RecordArgs& a) {
+  return !a.profile.empty() || !a.dispatch.empty() || !a.idle.empty() ||
+         !a.barrier_post.empty() || !a.barrier_remove.empty() ||
+         !a.enqueue.empty() || input_wanted(a);
+}
+
+Status build_probes(const RecordArgs& a, std::vector<ProbeDef>* probes,
+                    std::string* note) {
+  std::string profile = a.profile;
+  if (!any_probe_option(a) && a.pid > 0) {
+    auto found = detect_profile(static_cast<uint32_t>(a.pid), note);
+    if (!found.ok()) return found.status();
+    if (found->empty())
+      return Status::Error(
+          fmt::format("nothing to trace: pid {} maps no runtime a built-in "
+                      "profile knows ({}); give --profile NAME or --dispatch "
+                      "BINARY:SYMBOL",
+                      a.pid, join_builtin_names()),
+          ErrorKind::kUsage);
+    profile = *found;
+  }
+  if (!profile.empty()) {
+    auto prof = load_profile(profile);
     if (!prof.ok()) return prof.status();
     for (ProbeDef& p : prof->probes) probes->push_back(std::move(p));
   }
@@ -232,8 +281,10 @@ Status build_probes(const RecordArgs& a, std::vector<ProbeDef>* probes) {
                  p.role == LT_ROLE_INPUT_SEND;
   if (probes->empty() && !input_wanted(a) && !profile_io)
     return Status::Error(
-        "nothing to trace: give --profile NAME or --dispatch "
-        "BINARY:SYMBOL",
+        fmt::format("nothing to trace: give --profile NAME ({}) or --dispatch "
+                    "BINARY:SYMBOL; with -p PID the profile is found from the "
+                    "process's libraries",
+                    join_builtin_names()),
         ErrorKind::kUsage);
   return Status::Ok();
 }
@@ -336,7 +387,7 @@ Status parse_plan(const RecordArgs& a, Plan* p) {
   auto budgets = parse_budgets(a.fail_if);
   if (!budgets.ok()) return budgets.status();
   p->budgets = std::move(*budgets);
-  return build_probes(a, &p->probes);
+  return build_probes(a, &p->probes, &p->profile_note);
 }
 
 Status resolve_plan(const ResolveContext& rctx, Plan* p) {

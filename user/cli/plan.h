@@ -27,6 +27,9 @@ struct Plan {
   uint64_t duration_ns = 0;            // 0: until stopped
   uint64_t hang_ns = 0;                // --hang; 0: no live hang alerts
   std::vector<Budget> budgets;         // --fail-if
+  // "looptrace: profile glib: pid N maps /usr/lib/..." when the profile
+  // was found from -p's libraries; empty otherwise.
+  std::string profile_note;
 };
 
 // --fail-if expressions, parsed (a bad one is a usage error, before

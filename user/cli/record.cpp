@@ -22,6 +22,7 @@
 #include "pipeline/replay.h"
 #include "pipeline/symbols.h"
 #include "proc/pid.h"
+#include "profiles/profile.h"
 #include "record/recording.h"
 #include "report/barrier_report.h"
 #include "report/hang_report.h"
@@ -117,10 +118,11 @@ int run_record(const RecordArgs& a) {
         Status::Error("give only one of -p PID, -- COMMAND and "
                       "--system-wide",
                       ErrorKind::kUsage));
-  Plan plan;
-  if (Status st = parse_plan(a, &plan); !st.ok()) return fail(st);
+  // The pid first: with no probe option its libraries choose the profile.
   if (a.pid > 0)
     if (Status st = proc::check_pid_target(a.pid); !st.ok()) return fail(st);
+  Plan plan;
+  if (Status st = parse_plan(a, &plan); !st.ok()) return fail(st);
   ResolveContext rctx;
   rctx.self_dir = a.self_dir;
   rctx.pid = a.pid;
@@ -226,6 +228,17 @@ int run_record(const RecordArgs& a) {
     std::string to = recording
                          ? fmt::format(", recording to {}", recording->path())
                          : std::string();
+    if (!plan.profile_note.empty()) {
+      // Found, not asked for: say where each probe went.
+      std::fprintf(stderr, "%s\n", plan.profile_note.c_str());
+      for (const ProbeDef& p : plan.probes)
+        std::fprintf(
+            stderr, "looptrace:   %s %s: %s %s at offset %#llx\n",
+            role_name(p.role),
+            p.label.empty() ? p.resolved_symbol.c_str() : p.label.c_str(),
+            p.path.c_str(), p.symbol.c_str(),
+            static_cast<unsigned long long>(p.file_offset));
+    }
     std::fprintf(stderr,
                  "looptrace: tracing %zu probe%s%s in %s%s; Ctrl-C to stop\n",
                  plan.probes.size(), plan.probes.size() == 1 ? "" : "s",
@@ -341,6 +354,20 @@ int run_report(const ReportArgs& a) {
   write_broken_budgets(std::cerr, outcomes);
   if (int rc = report_failures(failures); rc != 0) return rc;
   return any_budget_broken(outcomes) ? kBudgetBroken : 0;
+}
+
+int run_profiles() {
+  for (const std::string& name : builtin_profile_names()) {
+    auto p = load_profile(name);
+    if (!p.ok()) return fail(p.status());
+    std::printf("%-8s %s\n", p->name.c_str(), p->description.c_str());
+    for (const ProbeDef& d : p->probes)
+      std::printf("         %-14s %s:%s%s%s\n", role_name(d.role),
+                  d.binary.c_str(), d.symbol.c_str(),
+                  d.label.empty() ? "" : "  ", d.label.c_str());
+  }
+  std::fflush(stdout);
+  return std::ferror(stdout) ? 1 : 0;
 }
 
 }  // namespace looptrace

@@ -76,6 +76,9 @@ int run_record(const RecordArgs& args);
 // Replays a recording; returns the process exit code.
 int run_report(const ReportArgs& args);
 
+// Lists the built-in profiles (name, description, probes) on stdout.
+int run_profiles();
+
 // Runs the reference app under looptrace with a built-in scenario.
 int run_demo(const std::string& self_dir, const std::string& json_path);
 

@@ -33,6 +33,9 @@ struct ProbeDef {
   uint32_t role = LT_ROLE_DISPATCH;
   std::string binary;  // as given: path or library name
   std::string symbol;  // as given: name, glob or 0x offset
+  // What the report calls the probe's spans, before their keys ("GLib
+  // timeout"); empty: the keys alone, or the symbol.
+  std::string label;
   std::vector<KeyDef> keys;
   // Filled in by resolution:
   std::string path;             // absolute path of the ELF file

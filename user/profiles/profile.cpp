@@ -70,11 +70,88 @@ constexpr std::string_view kRefappProfile = R"json({
   ]
 })json";
 
+// GLib's main loop (GTK, GNOME programs, python3-gi): one span per source
+// dispatch, by the source's kind. Each kind's dispatch function is static
+// (no symbol in a distribution's stripped libglib) but its GSourceFuncs
+// table is exported: { prepare, check, dispatch @16, finalize }. A
+// dispatch is called as dispatch(GSource*, GSourceFunc callback, gpointer
+// user_data): the callback names what ran. Reads no structure, so no GLib
+// version is assumed; checked against GLib 2.74 (Debian 12). Sources with
+// their own GSourceFuncs (GDK's events, a program's custom sources) are
+// not seen: probe g_main_context_dispatch for whole batches.
+constexpr std::string_view kGlibProfile = R"json({
+  "name": "glib",
+  "description": "GLib main loops (GTK, python3-gi): a span per source dispatch, by kind, naming its callback",
+  "probes": [
+    {
+      "role": "dispatch",
+      "binary": "libglib-2.0.so.0",
+      "symbol": "*(g_timeout_funcs+16)",
+      "label": "GLib timeout",
+      "keys": [
+        {"name": "callback", "expr": "arg1", "format": "sym"},
+        {"name": "source", "expr": "arg0", "format": "ptr"}
+      ]
+    },
+    {
+      "role": "idle",
+      "binary": "libglib-2.0.so.0",
+      "symbol": "*(g_idle_funcs+16)",
+      "label": "GLib idle",
+      "keys": [
+        {"name": "callback", "expr": "arg1", "format": "sym"},
+        {"name": "source", "expr": "arg0", "format": "ptr"}
+      ]
+    },
+    {
+      "role": "dispatch",
+      "binary": "libglib-2.0.so.0",
+      "symbol": "*(g_io_watch_funcs+16)",
+      "label": "GLib I/O watch",
+      "keys": [
+        {"name": "callback", "expr": "arg1", "format": "sym"},
+        {"name": "source", "expr": "arg0", "format": "ptr"}
+      ]
+    },
+    {
+      "role": "dispatch",
+      "binary": "libglib-2.0.so.0",
+      "symbol": "*(g_unix_fd_source_funcs+16)",
+      "label": "GLib unix fd",
+      "keys": [
+        {"name": "callback", "expr": "arg1", "format": "sym"},
+        {"name": "source", "expr": "arg0", "format": "ptr"}
+      ]
+    },
+    {
+      "role": "dispatch",
+      "binary": "libglib-2.0.so.0",
+      "symbol": "*(g_child_watch_funcs+16)",
+      "label": "GLib child watch",
+      "keys": [
+        {"name": "callback", "expr": "arg1", "format": "sym"},
+        {"name": "source", "expr": "arg0", "format": "ptr"}
+      ]
+    },
+    {
+      "role": "dispatch",
+      "binary": "libglib-2.0.so.0",
+      "symbol": "*(g_unix_signal_funcs+16)",
+      "label": "GLib unix signal",
+      "keys": [
+        {"name": "callback", "expr": "arg1", "format": "sym"},
+        {"name": "source", "expr": "arg0", "format": "ptr"}
+      ]
+    }
+  ]
+})json";
+
 struct Builtin {
   const char* name;
   std::string_view json;
 };
-constexpr Builtin kBuiltins[] = {{"refapp", kRefappProfile}};
+constexpr Builtin kBuiltins[] = {{"refapp", kRefappProfile},
+                                 {"glib", kGlibProfile}};
 
 Status profile_error(const std::string& origin, const std::string& what) {
   return Status::Error(fmt::format("profile {}: {}", origin, what),
@@ -259,7 +336,7 @@ class ProfileReader {
                    fmt::format("expected an object, got {}", jp.type_name()));
     LT_RETURN_IF_ERROR(only_known(
         jp, where,
-        {"role", "binary", "symbol", "async_mask", "buffer", "keys"}));
+        {"role", "binary", "symbol", "label", "async_mask", "buffer", "keys"}));
     ProbeDef def;
     auto role_text = string(jp, where, "role", "dispatch");
     if (!role_text.ok()) return role_text.status();
@@ -274,6 +351,9 @@ class ProfileReader {
     def.symbol = std::move(*symbol);
     if (def.binary.empty()) return error(at(where, "binary"), "empty");
     if (def.symbol.empty()) return error(at(where, "symbol"), "empty");
+    auto label = string(jp, where, "label", "");
+    if (!label.ok()) return label.status();
+    def.label = std::move(*label);
     LT_RETURN_IF_ERROR(async_mask(jp, where, &def));
     if (jp.contains("buffer")) {
       auto buffer = string(jp, where, "buffer", std::nullopt);

@@ -179,6 +179,7 @@ json probe_json(const ProbeDef& p) {
           {"role", p.role},
           {"binary", p.binary},
           {"symbol", p.symbol},
+          {"label", p.label},
           {"path", p.path},
           {"resolved_symbol", p.resolved_symbol},
           {"file_offset", p.file_offset},
@@ -193,6 +194,8 @@ ProbeDef probe_from(const json& j) {
   p.role = j.at("role").get<uint32_t>();
   p.binary = j.at("binary").get<std::string>();
   p.symbol = j.at("symbol").get<std::string>();
+  // Recordings before labels existed have none.
+  if (j.contains("label")) p.label = j.at("label").get<std::string>();
   p.path = j.at("path").get<std::string>();
   p.resolved_symbol = j.at("resolved_symbol").get<std::string>();
   p.file_offset = j.at("file_offset").get<uint64_t>();

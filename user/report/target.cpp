@@ -96,7 +96,7 @@ std::vector<RenderedKey> render_keys(const SpanEvent& span,
 
 std::string format_target(const std::vector<RenderedKey>& keys,
                           const ProbeDef& probe) {
-  std::string out;
+  std::string out = probe.label;
   for (size_t i = 0; i < keys.size(); ++i) {
     const RenderedKey& k = keys[i];
     if (k.omitted || k.format == KeyFormat::kPointer) continue;
