@@ -181,6 +181,100 @@ TEST(GlibSources, EachTimeoutOfABatchIsItsOwnSpan) {
   EXPECT_EQ(batches_with_both, 1) << report["slow_dispatches"].dump();
 }
 
+// The glib profile tells the source kinds apart: a stall run by an idle
+// source is an idle handler, one run by an I/O watch (a GIOChannel's) or a
+// unix fd source a dispatch of that kind, named so, each within 1 ms of
+// the callback's own clock; nothing else is slow (the timeouts that hand
+// the stalls over are fast).
+struct SourceKind {
+  const char* source;  // glib_loop.py --source
+  const char* list;    // the report's list
+  const char* label;
+};
+
+class GlibSourceKinds : public ::testing::TestWithParam<SourceKind> {};
+
+TEST_P(GlibSourceKinds, EachKindIsNamedAndTimed) {
+  LT_REQUIRE_BPF();
+  if (access("/usr/bin/python3", X_OK) != 0) {
+    if (bpf_required()) FAIL() << "/usr/bin/python3 missing (scripts/setup.sh)";
+    GTEST_SKIP() << "/usr/bin/python3 missing";
+  }
+  const SourceKind& k = GetParam();
+  TempDir dir;
+  const std::string log = dir.file("glib.jsonl");
+  const std::string json = dir.file("report.json");
+  const int64_t steal_before = steal_ns();
+  RunResult r = run({looptrace_bin(),
+                     "record",
+                     "--profile",
+                     "glib",
+                     "--slow",
+                     "20ms",
+                     "--json",
+                     json,
+                     "-q",
+                     "--",
+                     "/usr/bin/python3",
+                     tests_dir() + "/programs/glib_loop.py",
+                     "--source",
+                     k.source,
+                     "--stall",
+                     "sleep:50@300",
+                     "--stall",
+                     "busy:40@600",
+                     "--duration",
+                     "900",
+                     "--log",
+                     log});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const int64_t stolen = steal_ns() - steal_before;
+  auto lines = read_jsonl(log);
+  auto stalls = events(lines, "stall");
+  auto summary = events(lines, "summary");
+  ASSERT_EQ(stalls.size(), 2u);
+  ASSERT_EQ(summary.size(), 1u);
+  const int64_t run_delay =
+      std::max<int64_t>(0, summary[0]["run_delay_ns"].get<int64_t>());
+  nlohmann::json report = read_json(json);
+  expect_split_adds_up(report);
+  const auto& list = report[k.list];
+  EXPECT_EQ(
+      report["slow_dispatches"].size() + report["slow_idle_handlers"].size(),
+      stalls.size())
+      << report["slow_dispatches"].dump() << report["slow_idle_handlers"];
+  for (const auto& st : stalls) {
+    ASSERT_EQ(st["source"], k.source);
+    const nlohmann::json* m = nullptr;
+    for (const auto& s : list) {
+      uint64_t start = s["start_ns"], dur = s["duration_ns"];
+      if (start <= st["start_ns"].get<uint64_t>() &&
+          start + dur >= st["end_ns"].get<uint64_t>())
+        m = &s;
+    }
+    ASSERT_NE(m, nullptr) << st.dump() << "\n" << list.dump();
+    EXPECT_EQ(
+        (*m)["target"].get<std::string>().rfind(std::string(k.label) + " ", 0),
+        0u)
+        << m->dump();
+    int64_t d = static_cast<int64_t>((*m)["duration_ns"].get<uint64_t>()) -
+                static_cast<int64_t>(st["duration_ns"].get<uint64_t>());
+    EXPECT_LE(std::llabs(d), kToleranceNs + run_delay + stolen) << m->dump();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Glib, GlibSourceKinds,
+    ::testing::Values(SourceKind{"idle", "slow_idle_handlers", "GLib idle"},
+                      SourceKind{"io", "slow_dispatches", "GLib I/O watch"},
+                      SourceKind{"unix-fd", "slow_dispatches", "GLib unix fd"}),
+    [](const ::testing::TestParamInfo<SourceKind>& i) {
+      std::string n = i.param.source;
+      for (char& c : n)
+        if (c == '-') c = '_';
+      return n;
+    });
+
 // -p PID and no probe option: the process's libraries choose the built-in
 // glib profile, looptrace says so and where it attached, and each stall is
 // one GLib timeout span within 1 ms of the callback's own clock.

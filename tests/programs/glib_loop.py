@@ -7,14 +7,17 @@ stall callbacks due at AT_MS after the start that block for MS (sleep or busy
 loop; --sleep-pieces N: a sleep stall is N sleeps of MS/N each), and quits
 after --duration. Every callback is dispatched by
 libglib-2.0.so.0:g_main_context_dispatch, whose span covers the callback plus
-a little GLib/PyGObject overhead.
+a little GLib/PyGObject overhead. With --source idle|io|unix-fd a stall runs
+in another kind of GLib source: its timeout at AT_MS only hands it over (an
+idle source, or a byte written to a pipe that an I/O watch, a
+GIOChannel's, or a unix fd source watches), and returns.
 
 Ground truth (--log, JSON lines, CLOCK_MONOTONIC ns; stall lines are kept in
 memory and written when the loop ends, so no file I/O lengthens a dispatch):
   {"event":"start","pid","tid","t0_ns","duration_ms","kind","tick_ms",
-   "stalls":[{"index","requested_ms","at_ms","kind"}]}
-  {"event":"stall","kind","requested_ms","at_ms","index","start_ns","end_ns",
-   "duration_ns","pieces","pid","tid"}
+   "source","stalls":[{"index","requested_ms","at_ms","kind"}]}
+  {"event":"stall","kind","source","requested_ms","at_ms","index","start_ns",
+   "end_ns","duration_ns","pieces","pid","tid"}
                                     start/end taken at the very start and end
                                     of the stall callback; pieces: time.sleep
                                     calls (sleep), 0 (busy)
@@ -24,7 +27,8 @@ memory and written when the loop ends, so no file I/O lengthens a dispatch):
 
 Usage:
   glib_loop.py [--duration MS] [--kind sleep|busy] [--stall [KIND:]MS@AT_MS]...
-               [--sleep-pieces N] [--start-delay MS] [--log FILE]
+               [--sleep-pieces N] [--source timeout|idle|io|unix-fd]
+               [--start-delay MS] [--log FILE]
 Prints "glib_loop: ready pid=N" to stderr at startup. Exit 0 at the end and
 after SIGTERM/SIGINT, 2 on bad arguments (one line on stderr).
 """
@@ -103,6 +107,9 @@ class App:
         self.pid = os.getpid()
         self.tid = threading.get_native_id()
         self.pending = []
+        self.pipe = None
+        if args.source in ("io", "unix-fd"):
+            self.pipe = os.pipe()
 
     def write(self, record):
         if self.log:
@@ -113,8 +120,9 @@ class App:
         self.ticks += 1  # trivial work
         return GLib.SOURCE_CONTINUE
 
-    def stall(self, index):
-        start = now_ns()
+    def stall(self, index, start=None):
+        if start is None:
+            start = now_ns()
         kind, ms, at_ms = self.stalls[index]
         pieces = 0
         if kind == "busy":
@@ -127,11 +135,27 @@ class App:
         self.stalls_done += 1
         # Written after the loop ends: file I/O here would lengthen the
         # dispatch span beyond what the callback measured.
-        self.pending.append({"event": "stall", "kind": kind, "requested_ms": ms,
+        self.pending.append({"event": "stall", "kind": kind,
+                    "source": self.args.source, "requested_ms": ms,
                     "at_ms": at_ms, "index": index, "start_ns": start,
                     "end_ns": end, "duration_ns": end - start,
                     "pieces": pieces, "pid": self.pid, "tid": self.tid})
         return GLib.SOURCE_REMOVE
+
+    def hand_over(self, index):
+        """The timeout at AT_MS: the stall runs in a source of --source."""
+        if self.args.source == "idle":
+            GLib.idle_add(self.stall, index)
+        else:
+            os.write(self.pipe[1], bytes([index]))
+        return GLib.SOURCE_REMOVE
+
+    def readable(self, *_):
+        """An I/O watch or unix fd source: one byte, one stall."""
+        start = now_ns()
+        index = os.read(self.pipe[0], 1)[0]
+        self.stall(index, start)
+        return GLib.SOURCE_CONTINUE
 
     def quit(self, reason):
         self.reason = reason
@@ -143,12 +167,21 @@ class App:
         self.write({"event": "start", "pid": self.pid, "tid": self.tid,
                     "t0_ns": self.t0_ns, "duration_ms": self.args.duration,
                     "kind": self.args.kind, "tick_ms": TICK_MS,
+                    "source": self.args.source,
                     "stalls": [{"index": i, "kind": k, "requested_ms": ms,
                                 "at_ms": at}
                                for i, (k, ms, at) in enumerate(self.stalls)]})
         GLib.timeout_add(TICK_MS, self.tick)
+        if self.args.source == "io":
+            channel = GLib.IOChannel.unix_new(self.pipe[0])
+            GLib.io_add_watch(channel, GLib.PRIORITY_DEFAULT,
+                              GLib.IOCondition.IN, self.readable)
+        elif self.args.source == "unix-fd":
+            GLib.unix_fd_add_full(GLib.PRIORITY_DEFAULT, self.pipe[0],
+                                  GLib.IOCondition.IN, self.readable)
+        first = self.stall if self.args.source == "timeout" else self.hand_over
         for i, (_, _, at_ms) in enumerate(self.stalls):
-            GLib.timeout_add(at_ms, self.stall, i)
+            GLib.timeout_add(at_ms, first, i)
         GLib.timeout_add(self.args.duration, self.quit, "duration")
         return GLib.SOURCE_REMOVE
 
@@ -184,6 +217,10 @@ def main():
                         "(repeatable)")
     p.add_argument("--sleep-pieces", type=int, default=1, metavar="N",
                    help="a sleep stall is N sleeps of MS/N each (default 1)")
+    p.add_argument("--source", choices=("timeout", "idle", "io", "unix-fd"),
+                   default="timeout",
+                   help="the kind of GLib source a stall runs in "
+                        "(default timeout)")
     p.add_argument("--start-delay", type=int, default=0,
                    help="ms before the scenario starts (default 0)")
     p.add_argument("--log", help="ground-truth log (JSON lines)")
