@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "harness.h"
@@ -136,6 +137,67 @@ TEST(Cli, ProfilesListsTheBuiltinsWithTheirProbes) {
   EXPECT_NE(r.out.find("libglib-2.0.so.0:*(g_idle_funcs+16)  GLib idle"),
             std::string::npos)
       << r.out;
+}
+
+// `list BINARY GLOB`: the functions, as --dispatch names them, each one nm
+// also knows, with the built-in profiles' roles where they attach.
+TEST(Cli, ListNamesFunctionsAndTheProfileRolesThere) {
+  RunResult r =
+      run({looptrace_bin(), "list", refapp_bin(), "refapp::MessageQueue::*"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  RunResult nm = run({"nm", "-C", "--defined-only", refapp_bin()});
+  ASSERT_EQ(nm.exit_code, 0) << nm.err;
+  std::istringstream lines(r.out);
+  std::string line;
+  int n = 0;
+  while (std::getline(lines, line)) {
+    ++n;
+    ASSERT_EQ(line.rfind(refapp_bin() + ":refapp::MessageQueue::", 0), 0u)
+        << line;
+    std::string name = line.substr(refapp_bin().size() + 1);
+    name = name.substr(0, name.find("  ["));
+    EXPECT_NE(nm.out.find(" " + name + "\n"), std::string::npos) << name;
+  }
+  EXPECT_GE(n, 5) << r.out;
+  EXPECT_NE(r.out.find(":refapp::MessageQueue::runIdleHandler(refapp::"
+                       "IdleHandler*)  [refapp idle]\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("postSyncBarrier(long)  [refapp barrier.post]\n"),
+            std::string::npos)
+      << r.out;
+  // Attach points no symbol names: the form that probes them.
+  RunResult glib = run({looptrace_bin(), "list", "libglib-2.0.so.0"});
+  ASSERT_EQ(glib.exit_code, 0) << glib.err;
+  EXPECT_NE(glib.out.find(":g_main_context_dispatch\n"), std::string::npos);
+  EXPECT_NE(glib.out.find(":*(g_idle_funcs+16)  [glib idle (GLib idle)]\n"),
+            std::string::npos);
+  // -p: every file the process maps (this test program maps libc).
+  RunResult p =
+      run({looptrace_bin(), "list", "-p", std::to_string(getpid()), "malloc"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_NE(p.out.find("libc.so.6:malloc\n"), std::string::npos) << p.out;
+  expect_error(run({looptrace_bin(), "list"}), 2, "needs a BINARY or -p PID");
+  expect_error(run({looptrace_bin(), "list", "no-such-lib-lt.so"}), 2,
+               "'no-such-lib-lt.so' not found");
+}
+
+// `check PROFILE [BINARY]`: each probe resolves or says why not; exit 0
+// when all do, 1 when one does not, 2 for a bad profile.
+TEST(Cli, CheckSaysWhereEachProbeResolves) {
+  RunResult ok = run({looptrace_bin(), "check", "glib"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(ok.out.rfind("glib: 6 of 6 probes resolve\n", 0), 0u) << ok.out;
+  EXPECT_NE(ok.out.find("*(g_timeout_funcs+16) (GLib timeout) -> "),
+            std::string::npos)
+      << ok.out;
+  RunResult bad = run({looptrace_bin(), "check", "glib", refapp_bin()});
+  EXPECT_EQ(bad.exit_code, 1) << bad.err;
+  EXPECT_EQ(bad.out.rfind("glib: 0 of 6 probes resolve\n", 0), 0u) << bad.out;
+  EXPECT_NE(bad.out.find("no data symbol 'g_idle_funcs'"), std::string::npos)
+      << bad.out;
+  expect_error(run({looptrace_bin(), "check", "no-such-profile-lt"}), 2,
+               "no-such-profile-lt");
 }
 
 // -v and --debug are accepted after the subcommand, as before it.

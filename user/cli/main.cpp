@@ -9,6 +9,7 @@
 #include <string>
 
 #include "base/log.h"
+#include "cli/inspect.h"
 #include "cli/record.h"
 #include "proc/pid.h"
 
@@ -238,6 +239,38 @@ int main(int argc, char** argv) {
   CLI::App* profiles = app.add_subcommand(
       "profiles", "List the built-in profiles (--profile NAME)");
 
+  looptrace::InspectArgs list_args;
+  list_args.self_dir = ra.self_dir;
+  CLI::App* list = app.add_subcommand(
+      "list",
+      "List the functions of a binary (or of a process) a probe can "
+      "attach to, and the built-in profiles' roles there");
+  list->add_option("binary_or_glob", list_args.binary,
+                   "BINARY [GLOB], or GLOB with -p");
+  list->add_option("glob", list_args.glob, "Functions to list (* ? [...])");
+  auto add_pid = [](CLI::App* sub, looptrace::InspectArgs* args) {
+    sub->add_option_function<std::string>(
+           "-p,--pid",
+           [args](const std::string& text) {
+             auto pid = looptrace::proc::parse_pid(text);
+             if (!pid.ok()) throw CLI::ValidationError(pid.status().message());
+             args->pid = *pid;
+           },
+           "The process whose mappings to look in")
+        ->type_name("PID");
+  };
+  add_pid(list, &list_args);
+
+  looptrace::InspectArgs check_args;
+  check_args.self_dir = ra.self_dir;
+  CLI::App* check = app.add_subcommand(
+      "check", "Say where each probe of a profile resolves, or why not");
+  check->add_option("profile", check_args.profile, "A built-in name or a file")
+      ->required();
+  check->add_option("binary", check_args.binary,
+                    "Check against this binary instead of each probe's own");
+  add_pid(check, &check_args);
+
   std::string demo_json;
   CLI::App* demo = app.add_subcommand("demo",
                                       "Run the bundled reference app under "
@@ -245,7 +278,8 @@ int main(int argc, char** argv) {
   demo->add_option("--json", demo_json, "Also write the JSON report to FILE");
 
   // -v and --debug also after the subcommand.
-  for (CLI::App* sub : {rec, rep, profiles, demo}) sub->fallthrough();
+  for (CLI::App* sub : {rec, rep, profiles, list, check, demo})
+    sub->fallthrough();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -259,6 +293,24 @@ int main(int argc, char** argv) {
   if (verbose) looptrace::log::enable_debug_areas("libbpf");
 
   if (*profiles) return looptrace::run_profiles();
+  if (*list) {
+    // `list -p PID [GLOB]`: the one positional is the glob.
+    if (list_args.pid > 0) {
+      if (!list_args.glob.empty()) {
+        std::fprintf(stderr,
+                     "looptrace: error: list -p PID takes a GLOB, not a "
+                     "BINARY\n");
+        return 2;
+      }
+      list_args.glob = list_args.binary;
+      list_args.binary.clear();
+    } else if (list_args.binary.empty()) {
+      std::fprintf(stderr, "looptrace: error: list needs a BINARY or -p PID\n");
+      return 2;
+    }
+    return looptrace::run_list(list_args);
+  }
+  if (*check) return looptrace::run_check(check_args);
   if (*rec) return looptrace::run_record(ra);
   if (*rep) return looptrace::run_report(rep_args);
   if (*demo) return looptrace::run_demo(ra.self_dir, demo_json);
