@@ -214,7 +214,8 @@ TEST(Cli, VerboseAfterTheSubcommand) {
 TEST(Cli, PidWithoutAKnownRuntimeNamesTheProfiles) {
   expect_error(run({looptrace_bin(), "record", "-p", std::to_string(getpid()),
                     "-d", "1s"}),
-               2, "maps no runtime a built-in profile knows (refapp, glib)");
+               2,
+               "maps no runtime a built-in profile knows (refapp, glib, node)");
 }
 
 // --- the command -------------------------------------------------------

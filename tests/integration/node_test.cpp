@@ -27,26 +27,13 @@ constexpr int kBusyMs = 200;
 constexpr int64_t kStartWindowNs = 20'000'000;
 constexpr int64_t kExtraNs = 25'000'000;
 
-// Node's timers phase: one call per batch of expired JS timers
-// (nm -C /usr/bin/node | grep RunTimers).
-std::string node_profile(const TempDir& dir) {
-  json probe = {{"role", "dispatch"},
-                {"binary", kNode},
-                {"symbol", "node::Environment::RunTimers(uv_timer_s*)"}};
-  json profile = {{"name", "node-timers"}, {"probes", {probe}}};
-  std::string path = dir.file("profile.json");
-  write_file(path, profile.dump());
-  return path;
-}
-
 void run_node_timers(const std::string& call_graph) {
   TempDir dir;
   std::string log = dir.file("node.jsonl"), out = dir.file("r.json");
   int64_t steal_before = steal_ns();
   RunResult r =
-      run({looptrace_bin(), "record", "--profile", node_profile(dir), "-q",
-           "--call-graph", call_graph, "--json", out, "--", kNode,
-           "--perf-basic-prof",
+      run({looptrace_bin(), "record", "--profile", "node", "-q", "--call-graph",
+           call_graph, "--json", out, "--", kNode, "--perf-basic-prof",
            // Its V8 log, or it lands in the working directory.
            "--no-logfile-per-isolate", "--logfile=" + dir.file("v8.log"),
            tests_dir() + "/programs/node_timer.js", log, std::to_string(kRuns),
@@ -65,6 +52,26 @@ void run_node_timers(const std::string& call_graph) {
   json report = read_json(out);
   expect_split_adds_up(report);
 
+  // Callbacks into JavaScript that are not timers (an immediate, an fs
+  // completion): each within one "Node callback" span
+  // (node::InternalMakeCallback), which holds little else.
+  std::vector<json> callbacks = events(lines, "callback_busy");
+  ASSERT_EQ(callbacks.size(), 2u);
+  for (const json& c : callbacks) {
+    uint64_t start = std::stoull(c["start_ns"].get<std::string>());
+    uint64_t end = std::stoull(c["end_ns"].get<std::string>());
+    const json* match = nullptr;
+    for (const json& s : report["slow_dispatches"]) {
+      uint64_t s0 = s["start_ns"], dur = s["duration_ns"];
+      if (s["target"] == "Node callback" && s0 <= start && s0 + dur >= end)
+        match = &s;
+    }
+    ASSERT_NE(match, nullptr) << c.dump() << "\n"
+                              << report["slow_dispatches"].dump();
+    EXPECT_LE((*match)["duration_ns"].get<int64_t>(), diff(end, start) + tol)
+        << match->dump();
+  }
+
   for (const json& b : busy) {
     uint64_t start = std::stoull(b["start_ns"].get<std::string>());
     uint64_t end = std::stoull(b["end_ns"].get<std::string>());
@@ -77,6 +84,9 @@ void run_node_timers(const std::string& call_graph) {
         << "busy run at " << start
         << " not reported: " << report["slow_dispatches"].dump();
     const json& s = *match;
+    // The built-in node profile's timers phase: one call per batch of
+    // expired JS timers (nm -C /usr/bin/node | grep RunTimers).
+    EXPECT_EQ(s["target"], "Node timers") << s.dump();
     int64_t logged = diff(end, start);
     int64_t traced = s["duration_ns"].get<int64_t>();
     EXPECT_GE(traced, logged) << "the dispatch contains the busy run";

@@ -5,6 +5,11 @@
 // ground truth looptrace's slow dispatches are compared with.
 //
 //   node --perf-basic-prof node_timer.js LOG [RUNS] [BUSY_MS]
+//
+// After the timers, one busy run in a setImmediate callback and one in an
+// fs.readFile completion callback (callbacks from native code into
+// JavaScript, not timers), logged as {"event": "callback_busy", "via":
+// "immediate" | "fs", "start_ns", "end_ns"}.
 'use strict';
 const fs = require('fs');
 
@@ -39,11 +44,31 @@ function onBusyTimer() {
   if (++done < runs) {
     setTimeout(onBusyTimer, gap);
   } else {
-    setTimeout(() => {
-      clearInterval(tick);
-      write({event: 'exit', sink: sink % 1000});
-    }, gap);
+    setTimeout(callbacks, gap);
   }
+}
+
+function busyCallback(via) {
+  const start = process.hrtime.bigint();
+  busyLoopForLooptrace(busyMs);
+  const end = process.hrtime.bigint();
+  write({event: 'callback_busy', via: via, start_ns: start.toString(),
+         end_ns: end.toString()});
+}
+
+function callbacks() {
+  setImmediate(() => {
+    busyCallback('immediate');
+    setTimeout(() => {
+      fs.readFile(__filename, () => {
+        busyCallback('fs');
+        setTimeout(() => {
+          clearInterval(tick);
+          write({event: 'exit', sink: sink % 1000});
+        }, gap);
+      });
+    }, gap);
+  });
 }
 
 // Fast dispatches between the slow ones.

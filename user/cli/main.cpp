@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
   CLI::App* rec =
       app.add_subcommand("record", "Trace dispatches and report slow ones");
   rec->add_option("--profile", ra.profile,
-                  "Probe set: a built-in (refapp, glib: `looptrace "
+                  "Probe set: a built-in (refapp, glib, node: `looptrace "
                   "profiles`) or a JSON profile file; with -p and no probe "
                   "option, found from the process's libraries");
   rec->add_option("--dispatch", ra.dispatch,

@@ -173,7 +173,8 @@ struct Detector {
   const char* profile;
   const char* library;  // as find_mapped_file matches it
 };
-constexpr Detector kDetectors[] = {{"glib", "libglib-2.0.so"}};
+constexpr Detector kDetectors[] = {{"node", "node"},
+                                   {"glib", "libglib-2.0.so"}};
 
 // With -p PID and no probe given: the profile of the runtime its libraries
 // show, and a line saying so; "" when none is known.

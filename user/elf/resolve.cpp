@@ -353,6 +353,15 @@ Result<std::vector<SymbolMatch>> resolve_symbols(const std::string& path,
   LT_RETURN_IF_ERROR(check_pattern(pattern));
   Result<ElfFile> file = ElfFile::Open(path);
   if (!file.ok()) return file.status();
+  return resolve_symbols(*file, pattern, max_matches);
+}
+
+Result<std::vector<SymbolMatch>> resolve_symbols(const ElfFile& f,
+                                                 const std::string& pattern,
+                                                 size_t max_matches) {
+  LT_RETURN_IF_ERROR(check_pattern(pattern));
+  const ElfFile* file = &f;
+  const std::string& path = f.path();
   if (!is_glob(pattern) || is_pointer_pattern(pattern)) {
     Result<SymbolMatch> one = resolve_symbol(*file, pattern);
     if (!one.ok()) return one.status();

@@ -43,6 +43,10 @@ Result<SymbolMatch> resolve_symbol(const ElfFile& file,
 Result<std::vector<SymbolMatch>> resolve_symbols(const std::string& path,
                                                  const std::string& pattern,
                                                  size_t max_matches);
+// The same on a file already open.
+Result<std::vector<SymbolMatch>> resolve_symbols(const ElfFile& file,
+                                                 const std::string& pattern,
+                                                 size_t max_matches);
 
 // The demangled name without its parameter list and trailing qualifiers:
 // "ns::Foo::bar(int) const" -> "ns::Foo::bar". Unchanged when there is none.

@@ -1,14 +1,21 @@
 #include "profiles/resolve.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
 
 #include "base/log.h"
+#include "elf/elf_file.h"
 #include "elf/resolve.h"
 #include "proc/maps.h"
 #include "proc/process.h"
@@ -103,6 +110,37 @@ Result<std::string> resolve_binary(const std::string& binary,
   return found.status();
 }
 
+namespace {
+
+// ELF files opened for resolution, kept for the process's life: the probes
+// of a profile in one binary (node: 110 MB, 100 k symbols to demangle)
+// load its symbol table once, and so do `check`'s one-by-one resolutions.
+// Keyed by path and the file's identity: a rebuilt file is read again.
+Result<const elf::ElfFile*> open_cached(const std::string& path) {
+  using Key = std::tuple<std::string, dev_t, ino_t, off_t, int64_t, int64_t>;
+  static std::mutex mu;
+  static std::map<Key, std::unique_ptr<elf::ElfFile>> cache;
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    Result<elf::ElfFile> f = elf::ElfFile::Open(path);  // says why
+    if (!f.ok()) return f.status();
+    return Status::Error(fmt::format("stat {}: {}", path, strerror(errno)));
+  }
+  Key key{path,       st.st_dev,         st.st_ino,
+          st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec};
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second.get();
+  Result<elf::ElfFile> f = elf::ElfFile::Open(path);
+  if (!f.ok()) return f.status();
+  auto owned = std::make_unique<elf::ElfFile>(std::move(*f));
+  const elf::ElfFile* raw = owned.get();
+  cache.emplace(std::move(key), std::move(owned));
+  return raw;
+}
+
+}  // namespace
+
 Status resolve_probes(std::vector<ProbeDef>* probes,
                       const ResolveContext& ctx) {
   // Input roles are socket-call probes: they take no entry in the kernel's
@@ -123,7 +161,9 @@ Status resolve_probes(std::vector<ProbeDef>* probes,
   for (const ProbeDef& p : *probes) {
     auto path = resolve_binary(p.binary, ctx);
     if (!path.ok()) return path.status();
-    auto matches = elf::resolve_symbols(*path, p.symbol, SIZE_MAX);
+    auto file = open_cached(*path);
+    if (!file.ok()) return file.status();
+    auto matches = elf::resolve_symbols(**file, p.symbol, SIZE_MAX);
     if (!matches.ok()) return matches.status();
     if (takes_slot(p)) {
       --pending;
