@@ -407,6 +407,7 @@ TEST(TextReport, EmptyRun) {
   std::ostringstream os;
   write_text_report(os, DispatchAnalysis{}, ctx);
   EXPECT_NE(os.str().find("no spans"), std::string::npos);
+  EXPECT_NE(os.str().find("looptrace check PROFILE"), std::string::npos);
   EXPECT_NE(os.str().find("lost: none"), std::string::npos);
 }
 

@@ -328,6 +328,13 @@ void write_text_report(std::ostream& os, const DispatchAnalysis& analysis,
   if (any_probe && analysis.threads.empty() && analysis.slow.empty()) {
     os << '\n';
     put(os, "no spans: no probed function returned while tracing");
+    // What to try: where the probes went, and what else is there.
+    put(os, "  try: looptrace check PROFILE [-p PID] (where each probe went),");
+    put(os,
+        "  looptrace list BINARY GLOB (what else can be probed); custom GLib");
+    put(os,
+        "  own sources (GDK events): --dispatch "
+        "libglib-2.0.so.0:g_main_context_dispatch");
   }
   for (uint32_t r = 0; r < LT_ROLE_MAX; ++r) write_threads(os, analysis, r);
   report::FrameNames names(ctx.symbolizer);
