@@ -333,7 +333,7 @@ void write_text_report(std::ostream& os, const DispatchAnalysis& analysis,
     put(os,
         "  looptrace list BINARY GLOB (what else can be probed); custom GLib");
     put(os,
-        "  own sources (GDK events): --dispatch "
+        "  sources (GDK events): --dispatch "
         "libglib-2.0.so.0:g_main_context_dispatch");
   }
   for (uint32_t r = 0; r < LT_ROLE_MAX; ++r) write_threads(os, analysis, r);
