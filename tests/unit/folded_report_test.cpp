@@ -98,6 +98,36 @@ TEST(FoldedReport, NoSamplesNoLines) {
   EXPECT_EQ(os.str(), "");
 }
 
+// Off-CPU: where slow spans blocked, weighed in whole microseconds, the
+// kernel wait as the last frame ("[blocked]" when its stack names none);
+// a place under a microsecond in all is left out.
+TEST(FoldedBlocked, WhereSlowSpansBlockedInMicroseconds) {
+  TraceFixture f;
+  BlockGroup sleep;
+  sleep.frames = sleep_stack();
+  sleep.blocked_ns = 90 * kMs + 999;
+  sleep.count = 2;
+  f.found.analysis.slow[0].blocked.push_back(sleep);
+  BlockGroup tiny;
+  tiny.frames = busy_stack(0);
+  tiny.blocked_ns = 999;
+  f.found.analysis.slow[0].blocked.push_back(tiny);
+  // The same place in the same handler later: its time adds up.
+  f.found.analysis.slow[3].blocked.push_back(sleep);
+  std::ostringstream os;
+  ASSERT_TRUE(write_folded_blocked(os, f.found, f.ctx).ok());
+  const std::map<std::string, uint64_t> want = {
+      {"loopapp;StallHandler what=7;main;Looper::loop();"
+       "Handler::dispatchMessage(Message&);"
+       "StallHandler::handleMessage(Message const&);"
+       "std::this_thread::sleep_for<long, std::ratio<1l, 1000l> >;[blocked]",
+       2 * 90000}};
+  EXPECT_EQ(parse_folded(os.str()), want) << os.str();
+  std::ostringstream none;
+  ASSERT_TRUE(write_folded_blocked(none, Findings{}, f.ctx).ok());
+  EXPECT_EQ(none.str(), "");
+}
+
 TEST(FoldedReport, AFailedStreamIsAnError) {
   TraceFixture f;
   std::ostringstream os;

@@ -50,6 +50,9 @@ void add_output_options(CLI::App* app, looptrace::OutputPaths* out) {
   app->add_option("--folded", out->folded,
                   "Write folded stacks to FILE, for flamegraph.pl and "
                   "speedscope");
+  app->add_option("--folded-blocked", out->folded_blocked,
+                  "Write where slow spans blocked to FILE as folded stacks "
+                  "weighed in microseconds (an off-CPU flame graph)");
   app->add_option("--html", out->html,
                   "Write a self-contained HTML page (timeline, flame graph, "
                   "tables) to FILE");

@@ -16,12 +16,14 @@ Status Outputs::open(const OutputPaths& paths) {
     std::unique_ptr<OutputFile>* file;
   };
   std::unique_ptr<OutputFile> recording;
-  std::vector<Want> wants{{"--json", paths.json, &json_},
-                          {"--events", paths.events, &events_},
-                          {"-o", paths.recording, &recording},
-                          {"--perfetto", paths.perfetto, &perfetto_},
-                          {"--folded", paths.folded, &folded_},
-                          {"--html", paths.html, &html_}};
+  std::vector<Want> wants{
+      {"--json", paths.json, &json_},
+      {"--events", paths.events, &events_},
+      {"-o", paths.recording, &recording},
+      {"--perfetto", paths.perfetto, &perfetto_},
+      {"--folded", paths.folded, &folded_},
+      {"--folded-blocked", paths.folded_blocked, &folded_blocked_},
+      {"--html", paths.html, &html_}};
   // One file for two outputs would be moved aside by the second open; two
   // on stdout would interleave.
   std::vector<std::pair<const char*, std::filesystem::path>> seen;
@@ -82,6 +84,7 @@ std::vector<Status> Outputs::write_reports(
   };
   write(perfetto_, write_perfetto);
   write(folded_, write_folded);
+  write(folded_blocked_, write_folded_blocked);
   write(html_, write_html);
   if (events_) done(events_->close());
   return failures;

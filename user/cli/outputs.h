@@ -21,6 +21,7 @@ struct OutputPaths {
   std::string recording;  // -o (record only)
   std::string perfetto;
   std::string folded;
+  std::string folded_blocked;  // --folded-blocked: off-CPU, in microseconds
   std::string html;
 };
 
@@ -47,7 +48,8 @@ class Outputs {
                                     std::vector<BudgetOutcome>* outcomes);
 
  private:
-  std::unique_ptr<OutputFile> json_, events_, perfetto_, folded_, html_;
+  std::unique_ptr<OutputFile> json_, events_, perfetto_, folded_,
+      folded_blocked_, html_;
   std::unique_ptr<RecordingWriter> recording_;
   bool stdout_taken_ = false;
 };

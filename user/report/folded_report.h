@@ -20,6 +20,14 @@ namespace looptrace {
 Status write_folded(std::ostream& os, const Findings& found,
                     const ReportContext& ctx);
 
+// Off-CPU: where slow spans blocked (docs/looptrace.md), in the same form:
+// comm, target, the user frames from the outermost, then the kernel
+// function it waited in as "[do_nanosleep]" ("[blocked]" when unknown);
+// the weight is the time blocked there in microseconds, as bcc's
+// offcputime -f gives it.
+Status write_folded_blocked(std::ostream& os, const Findings& found,
+                            const ReportContext& ctx);
+
 // `name` as one frame of a folded line: ';' (the separator) becomes ':',
 // line breaks and other control characters become spaces, and an empty
 // name becomes "[unknown]".
