@@ -14,14 +14,20 @@ namespace {
 
 constexpr int64_t kToleranceNs = 1'000'000;  // the 1 ms
 
+#define LT_REQUIRE_SYSTEM_PYTHON()                               \
+  do {                                                           \
+    if (access("/usr/bin/python3", X_OK) != 0) {                 \
+      if (bpf_required())                                        \
+        FAIL() << "/usr/bin/python3 missing (scripts/setup.sh)"; \
+      GTEST_SKIP() << "/usr/bin/python3 missing";                \
+    }                                                            \
+  } while (0)
+
 class GlibLoop : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(GlibLoop, StallsInTimeoutCallbacksAreReported) {
   LT_REQUIRE_BPF();
-  if (access("/usr/bin/python3", X_OK) != 0) {
-    if (bpf_required()) FAIL() << "/usr/bin/python3 missing (scripts/setup.sh)";
-    GTEST_SKIP() << "/usr/bin/python3 missing";
-  }
+  LT_REQUIRE_SYSTEM_PYTHON();
   TempDir dir;
   const std::string log = dir.file("glib.jsonl");
   const std::string json = dir.file("report.json");
@@ -92,6 +98,68 @@ TEST_P(GlibLoop, StallsInTimeoutCallbacksAreReported) {
 
 INSTANTIATE_TEST_SUITE_P(Kinds, GlibLoop, ::testing::Values("sleep", "busy"));
 
+// glib_loop.py (APP_ARGS) under `looptrace record LT_ARGS`: the report, the
+// stalls python logged, and what may lengthen a span beyond its callback
+// besides GLib's own work: the loop thread's run-queue wait and the host's
+// steal during the run.
+struct GlibRun {
+  nlohmann::json report;
+  std::vector<nlohmann::json> stalls;
+  int64_t slack_ns = 0;  // kToleranceNs + run-queue wait + steal
+};
+
+void run_glib(const std::vector<std::string>& lt_args,
+              const std::vector<std::string>& app_args, GlibRun* out) {
+  TempDir dir;
+  const std::string log = dir.file("glib.jsonl");
+  const std::string json = dir.file("report.json");
+  std::vector<std::string> cmd = {looptrace_bin(), "record"};
+  cmd.insert(cmd.end(), lt_args.begin(), lt_args.end());
+  cmd.insert(cmd.end(), {"--json", json, "-q", "--", "/usr/bin/python3",
+                         tests_dir() + "/programs/glib_loop.py"});
+  cmd.insert(cmd.end(), app_args.begin(), app_args.end());
+  cmd.insert(cmd.end(), {"--log", log});
+  const int64_t steal_before = steal_ns();
+  RunResult r = run(cmd);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const int64_t stolen = steal_ns() - steal_before;
+  auto lines = read_jsonl(log);
+  out->stalls = events(lines, "stall");
+  auto summary = events(lines, "summary");
+  ASSERT_EQ(summary.size(), 1u);
+  const int64_t run_delay =
+      std::max<int64_t>(0, summary[0]["run_delay_ns"].get<int64_t>());
+  out->slack_ns = kToleranceNs + run_delay + stolen;
+  out->report = read_json(json);
+  expect_split_adds_up(out->report);
+}
+
+// Span `s` holds stall `st` (python's clock reads inside its callback).
+bool holds(const nlohmann::json& s, const nlohmann::json& st) {
+  uint64_t start = s["start_ns"], dur = s["duration_ns"];
+  return start <= st["start_ns"].get<uint64_t>() &&
+         start + dur >= st["end_ns"].get<uint64_t>();
+}
+
+// The span of `list` (of `probe` if given) that holds stall `st`.
+const nlohmann::json* span_holding(const nlohmann::json& list,
+                                   const nlohmann::json& st,
+                                   const std::string& probe = "") {
+  const nlohmann::json* m = nullptr;
+  for (const auto& s : list)
+    if ((probe.empty() || s["probe"] == probe) && holds(s, st)) m = &s;
+  return m;
+}
+
+// Its callback's time, and no more than GLib's work around it.
+void expect_callback_time(const nlohmann::json& span, const nlohmann::json& st,
+                          int64_t slack_ns) {
+  int64_t d = static_cast<int64_t>(span["duration_ns"].get<uint64_t>()) -
+              static_cast<int64_t>(st["duration_ns"].get<uint64_t>());
+  EXPECT_LE(std::llabs(d), slack_ns)
+      << "looptrace " << span.dump() << "\nvs python " << st.dump();
+}
+
 // One span per source, not per batch: GLib's timeout sources are
 // dispatched by its static g_timeout_dispatch, which no symbol names in
 // Debian's stripped libglib but the exported table g_timeout_funcs holds
@@ -99,86 +167,41 @@ INSTANTIATE_TEST_SUITE_P(Kinds, GlibLoop, ::testing::Values("sleep", "busy"));
 // in one g_main_context_dispatch batch; each gets its own span.
 TEST(GlibSources, EachTimeoutOfABatchIsItsOwnSpan) {
   LT_REQUIRE_BPF();
-  if (access("/usr/bin/python3", X_OK) != 0) {
-    if (bpf_required()) FAIL() << "/usr/bin/python3 missing (scripts/setup.sh)";
-    GTEST_SKIP() << "/usr/bin/python3 missing";
-  }
-  TempDir dir;
-  const std::string log = dir.file("glib.jsonl");
-  const std::string json = dir.file("report.json");
+  LT_REQUIRE_SYSTEM_PYTHON();
   const std::string source = "*(g_timeout_funcs+16)";
-  const int64_t steal_before = steal_ns();
-  RunResult r = run({looptrace_bin(),
-                     "record",
-                     "--dispatch",
-                     "libglib-2.0.so.0:g_main_context_dispatch",
-                     "--dispatch",
-                     "libglib-2.0.so.0:" + source,
-                     "--slow",
-                     "20ms",
-                     "--json",
-                     json,
-                     "-q",
-                     "--",
-                     "/usr/bin/python3",
-                     tests_dir() + "/programs/glib_loop.py",
-                     "--stall",
-                     "busy:40@500",
-                     "--stall",
-                     "busy:70@500",
-                     "--stall",
-                     "sleep:50@1000",
-                     "--duration",
-                     "1500",
-                     "--log",
-                     log});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const int64_t stolen = steal_ns() - steal_before;
-  auto lines = read_jsonl(log);
-  auto stalls = events(lines, "stall");
-  auto summary = events(lines, "summary");
-  ASSERT_EQ(summary.size(), 1u);
-  ASSERT_EQ(stalls.size(), 3u);
-  const int64_t run_delay =
-      std::max<int64_t>(0, summary[0]["run_delay_ns"].get<int64_t>());
-  nlohmann::json report = read_json(json);
-  expect_split_adds_up(report);
-  auto contains = [](const nlohmann::json& s, const nlohmann::json& st) {
-    uint64_t start = s["start_ns"], dur = s["duration_ns"];
-    return start <= st["start_ns"].get<uint64_t>() &&
-           start + dur >= st["end_ns"].get<uint64_t>();
-  };
+  GlibRun g;
+  ASSERT_NO_FATAL_FAILURE(
+      run_glib({"--dispatch", "libglib-2.0.so.0:g_main_context_dispatch",
+                "--dispatch", "libglib-2.0.so.0:" + source, "--slow", "20ms"},
+               {"--stall", "busy:40@500", "--stall", "busy:70@500", "--stall",
+                "sleep:50@1000", "--duration", "1500"},
+               &g));
+  ASSERT_EQ(g.stalls.size(), 3u);
+  const auto& slow = g.report["slow_dispatches"];
   int sources = 0;
-  for (const auto& s : report["slow_dispatches"])
+  for (const auto& s : slow)
     if (s["probe"] == source) ++sources;
-  EXPECT_EQ(sources, 3) << report["slow_dispatches"].dump();
-  for (const auto& st : stalls) {
-    const nlohmann::json* m = nullptr;
-    for (const auto& s : report["slow_dispatches"])
-      if (s["probe"] == source && contains(s, st)) m = &s;
-    ASSERT_NE(m, nullptr) << st.dump() << "\n"
-                          << report["slow_dispatches"].dump();
+  EXPECT_EQ(sources, 3) << slow.dump();
+  for (const auto& st : g.stalls) {
+    const nlohmann::json* m = span_holding(slow, st, source);
+    ASSERT_NE(m, nullptr) << st.dump() << "\n" << slow.dump();
     // Inside the batch's span.
     EXPECT_EQ((*m)["depth"], 1) << m->dump();
     // Its own callback only: not the other stall of the batch.
-    for (const auto& other : stalls) {
+    for (const auto& other : g.stalls) {
       if (other["index"] == st["index"]) continue;
-      EXPECT_FALSE(contains(*m, other)) << m->dump() << "\n" << other.dump();
+      EXPECT_FALSE(holds(*m, other)) << m->dump() << "\n" << other.dump();
     }
-    int64_t d = static_cast<int64_t>((*m)["duration_ns"].get<uint64_t>()) -
-                static_cast<int64_t>(st["duration_ns"].get<uint64_t>());
-    EXPECT_LE(std::llabs(d), kToleranceNs + run_delay + stolen)
-        << "looptrace " << (*m)["duration_ns"] << " vs python "
-        << st["duration_ns"];
+    expect_callback_time(*m, st, g.slack_ns);
   }
   // The two stalls due together were one batch: one g_main_context_dispatch
   // span holds both (what the per-batch probe alone would report as one).
   int batches_with_both = 0;
-  for (const auto& s : report["slow_dispatches"])
-    if (s["probe"] == "g_main_context_dispatch" && contains(s, stalls[0]) &&
-        contains(s, stalls[1]))
+  for (const auto& s : slow)
+    if (s["probe"] == "g_main_context_dispatch" && holds(s, g.stalls[0]) &&
+        holds(s, g.stalls[1]))
       ++batches_with_both;
-  EXPECT_EQ(batches_with_both, 1) << report["slow_dispatches"].dump();
+  EXPECT_EQ(batches_with_both, 1) << slow.dump();
 }
 
 // The glib profile tells the source kinds apart: a stall run by an idle
@@ -196,70 +219,30 @@ class GlibSourceKinds : public ::testing::TestWithParam<SourceKind> {};
 
 TEST_P(GlibSourceKinds, EachKindIsNamedAndTimed) {
   LT_REQUIRE_BPF();
-  if (access("/usr/bin/python3", X_OK) != 0) {
-    if (bpf_required()) FAIL() << "/usr/bin/python3 missing (scripts/setup.sh)";
-    GTEST_SKIP() << "/usr/bin/python3 missing";
-  }
+  LT_REQUIRE_SYSTEM_PYTHON();
   const SourceKind& k = GetParam();
-  TempDir dir;
-  const std::string log = dir.file("glib.jsonl");
-  const std::string json = dir.file("report.json");
-  const int64_t steal_before = steal_ns();
-  RunResult r = run({looptrace_bin(),
-                     "record",
-                     "--profile",
-                     "glib",
-                     "--slow",
-                     "20ms",
-                     "--json",
-                     json,
-                     "-q",
-                     "--",
-                     "/usr/bin/python3",
-                     tests_dir() + "/programs/glib_loop.py",
-                     "--source",
-                     k.source,
-                     "--stall",
-                     "sleep:50@300",
-                     "--stall",
-                     "busy:40@600",
-                     "--duration",
-                     "900",
-                     "--log",
-                     log});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const int64_t stolen = steal_ns() - steal_before;
-  auto lines = read_jsonl(log);
-  auto stalls = events(lines, "stall");
-  auto summary = events(lines, "summary");
-  ASSERT_EQ(stalls.size(), 2u);
-  ASSERT_EQ(summary.size(), 1u);
-  const int64_t run_delay =
-      std::max<int64_t>(0, summary[0]["run_delay_ns"].get<int64_t>());
-  nlohmann::json report = read_json(json);
-  expect_split_adds_up(report);
-  const auto& list = report[k.list];
-  EXPECT_EQ(
-      report["slow_dispatches"].size() + report["slow_idle_handlers"].size(),
-      stalls.size())
-      << report["slow_dispatches"].dump() << report["slow_idle_handlers"];
-  for (const auto& st : stalls) {
+  GlibRun g;
+  ASSERT_NO_FATAL_FAILURE(
+      run_glib({"--profile", "glib", "--slow", "20ms"},
+               {"--source", k.source, "--stall", "sleep:50@300", "--stall",
+                "busy:40@600", "--duration", "900"},
+               &g));
+  ASSERT_EQ(g.stalls.size(), 2u);
+  const auto& list = g.report[k.list];
+  EXPECT_EQ(g.report["slow_dispatches"].size() +
+                g.report["slow_idle_handlers"].size(),
+            g.stalls.size())
+      << g.report["slow_dispatches"].dump()
+      << g.report["slow_idle_handlers"].dump();
+  for (const auto& st : g.stalls) {
     ASSERT_EQ(st["source"], k.source);
-    const nlohmann::json* m = nullptr;
-    for (const auto& s : list) {
-      uint64_t start = s["start_ns"], dur = s["duration_ns"];
-      if (start <= st["start_ns"].get<uint64_t>() &&
-          start + dur >= st["end_ns"].get<uint64_t>())
-        m = &s;
-    }
+    const nlohmann::json* m = span_holding(list, st);
     ASSERT_NE(m, nullptr) << st.dump() << "\n" << list.dump();
     EXPECT_EQ(
         (*m)["target"].get<std::string>().rfind(std::string(k.label) + " ", 0),
         0u)
         << m->dump();
-    int64_t d = static_cast<int64_t>((*m)["duration_ns"].get<uint64_t>()) -
-                static_cast<int64_t>(st["duration_ns"].get<uint64_t>());
-    EXPECT_LE(std::llabs(d), kToleranceNs + run_delay + stolen) << m->dump();
+    expect_callback_time(*m, st, g.slack_ns);
   }
 }
 
@@ -280,10 +263,7 @@ INSTANTIATE_TEST_SUITE_P(
 // one GLib timeout span within 1 ms of the callback's own clock.
 TEST(GlibSources, ProfileIsFoundFromTheProcessLibraries) {
   LT_REQUIRE_BPF();
-  if (access("/usr/bin/python3", X_OK) != 0) {
-    if (bpf_required()) FAIL() << "/usr/bin/python3 missing (scripts/setup.sh)";
-    GTEST_SKIP() << "/usr/bin/python3 missing";
-  }
+  LT_REQUIRE_SYSTEM_PYTHON();
   TempDir dir;
   const std::string log = dir.file("glib.jsonl");
   const std::string json = dir.file("report.json");
@@ -318,19 +298,11 @@ TEST(GlibSources, ProfileIsFoundFromTheProcessLibraries) {
   const auto& slow = report["slow_dispatches"];
   EXPECT_EQ(slow.size(), stalls.size()) << slow.dump();
   for (const auto& st : stalls) {
-    const nlohmann::json* m = nullptr;
-    for (const auto& s : slow) {
-      uint64_t start = s["start_ns"], dur = s["duration_ns"];
-      if (start <= st["start_ns"].get<uint64_t>() &&
-          start + dur >= st["end_ns"].get<uint64_t>())
-        m = &s;
-    }
+    const nlohmann::json* m = span_holding(slow, st);
     ASSERT_NE(m, nullptr) << st.dump() << "\n" << slow.dump();
     EXPECT_EQ((*m)["target"].get<std::string>().rfind("GLib timeout ", 0), 0u)
         << m->dump();
-    int64_t d = static_cast<int64_t>((*m)["duration_ns"].get<uint64_t>()) -
-                static_cast<int64_t>(st["duration_ns"].get<uint64_t>());
-    EXPECT_LE(std::llabs(d), kToleranceNs + run_delay + stolen) << m->dump();
+    expect_callback_time(*m, st, kToleranceNs + run_delay + stolen);
   }
 }
 
