@@ -96,7 +96,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     check_lookup(f, s.vaddr + s.size + 1);
     auto off = f.vaddr_to_offset(s.vaddr);
     if (off.ok()) (void)f.offset_to_vaddr(*off);
-    if (!s.is_func) continue;
+    if (!s.is_func) {
+      // A table of pointers: the slot's relocation or bytes.
+      for (int slot : {0, 8, 16})
+        check_resolve(f, fmt::format("*({}+{})", s.name, slot));
+      continue;
+    }
     check_resolve(f, s.name);
     check_resolve(f, s.demangled);
     check_resolve(f, elf::strip_params(s.demangled));
