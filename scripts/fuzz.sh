@@ -10,8 +10,8 @@
 #   scripts/fuzz.sh profile -- -max_len=65536
 #                                        extra libFuzzer flags after --
 #
-# Targets: profile key_expr duration maps elf decode perf_map (default:
-# all). Each
+# Targets: profile key_expr duration maps elf decode recording record_decode
+# perf_map (default: all, as tests/fuzz/CMakeLists.txt lists them). Each
 # run reads the committed corpus (tests/fuzz/corpus/NAME) and writes the
 # inputs it finds to BUILD_DIR/tests/fuzz/corpus/NAME, crashes to
 # BUILD_DIR/tests/fuzz/artifacts/. A run ends non-zero at the first crash,
@@ -19,7 +19,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${BUILD_DIR:-build-fuzz}
-all_targets=(profile key_expr duration maps elf decode perf_map)
+all_targets=(profile key_expr duration maps elf decode recording record_decode
+  perf_map)
 
 # Warnings are errors in the GCC build (scripts/build.sh); clang warns about
 # other things (-Wsign-compare inside the kernel's NLMSG_OK macro), so here

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Regenerates the binary seeds of tests/fuzz/corpus: the ELF files of
 # fuzz_elf (small: a 64-byte page size and no debug info keep each a few KB;
-# they are seeds, not programs to run) and the records of fuzz_decode (from
-# include/looptrace/abi.h: rerun this when the ABI changes). The text seeds
-# are written by hand.
+# they are seeds, not programs to run), the ring-buffer records of
+# fuzz_decode (from include/looptrace/abi.h: rerun this when the ABI
+# changes), and the recording records of fuzz_record_decode and a recording
+# holding them for fuzz_recording (from user/record/codec.cpp's encoder:
+# rerun this when the recording format changes). The text seeds, and the
+# record_decode seeds typeN-M and recording/refapp-run.lt (taken from a run
+# of the reference app), are not made here.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -40,4 +44,12 @@ g++ -std=c++20 -I"$root/include" -o "$tmp/make_decode_seeds" \
   "$seeds/make_decode_seeds.cpp"
 "$tmp/make_decode_seeds" "$decode"
 
-ls -l "$elf" "$decode"
+record=$here/corpus/record_decode
+recording=$here/corpus/recording
+mkdir -p "$record" "$recording"
+g++ -std=c++20 -O1 -I"$root/include" -I"$root/user" \
+  -o "$tmp/make_record_seeds" "$seeds/make_record_seeds.cpp" \
+  "$root/user/record/codec.cpp" -lz
+"$tmp/make_record_seeds" "$record" "$recording/all-types.lt"
+
+ls -l "$elf" "$decode" "$record" "$recording"

@@ -1,9 +1,13 @@
-// Writes fuzz_decode's seeds: one valid record of each type, each preceded
-// by its 16-bit length as fuzz_decode reads them, built from the ABI
-// header so they follow its layout (rerun make_seeds.sh when it changes).
+// Writes fuzz_decode's seeds: one valid record of each type (and of the
+// off-CPU and wakeup records, also with their user stack copy), each
+// preceded by its 16-bit length as fuzz_decode reads them, built from the
+// ABI header so they follow its layout (rerun make_seeds.sh when it
+// changes). The records carrying a stack copy are ~9 KB: the decoder takes
+// only their exact size, and libFuzzer grows no input past its largest seed.
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,6 +34,29 @@ T with_header(uint32_t type) {
   r.hdr.pid = 1234;
   r.hdr.tid = 1235;
   return r;
+}
+
+// A record and its lt_ucopy (`C` = {R r or s; lt_ucopy u}), the header's
+// size that of the whole.
+template <typename C>
+void set_header(C* c, uint32_t type) {
+  lt_rec_header* hdr = reinterpret_cast<lt_rec_header*>(c);
+  hdr->type = type;
+  hdr->size = sizeof(C);
+  hdr->ts_ns = 1'000'000'000;
+  hdr->pid = 1234;
+  hdr->tid = 1235;
+}
+
+// A few registers and stack bytes; the rest of the copy stays zero.
+void fill_copy(lt_ucopy* u) {
+  for (int i = 0; i < LT_NREGS; ++i) u->regs[i] = 0x1000 + i;
+  u->regs[7] = 0x7ffd00001000;  // rsp
+  u->regs[16] = 0x401000;       // rip
+  u->stack_len = 64;
+  for (uint32_t i = 0; i < u->stack_len; ++i) u->stack[i] = uint8_t(i);
+  u->nret = 1;
+  u->ret_addrs[0] = 0x401300;
 }
 
 void save(const std::string& dir, const char* name,
@@ -86,27 +113,87 @@ int main(int argc, char** argv) {
   io.fd = 5;
   std::memcpy(io.comm, "refapp", 6);
 
+  auto exec = with_header<lt_exec_rec>(LT_REC_EXEC);
+
+  // 9 KB each, on the heap.
+  auto ustack = std::make_unique<lt_ustack_rec>();
+  std::memset(ustack.get(), 0, sizeof *ustack);
+  set_header(ustack.get(), LT_REC_USTACK);
+  ustack->s.span_id = 7;
+  ustack->s.nframes = 2;
+  ustack->s.frames[0] = 0x401000;
+  ustack->s.frames[1] = 0x401100;
+  fill_copy(&ustack->u);
+
+  auto offcpu = with_header<lt_offcpu_rec>(LT_REC_OFFCPU);
+  offcpu.span_id = 7;
+  offcpu.probe_id = 1;
+  offcpu.seq = 1;
+  offcpu.nframes = 2;
+  offcpu.frames[0] = 0x7f0000002000;
+  offcpu.frames[1] = 0x401000;
+  offcpu.nkframes = 2;
+  offcpu.kframes[0] = 0xffffffff81000000;
+  offcpu.kframes[1] = 0xffffffff81000100;
+  auto offcpu_copy = std::make_unique<lt_offcpu_copy_rec>();
+  std::memset(offcpu_copy.get(), 0, sizeof *offcpu_copy);
+  offcpu_copy->r = offcpu;
+  set_header(offcpu_copy.get(), LT_REC_OFFCPU);
+  fill_copy(&offcpu_copy->u);
+
+  auto wake = with_header<lt_wake_rec>(LT_REC_WAKE);
+  wake.wake_id = 1;
+  wake.waker_pid = 1234;
+  wake.waker_tid = 1236;
+  std::memcpy(wake.waker_comm, "worker", 6);
+  wake.nframes = 1;
+  wake.frames[0] = 0x401400;
+  wake.nkframes = 1;
+  wake.kframes[0] = 0xffffffff81000200;
+  auto wake_copy = std::make_unique<lt_wake_copy_rec>();
+  std::memset(wake_copy.get(), 0, sizeof *wake_copy);
+  wake_copy->r = wake;
+  set_header(wake_copy.get(), LT_REC_WAKE);
+  fill_copy(&wake_copy->u);
+  // From an interrupt: no user stack, the kernel's path to the timer.
+  auto wake_irq = wake;
+  wake_irq.flags = LT_WAKE_IRQ;
+  wake_irq.waker_pid = 0;
+  wake_irq.waker_tid = 0;
+  std::memset(wake_irq.waker_comm, 0, LT_COMM_LEN);
+  std::memcpy(wake_irq.waker_comm, "swapper/0", 9);
+  wake_irq.nframes = 0;
+
+  auto woken = with_header<lt_woken_rec>(LT_REC_WOKEN);
+  woken.seq = 1;
+  woken.wake_id = 1;
+
+  // Every type once, in its form without a stack copy where it has one.
   std::vector<uint8_t> all;
-  std::vector<uint8_t> one;
-  append(&one, span);
-  save(dir, "span", one);
-  append(&all, span);
-  one.clear();
-  append(&one, sample);
-  save(dir, "sample", one);
-  append(&all, sample);
-  one.clear();
-  append(&one, drop);
-  save(dir, "span_drop", one);
-  append(&all, drop);
-  one.clear();
-  append(&one, point);
-  save(dir, "point", one);
-  append(&all, point);
-  one.clear();
-  append(&one, io);
-  save(dir, "io", one);
-  append(&all, io);
+  auto both = [&](const char* name, const auto& rec) {
+    std::vector<uint8_t> one;
+    append(&one, rec);
+    save(dir, name, one);
+    append(&all, rec);
+  };
+  auto alone = [&](const char* name, const auto& rec) {
+    std::vector<uint8_t> one;
+    append(&one, rec);
+    save(dir, name, one);
+  };
+  both("span", span);
+  both("sample", sample);
+  both("span_drop", drop);
+  both("point", point);
+  both("io", io);
+  both("exec", exec);
+  both("ustack", *ustack);
+  both("offcpu", offcpu);
+  alone("offcpu_copy", *offcpu_copy);
+  both("wake", wake);
+  alone("wake_copy", *wake_copy);
+  alone("wake_irq", wake_irq);
+  both("woken", woken);
   save(dir, "all_types", all);
   return 0;
 }
