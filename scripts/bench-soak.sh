@@ -19,10 +19,11 @@
 # Every 10 s (every second after the app exits, while looptrace writes its
 # report) a CSV row: elapsed_s, phase (run|report), rss_kb (VmRSS),
 # hwm_kb (VmHWM), anon_kb, file_kb, shmem_kb (RssAnon, RssFile, RssShmem:
-# the heap, mapped files, the ring buffer's pages), app_dispatches (the
-# app's --progress count), spill_kb (looptrace's open files in its TMPDIR,
-# unlinked ones included), rec_kb (-o FILE), app_log_kb, steal_ms
-# (/proc/stat, all CPUs).
+# the heap; mapped files and the BPF maps looptrace mmaps, the ring buffer
+# among them with its data pages counted twice, as they are mapped twice;
+# shared memory), app_dispatches (the app's --progress count), spill_kb
+# (looptrace's open files in its TMPDIR, unlinked ones included), rec_kb
+# (-o FILE), app_log_kb, steal_ms (/proc/stat, all CPUs).
 #
 # Checks against the app's own log (its clock read next to each socket
 # call), each failing the run:
@@ -388,13 +389,13 @@ fi
 chk() { awk -v k="$1" '$1 == k { $1 = ""; sub(/^ /, ""); print }' "$WORK/checks"; }
 
 # RSS at 10 %, 50 % and 100 % of the run: the run-phase samples nearest
-# (the last one for 100 %), with its heap (RssAnon) and ring buffer
-# (RssShmem) shares.
+# (the last one for 100 %), with its heap (RssAnon) and its mapped files
+# and BPF maps (RssFile: the 8 MiB ring buffer shows as 16 MiB there).
 rss_at() {
-  awk -F, -v f="$1" '$2 == "run" { t[++n] = $1; r[n] = $3; a[n] = $5; s[n] = $7 }
+  awk -F, -v f="$1" '$2 == "run" { t[++n] = $1; r[n] = $3; a[n] = $5; s[n] = $6 }
     END { if (!n) { print "-"; exit } ; w = t[n] * f; b = 1
           for (i = 1; i <= n; i++) if ((t[i] - w) ^ 2 < (t[b] - w) ^ 2) b = i
-          printf "%.1f MiB at %.0f s (heap %.1f, ring buffer %.1f)", r[b] / 1024, t[b], a[b] / 1024, s[b] / 1024 }' "$CSV"
+          printf "%.1f MiB at %.0f s (heap %.1f, files and BPF maps %.1f)", r[b] / 1024, t[b], a[b] / 1024, s[b] / 1024 }' "$CSV"
 }
 # How fast RSS grew once the JSON's 100 000 listed events were held (the
 # app's dispatches, input and background, past 110 000 input events' worth)
