@@ -96,6 +96,7 @@ static __always_inline void inherit_spans(struct task_struct *parent, struct tas
 		cst->hist_slot[i] = 0;
 	cst->input_next = 0;
 	cst->io.chan = 0;
+	cst->traced = 0; /* its own process: looked up again at its first span */
 }
 
 /* A new process. With a target, a traced process's children are traced (a
@@ -111,8 +112,13 @@ int BPF_PROG(lt_fork, struct task_struct *parent, struct task_struct *child)
 	if (lt_cfg.span_tgid_filter || lt_cfg.input_tgid_filter) {
 		if (!bpf_map_lookup_elem(&lt_tgids, &ptgid))
 			return 0;
-		if (bpf_map_update_elem(&lt_tgids, &ctgid, &one, BPF_ANY) == -LT_E2BIG)
-			count(LT_CNT_WATCH_FULL);
+		long e = bpf_map_update_elem(&lt_tgids, &ctgid, &one, BPF_ANY);
+
+		if (e) { /* not followed: nothing of the parent's is handed over */
+			if (e == -LT_E2BIG)
+				count(LT_CNT_WATCH_FULL);
+			return 0;
+		}
 	}
 	if (lt_ready)
 		inherit_spans(parent, child);

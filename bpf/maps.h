@@ -59,13 +59,14 @@ static __always_inline void count(__u32 which)
 
 #define LT_E2BIG 7 /* a full hash map refuses an update with -E2BIG */
 
-/* Traced processes (tgid -> 1) with -p or a command: the target, and the
+/* Traced processes (tgid -> 1) with -p or a command (resized by the loader,
+ * --max-processes): the target, and the
  * processes it forks (lt_fork); a process leaves when its last thread exits
  * (lt_exit). Spans (span_tgid_filter) and input calls (input_tgid_filter)
  * of other processes are dropped first thing. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
+	__uint(max_entries, 4096); /* resized by the loader */
 	__type(key, __u32);
 	__type(value, __u32);
 } lt_tgids SEC(".maps");

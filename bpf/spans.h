@@ -47,8 +47,10 @@ static __always_inline void on_delivery(struct lt_thread *st,
 	key.pid = bpf_get_current_pid_tgid() >> 32;
 	key.msg = f->keys[(mk - 1) & (LT_MAX_KEYS - 1)];
 	val = bpf_map_lookup_elem(&lt_pending, &key);
-	if (!val)
+	if (!val) {
+		count(LT_CNT_DELIVERY_UNMATCHED);
 		return;
+	}
 	due = val->when_ns;
 	h = thread_hist(st, val->probe_id & (LT_MAX_PROBES - 1), LT_ROLE_DELIVERY);
 	bpf_map_delete_elem(&lt_pending, &key);

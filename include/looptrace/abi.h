@@ -202,7 +202,11 @@ enum lt_counter {
 	 * dead at a later entry or return of the thread, as the kernel finds
 	 * its uretprobe instance dead, and dropped untimed. */
 	LT_CNT_ABANDONED = 13,
-	LT_CNT_MAX = 14,
+	/* A dispatch of a message (a probe with a msg key) whose enqueue is
+	 * not in lt_pending: enqueued before attach, or aged out of the full
+	 * table. Its delivery lag is unknown. */
+	LT_CNT_DELIVERY_UNMATCHED = 14,
+	LT_CNT_MAX = 15,
 };
 
 struct lt_rec_header {

@@ -3,6 +3,7 @@
 // FINISHED, the app when it received each event and sent FINISHED.
 #include <fmt/format.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <csignal>
 #include <cstdint>
@@ -309,6 +310,36 @@ namespace {
 // Consumption is the end of the g_main_context_dispatch that read the bytes.
 // The GLib app's server socket is named `sock_name`; looptrace picks the
 // channel with --input-peer `peer_arg` ("" = the socket's path).
+// Every zlib stream in `bytes` inflated, one after another: a recording's
+// blocks as they are on disk, read without looptrace's reader.
+std::string inflate_all(const std::string& bytes) {
+  std::string out;
+  for (size_t i = 0; i + 2 < bytes.size(); ++i) {
+    const auto b0 = static_cast<unsigned char>(bytes[i]);
+    const auto b1 = static_cast<unsigned char>(bytes[i + 1]);
+    if (b0 != 0x78 || ((b0 << 8) | b1) % 31 != 0) continue;  // zlib header
+    z_stream z{};
+    if (inflateInit(&z) != Z_OK) continue;
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data() + i));
+    z.avail_in = static_cast<uInt>(bytes.size() - i);
+    std::string chunk;
+    int rc = Z_OK;
+    while (rc == Z_OK) {
+      char buf[65536];
+      z.next_out = reinterpret_cast<Bytef*>(buf);
+      z.avail_out = sizeof(buf);
+      rc = inflate(&z, Z_NO_FLUSH);
+      chunk.append(buf, sizeof(buf) - z.avail_out);
+    }
+    if (rc == Z_STREAM_END) {
+      out += chunk;
+      i += z.total_in - 1;
+    }
+    inflateEnd(&z);
+  }
+  return out;
+}
+
 void glib_raw_channel(const std::string& sock_name,
                       const std::string& peer_arg) {
   TempDir dir;
@@ -322,13 +353,39 @@ void glib_raw_channel(const std::string& sock_name,
   ASSERT_TRUE(wait_for_text(dir.file("app.err"), "ready pid=", 10000))
       << read_file(dir.file("app.err"));
   int64_t steal_before = steal_ns();
-  RunResult r =
-      run({looptrace_bin(), "record", "-p", std::to_string(app.pid()),
-           "--input", "--input-peer", peer_arg.empty() ? sock : peer_arg,
-           "--dispatch", "libglib-2.0.so.0:g_main_context_dispatch", "--slow",
-           "20ms", "--slow-input", "50ms", "--json", json, "-q"},
-          30000);
+  const std::string rec = dir.file("trace.lt");
+  const std::string stream = dir.file("events.jsonl");
+  RunResult r = run({looptrace_bin(),
+                     "record",
+                     "-p",
+                     std::to_string(app.pid()),
+                     "--input",
+                     "--input-peer",
+                     peer_arg.empty() ? sock : peer_arg,
+                     "--dispatch",
+                     "libglib-2.0.so.0:g_main_context_dispatch",
+                     "--slow",
+                     "20ms",
+                     "--slow-input",
+                     "50ms",
+                     "--json",
+                     json,
+                     "-o",
+                     rec,
+                     "--events",
+                     stream,
+                     "-q"},
+                    30000);
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Raw channels carry what users type (X11 key events): no byte the app
+  // read is copied. The app's messages hold SECRET-KEYSTROKE; no piece of
+  // it is in any output, the recording's compressed blocks inflated.
+  const std::string inflated = inflate_all(read_file(rec));
+  ASSERT_GT(inflated.size(), 1000u) << "the recording's blocks inflate";
+  const std::string everything =
+      inflated + read_file(json) + read_file(stream) + r.out + r.err;
+  for (const char* piece : {"SECRET", "KEYSTROKE", "T-KEY", "ROKESEC"})
+    EXPECT_EQ(everything.find(piece), std::string::npos) << piece;
   EXPECT_EQ(app.wait(5000), 0);
   const int64_t tol = kToleranceNs + (steal_ns() - steal_before);
   auto reads = events(read_jsonl(log), "read");

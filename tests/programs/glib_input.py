@@ -5,7 +5,8 @@ mode takes consumption to be the end of the dispatch that read the bytes.
 
 A server thread listens on --socket PATH; the loop's client socket is
 connected to it and watched with GLib.io_add_watch. After --start-delay the
-server writes --events messages of 32 bytes, --interval ms apart; the watch
+server writes --events messages of 32 bytes (the index, then the text
+SECRET-KEYSTROKE, standing for what a user typed), --interval ms apart; the watch
 callback reads each with sock.recv and, for the index given by --stall-at,
 sleeps --stall-ms before returning.
 
@@ -58,7 +59,9 @@ seen = [0]
 def serve():
     time.sleep(args.start_delay / 1000)
     for i in range(args.events):
-        conn.sendall(bytes([i]) * 32)
+        # Its index, then bytes that stand for what a user typed: they
+        # must never reach looptrace's outputs.
+        conn.sendall(bytes([i]) + (b"SECRET-KEYSTROKE" * 2)[:31])
         time.sleep(args.interval / 1000)
     time.sleep(0.3)
     GLib.idle_add(loop.quit)

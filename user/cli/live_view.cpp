@@ -64,7 +64,7 @@ void LiveView::progress(uint64_t now_ns, const Tracer& tracer) {
          {LT_CNT_RB_FULL, LT_CNT_HIST_FULL, LT_CNT_DEPTH_OVERFLOW,
           LT_CNT_RET_UNMATCHED, LT_CNT_ABANDONED, LT_CNT_STORAGE_FAIL,
           LT_CNT_KEY_FAULT, LT_CNT_STACK_FAIL, LT_CNT_SCHED_UNSEEN,
-          LT_CNT_OFFCPU_CAPPED, LT_CNT_WATCH_FULL})
+          LT_CNT_OFFCPU_CAPPED, LT_CNT_WATCH_FULL, LT_CNT_DELIVERY_UNMATCHED})
       lost_ += c.bpf[k];
   }
   draw();

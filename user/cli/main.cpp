@@ -158,6 +158,14 @@ int main(int argc, char** argv) {
   rec->add_option("--max-threads", ra.hist_max,
                   "Histogram slots (threads x probes)")
       ->capture_default_str();
+  rec->add_option("--max-pending", ra.pending_max,
+                  "Messages enqueued and not yet dispatched that are kept "
+                  "for delivery lag")
+      ->capture_default_str();
+  rec->add_option("--max-processes", ra.process_max,
+                  "Processes followed with -p or a command (the target and "
+                  "what it forks)")
+      ->capture_default_str();
   rec->add_flag("--record-all", ra.record_all,
                 "Send every span through the ring buffer");
   add_output_options(rec, &ra.outputs);

@@ -357,6 +357,12 @@ Status build_options(const RecordArgs& a, Plan* s) {
   if (a.hist_max == 0 || a.hist_max > (1u << 20))
     return Status::Error("--max-threads: 1 to 1048576", ErrorKind::kUsage);
   s->opts.hist_max = a.hist_max;
+  if (a.pending_max == 0 || a.pending_max > (1u << 24))
+    return Status::Error("--max-pending: 1 to 16777216", ErrorKind::kUsage);
+  s->opts.pending_max = a.pending_max;
+  if (a.process_max == 0 || a.process_max > (1u << 22))
+    return Status::Error("--max-processes: 1 to 4194304", ErrorKind::kUsage);
+  s->opts.process_max = a.process_max;
   s->opts.limits.record_all = a.record_all;
   auto hang = parse_duration(a.hang);
   if (!hang.ok()) return hang.status();

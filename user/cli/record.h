@@ -42,6 +42,8 @@ struct RecordArgs {
   std::string ringbuf_size =
       std::to_string(Thresholds::kRingbufBytes >> 20) + "M";
   uint32_t hist_max = Thresholds::kHistMax;
+  uint32_t pending_max = Thresholds::kPendingMax;
+  uint32_t process_max = Thresholds::kProcessMax;
   bool record_all = false;
   OutputPaths outputs;  // --json, --events, -o, --perfetto, --folded, --html
   bool live = false;    // print slow spans as they end

@@ -470,6 +470,10 @@ Result<std::unique_ptr<Tracer>> Tracer::CreateWith(const TraceOptions& opts,
   }
   int err = bpf_map__set_max_entries(skel->maps.lt_events, opts.ringbuf_bytes);
   if (!err) err = bpf_map__set_max_entries(skel->maps.lt_hists, opts.hist_max);
+  if (!err)
+    err = bpf_map__set_max_entries(skel->maps.lt_pending, opts.pending_max);
+  if (!err)
+    err = bpf_map__set_max_entries(skel->maps.lt_tgids, opts.process_max);
   if (err)
     return Status::Errno(
         "sizing BPF maps (--ringbuf-size must be a power "

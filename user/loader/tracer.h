@@ -70,6 +70,8 @@ struct TraceOptions {
   Thresholds limits;  // what the kernel filters and samples with
   uint32_t ringbuf_bytes = Thresholds::kRingbufBytes;
   uint32_t hist_max = Thresholds::kHistMax;
+  uint32_t pending_max = Thresholds::kPendingMax;
+  uint32_t process_max = Thresholds::kProcessMax;
   // Bytes of user stack each sample copies for unwinding by CFI
   // (--call-graph dwarf); 0: frame pointers only.
   uint32_t stack_copy = 0;

@@ -102,9 +102,13 @@ std::vector<LostItem> lost_items(const DispatchAnalysis& a) {
        fmt::format("blocking points past {} in a span: {} not recorded "
                    "(their time stays unattributed)",
                    LT_MAX_BLOCKS, c[LT_CNT_OFFCPU_CAPPED])},
+      {"delivery_unmatched", c[LT_CNT_DELIVERY_UNMATCHED],
+       fmt::format("delivery lag unknown: {} dispatches (enqueue unseen; "
+                   "raise --max-pending)",
+                   c[LT_CNT_DELIVERY_UNMATCHED])},
       {"watch_full", c[LT_CNT_WATCH_FULL],
-       fmt::format("process/channel table full: {} children or channel "
-                   "peers not followed",
+       fmt::format("process/channel table full: {} not followed (raise "
+                   "--max-processes)",
                    c[LT_CNT_WATCH_FULL])},
       {"hook_misses", a.counters.hook_misses,
        fmt::format("hook runs the kernel skipped: {} (a hook nested in "

@@ -193,6 +193,10 @@ struct Thresholds {
   static constexpr uint32_t kSampleHz = 1000;
   static constexpr uint32_t kRingbufBytes = 8u << 20;
   static constexpr uint32_t kHistMax = 4096;  // threads x probes
+  // Messages enqueued and not yet dispatched (lt_pending).
+  static constexpr uint32_t kPendingMax = 65536;
+  // Processes followed with -p or a command (lt_tgids).
+  static constexpr uint32_t kProcessMax = 4096;
 
   // A span of role r is slow iff its duration >= slow_ns[r].
   std::array<uint64_t, LT_ROLE_MAX> slow_ns{kSlowNs, kSlowNs, kSlowNs};
