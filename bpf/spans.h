@@ -188,6 +188,23 @@ static __always_inline void drop_abandoned(struct lt_thread *st, struct task_str
 	}
 }
 
+/* Whether a span of probe `id` is in flight on the thread, and the probe
+ * wants only its outermost calls: a call then is part of that span. */
+static __always_inline int inside_outermost(struct lt_thread *st, __u32 id)
+{
+	__u32 i;
+
+	if (!(lt_cfg.probes[id & (LT_MAX_PROBES - 1)].flags & LT_PROBE_OUTERMOST))
+		return 0;
+	for (i = 0; i < LT_MAX_DEPTH; i++) {
+		if (i >= st->depth)
+			break;
+		if (st->stack[i].probe_id == id)
+			return 1;
+	}
+	return 0;
+}
+
 SEC("uprobe")
 int BPF_KPROBE(lt_span_entry)
 {
@@ -228,8 +245,11 @@ int BPF_KPROBE(lt_span_entry)
 		st->oncpu_since = bpf_ktime_get_ns();
 		st->steal_since = steal_now(task);
 	}
-	if (st->depth)
+	if (st->depth) {
 		drop_abandoned(st, task, PT_REGS_SP(ctx));
+		if (inside_outermost(st, probe_id))
+			return 0;
+	}
 	i = st->switches;
 	barrier();
 	books_read(st, task, i, bpf_ktime_get_ns(), &b);
@@ -374,7 +394,10 @@ int BPF_KRETPROBE(lt_span_return)
 	}
 	fd = frame_of_return(st, d, PT_REGS_SP(ctx));
 	if (fd < 0) {
-		count(LT_CNT_RET_UNMATCHED);
+		/* The return of a call inside an outermost-only span (the
+		 * cookie is read only here, off the fast path). */
+		if (!inside_outermost(st, (__u32)bpf_get_attach_cookie(ctx)))
+			count(LT_CNT_RET_UNMATCHED);
 		return 0;
 	}
 	d = fd & (LT_MAX_DEPTH - 1);

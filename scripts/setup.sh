@@ -16,6 +16,7 @@ packages=(
   liblzma-dev xz-utils # MiniDebugInfo (.gnu_debugdata) and its tests
   nodejs # the perf-map (JIT frames) test: node --perf-basic-prof
   chromium # headless, for the HTML report's browser test
+  python3-pyqt5 # the Qt profile test: PyQt5 with QT_QPA_PLATFORM=offscreen
 )
 
 missing=()

@@ -104,6 +104,9 @@ struct lt_key_spec {
 	__u32 pad1;
 };
 
+/* lt_probe_cfg.flags */
+#define LT_PROBE_OUTERMOST 1 /* a call inside a span of the same probe is part of it */
+
 struct lt_probe_cfg {
 	__u32 role;
 	__u32 nkeys;
@@ -114,7 +117,7 @@ struct lt_probe_cfg {
 	__u32 queue_key;
 	__u32 flags_key;
 	__u32 async_mask; /* enqueue: flags bits that make a message async */
-	__u32 pad;
+	__u32 flags;	  /* LT_PROBE_* */
 	struct lt_key_spec keys[LT_MAX_KEYS];
 };
 

@@ -215,7 +215,8 @@ TEST(Cli, PidWithoutAKnownRuntimeNamesTheProfiles) {
   expect_error(run({looptrace_bin(), "record", "-p", std::to_string(getpid()),
                     "-d", "1s"}),
                2,
-               "maps no runtime a built-in profile knows (refapp, glib, node)");
+               "maps no runtime a built-in profile knows (refapp, glib, node, "
+               "qt5)");
 }
 
 // --- the command -------------------------------------------------------

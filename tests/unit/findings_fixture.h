@@ -60,8 +60,8 @@ inline std::vector<ProbeDef> probes() {
   dispatch.id = 0;
   dispatch.role = LT_ROLE_DISPATCH;
   dispatch.resolved_symbol = "Handler::dispatchMessage(Message&)";
-  KeyDef target{"target", "*(*(arg1+16))", {}, KeyFormat::kVtable};
-  KeyDef what{"what", "*(arg1+0)", {}, KeyFormat::kInt};
+  KeyDef target{"target", "*(*(arg1+16))", {}, KeyFormat::kVtable, {}};
+  KeyDef what{"what", "*(arg1+0)", {}, KeyFormat::kInt, {}};
   what.spec.nderef = 1;
   what.spec.size = 4;
   dispatch.keys = {target, what};

@@ -58,7 +58,7 @@ inline std::vector<ProbeDef> make_probes() {
   dispatch.role = LT_ROLE_DISPATCH;
   dispatch.resolved_symbol =
       "refapp::Handler::dispatchMessage(refapp::Message&)";
-  dispatch.keys = {{"callback", "*(arg1+24)", {}, KeyFormat::kSymbol}};
+  dispatch.keys = {{"callback", "*(arg1+24)", {}, KeyFormat::kSymbol, {}}};
   ProbeDef idle;
   idle.id = 1;
   idle.role = LT_ROLE_IDLE;

@@ -91,6 +91,12 @@ TEST(KeyDef, NameExprFormat) {
   EXPECT_EQ(r->spec.size, 4);
   EXPECT_FALSE(parse_key_def("=arg1").ok());
   EXPECT_FALSE(parse_key_def("x=arg1:float").ok());
+  // An enum's names come only from a profile.
+  auto e = parse_key_def("type=u16 *(arg1+16):enum");
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("only a profile gives"),
+            std::string::npos)
+      << e.status().message();
 }
 
 }  // namespace

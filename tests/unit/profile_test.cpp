@@ -48,6 +48,88 @@ TEST(Profile, BuiltinGlibProbesEachSourceKindByItsTable) {
                 "*(g_child_watch_funcs+16)", "*(g_unix_signal_funcs+16)"}));
 }
 
+// Qt 5: the outermost notifyInternal2, the receiver's class and the
+// event's type named from QEvent::Type.
+TEST(Profile, BuiltinQt5NamesEventTypes) {
+  auto p = load_profile("qt5");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->probes.size(), 1u);
+  const ProbeDef& d = p->probes[0];
+  EXPECT_EQ(d.binary, "libQt5Core.so.5");
+  EXPECT_TRUE(d.outermost);
+  ASSERT_EQ(d.keys.size(), 3u);
+  EXPECT_EQ(d.keys[0].format, KeyFormat::kVtable);
+  EXPECT_EQ(d.keys[1].format, KeyFormat::kEnum);
+  EXPECT_EQ(d.keys[1].spec.size, 2);
+  EXPECT_EQ(d.keys[1].names.at(1), "Timer");
+  EXPECT_EQ(d.keys[1].names.at(6), "KeyPress");
+  EXPECT_EQ(d.keys[1].names.at(43), "MetaCall");
+  EXPECT_EQ(d.keys[1].names.at(1000), "User");
+}
+
+TEST(ProfileTypes, EnumKeysNeedTheirNames) {
+  auto parse = [](const std::string& key) {
+    return parse_profile(
+        R"({"probes": [{"binary": "a", "symbol": "f", "keys": [)" + key +
+            "]}]}",
+        "p.json");
+  };
+  auto ok = parse(
+      R"j({"name": "t", "expr": "u16 *(arg1+16)", "format": "enum",
+          "names": {"1": "Timer", "-2": "Neg"}})j");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->probes[0].keys[0].names.at(-2), "Neg");
+  const std::pair<const char*, const char*> bad[] = {
+      {R"j({"name": "t", "expr": "arg0", "format": "enum"})j",
+       "profile p.json: probes[0].keys[0].names: missing (an enum key names "
+       "its values: {\"1\": \"Timer\", ...})"},
+      {R"j({"name": "t", "expr": "arg0", "format": "enum", "names": []})j",
+       "profile p.json: probes[0].keys[0].names: expected a non-empty "
+       "object, got array"},
+      {R"j({"name": "t", "expr": "arg0", "format": "enum", "names": {}})j",
+       "profile p.json: probes[0].keys[0].names: expected a non-empty "
+       "object, got object"},
+      {R"j({"name": "t", "expr": "arg0", "format": "enum",
+           "names": {"x1": "A"}})j",
+       "profile p.json: probes[0].keys[0].names.x1: expected a decimal "
+       "integer as the name's key"},
+      {R"j({"name": "t", "expr": "arg0", "format": "enum",
+           "names": {"1": 5}})j",
+       "profile p.json: probes[0].keys[0].names.1: expected a non-empty "
+       "string, got number"},
+      {R"j({"name": "t", "expr": "arg0", "format": "int",
+           "names": {"1": "A"}})j",
+       "profile p.json: probes[0].keys[0].names: only with \"format\": "
+       "\"enum\""},
+  };
+  for (const auto& [key, want] : bad) {
+    auto r = parse(key);
+    ASSERT_FALSE(r.ok()) << key;
+    EXPECT_EQ(r.status().message(), want) << key;
+  }
+}
+
+TEST(ProfileTypes, OutermostIsABooleanOfSpanRoles) {
+  auto parse = [](const std::string& fields) {
+    return parse_profile(
+        R"({"probes": [{"binary": "a", "symbol": "f", )" + fields + "}]}",
+        "p.json");
+  };
+  auto ok = parse(R"("role": "idle", "outermost": true)");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_TRUE(ok->probes[0].outermost);
+  auto r = parse(R"("outermost": 1)");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "profile p.json: probes[0].outermost: expected true or false, "
+            "got number");
+  r = parse(R"("role": "enqueue", "outermost": true)");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "profile p.json: probes[0].outermost: only for the dispatch and "
+            "idle roles (spans)");
+}
+
 TEST(Profile, LabelIsAString) {
   auto p = parse_profile(
       R"({"probes": [{"binary": "a", "symbol": "f", "label": "GLib idle"}]})",

@@ -46,6 +46,13 @@ std::vector<Event> sample_events() {
   k.format = KeyFormat::kVtable;
   k.spec.size = 8;
   p.keys.push_back(k);
+  KeyDef type;
+  type.name = "type";
+  type.expr = "u16 *(arg1+16)";
+  type.format = KeyFormat::kEnum;
+  type.names = {{1, "Timer"}, {-3, "Minus"}, {1000, "User"}};
+  p.keys.push_back(type);
+  p.outermost = true;
   s.probes.push_back(p);
 
   SpanEvent sp;
@@ -185,6 +192,12 @@ TEST(RecordingCodec, EveryEventTypeRoundTrips) {
   ASSERT_EQ(s.probes.size(), 1u);
   EXPECT_EQ(s.probes[0].keys[0].format, KeyFormat::kVtable);
   EXPECT_EQ(s.probes[0].keys[0].spec.size, 8);
+  EXPECT_TRUE(s.probes[0].outermost);
+  ASSERT_EQ(s.probes[0].keys.size(), 2u);
+  EXPECT_EQ(s.probes[0].keys[1].format, KeyFormat::kEnum);
+  EXPECT_EQ(s.probes[0].keys[1].names,
+            (std::map<int64_t, std::string>{
+                {-3, "Minus"}, {1, "Timer"}, {1000, "User"}}));
 }
 
 TEST(RecordingCodec, ShortOrLongPayloadsAreRefused) {

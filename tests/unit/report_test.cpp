@@ -60,9 +60,9 @@ std::vector<ProbeDef> make_probes() {
   dispatch.symbol = "*dispatchMessage*";
   dispatch.resolved_symbol =
       "refapp::Handler::dispatchMessage(refapp::Message&)";
-  KeyDef target{"target", "*(*(arg1+16))", {}, KeyFormat::kVtable};
-  KeyDef callback{"callback", "*(arg1+24)", {}, KeyFormat::kSymbol};
-  KeyDef what{"what", "*(arg1+0)", {}, KeyFormat::kInt};
+  KeyDef target{"target", "*(*(arg1+16))", {}, KeyFormat::kVtable, {}};
+  KeyDef callback{"callback", "*(arg1+24)", {}, KeyFormat::kSymbol, {}};
+  KeyDef what{"what", "*(arg1+0)", {}, KeyFormat::kInt, {}};
   what.spec.nderef = 1;
   what.spec.size = 4;
   dispatch.keys = {target, callback, what};
@@ -120,6 +120,29 @@ TEST(FormatTarget, IntKeysAreSignedAtTheirSize) {
   EXPECT_EQ(format_target(e, probes[0], sym), "refapp::StallHandler what=-1");
 }
 
+// An enum key shows the name of its value, or the number when its table
+// has none; read at its width (u16) and sign.
+TEST(FormatTarget, EnumKeysAreNamed) {
+  FakeSymbolizer sym = make_symbolizer();
+  ProbeDef qt;
+  qt.label = "Qt event";
+  KeyDef type{"type", "u16 *(arg1+16)", {}, KeyFormat::kEnum, {}};
+  type.spec.nderef = 1;
+  type.spec.size = 2;
+  type.names = {{1, "Timer"}, {1000, "User"}};
+  qt.keys = {type};
+  SpanEvent e;
+  e.keys = {0xabcd0000'0001ull, 0, 0, 0};
+  EXPECT_EQ(format_target(e, qt, sym), "Qt event Timer");
+  e.keys[0] = 1000;
+  EXPECT_EQ(format_target(e, qt, sym), "Qt event User");
+  e.keys[0] = 1001;
+  EXPECT_EQ(format_target(e, qt, sym), "Qt event 1001");
+  qt.keys[0].names[65535] = "MaxUser";
+  e.keys[0] = 0xffff;
+  EXPECT_EQ(format_target(e, qt, sym), "Qt event MaxUser");
+}
+
 TEST(FormatTarget, UnknownPointersInHex) {
   FakeSymbolizer sym = make_symbolizer();
   std::vector<ProbeDef> probes = make_probes();
@@ -149,8 +172,8 @@ TEST(FormatTarget, HexKeysAndNoKeys) {
   p.resolved_symbol = "g_main_dispatch";
   SpanEvent e;
   EXPECT_EQ(format_target(e, p, sym), "g_main_dispatch");
-  p.keys = {{"source", "arg0", {}, KeyFormat::kHex},
-            {"prio", "arg1", {}, KeyFormat::kInt}};
+  p.keys = {{"source", "arg0", {}, KeyFormat::kHex, {}},
+            {"prio", "arg1", {}, KeyFormat::kInt, {}}};
   e.keys = {0x55aa00, 200, 0, 0};
   EXPECT_EQ(format_target(e, p, sym), "0x55aa00 prio=200");
 }
@@ -514,7 +537,7 @@ TEST(DeliveryReport, TextGroupsBacklogs) {
   std::vector<ProbeDef> probes(1);
   probes[0].resolved_symbol = "Loop::dispatch(Msg*)";
   probes[0].keys.push_back(
-      KeyDef{"what", "arg0", *parse_key_expr("arg0"), KeyFormat::kInt});
+      KeyDef{"what", "arg0", *parse_key_expr("arg0"), KeyFormat::kInt, {}});
   ReportContext ctx;
   ctx.probes = &probes;
   ctx.slow_ns = {16 * ms, 16 * ms, 16 * ms};
@@ -612,7 +635,7 @@ TEST(DeliveryReport, TextNamesTheLongestSpansOfABacklog) {
   }
   std::vector<ProbeDef> probes(1);
   probes[0].keys.push_back(
-      KeyDef{"what", "arg0", *parse_key_expr("arg0"), KeyFormat::kInt});
+      KeyDef{"what", "arg0", *parse_key_expr("arg0"), KeyFormat::kInt, {}});
   ReportContext ctx;
   ctx.probes = &probes;
   ctx.slow_ns = {16 * ms, 16 * ms, 16 * ms};

@@ -173,7 +173,10 @@ struct Detector {
   const char* profile;
   const char* library;  // as find_mapped_file matches it
 };
+// In order: Qt 5 runs on GLib's loop by default, and its events say more
+// than GLib's sources do.
 constexpr Detector kDetectors[] = {{"node", "node"},
+                                   {"qt5", "libQt5Core.so.5"},
                                    {"glib", "libglib-2.0.so"}};
 
 // With -p PID and no probe given: the profile of the runtime its libraries
@@ -247,7 +250,7 @@ Status build_probes(const RecordArgs& a, std::vector<ProbeDef>* probes,
           ErrorKind::kUsage);
     auto spec = parse_key_expr(fmt::format("arg{}", pos));
     if (!spec.ok()) return spec.status();
-    return KeyDef{name, fmt::format("arg{}", pos), *spec, f};
+    return KeyDef{name, fmt::format("arg{}", pos), *spec, f, {}};
   };
   auto add_point =
       [&](const std::vector<std::string>& list, uint32_t role,

@@ -466,6 +466,7 @@ Result<std::unique_ptr<Tracer>> Tracer::CreateWith(const TraceOptions& opts,
       if (n == "flags") pc.flags_key = idx;
     }
     pc.async_mask = p.async_mask;
+    pc.flags = p.outermost ? LT_PROBE_OUTERMOST : 0;
     if (p.role != LT_ROLE_DISPATCH && p.role != LT_ROLE_ENQUEUE) pc.msg_key = 0;
   }
   int err = bpf_map__set_max_entries(skel->maps.lt_events, opts.ringbuf_bytes);

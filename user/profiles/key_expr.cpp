@@ -221,8 +221,10 @@ Result<KeyFormat> parse_key_format(std::string_view text) {
   if (text == "sym" || text == "symbol") return KeyFormat::kSymbol;
   if (text == "vtable" || text == "class") return KeyFormat::kVtable;
   if (text == "ptr" || text == "pointer") return KeyFormat::kPointer;
+  if (text == "enum") return KeyFormat::kEnum;
   return Status::Error(
-      fmt::format("bad key format '{}': expected int, hex, sym, vtable or ptr",
+      fmt::format("bad key format '{}': expected int, hex, sym, vtable, ptr "
+                  "or enum",
                   log::printable(text, 60)),
       ErrorKind::kUsage);
 }
@@ -239,6 +241,8 @@ const char* key_format_name(KeyFormat f) {
       return "vtable";
     case KeyFormat::kPointer:
       return "ptr";
+    case KeyFormat::kEnum:
+      return "enum";
   }
   return "hex";
 }
@@ -256,6 +260,12 @@ Result<KeyDef> parse_key_def(std::string_view text) {
   if (colon != std::string_view::npos) {
     auto fmt_res = parse_key_format(rest.substr(colon + 1));
     if (!fmt_res.ok()) return fmt_res.status();
+    if (*fmt_res == KeyFormat::kEnum)
+      return Status::Error(
+          fmt::format("bad key '{}': enum needs a table of names, which "
+                      "only a profile gives (docs/profiles.md)",
+                      log::printable(text, 60)),
+          ErrorKind::kUsage);
     def.format = *fmt_res;
     rest = rest.substr(0, colon);
   }

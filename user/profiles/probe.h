@@ -4,6 +4,7 @@
 #include <linux/types.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,8 @@ enum class KeyFormat {
   kVtable,   // a vtable pointer: symbolized, "vtable for " stripped -> class
   kPointer,  // an object's address (a message, a queue): in JSON, not in
              // the one-line target
+  kEnum,     // a number named by the key's table (QEvent::Type 1 -> Timer);
+             // a number the table lacks is shown in decimal
 };
 
 struct KeyDef {
@@ -26,6 +29,8 @@ struct KeyDef {
   std::string expr;  // as written: "*(*(arg1+0))"
   lt_key_spec spec{};
   KeyFormat format = KeyFormat::kHex;
+  // kEnum: the name of each value (profiles' "names").
+  std::map<int64_t, std::string> names;
 };
 
 struct ProbeDef {
@@ -45,6 +50,10 @@ struct ProbeDef {
   // input.recv/input.send: arg1 is a struct msghdr * (recvmsg-like), not
   // the buffer itself.
   bool msghdr = false;
+  // Spans only: a call made while another span of this probe runs on the
+  // thread is part of that one, not a span (Qt's notify nests for events
+  // sent from a handler).
+  bool outermost = false;
 };
 
 }  // namespace looptrace

@@ -1,6 +1,7 @@
 #include "profiles/profile.h"
 
 #include <algorithm>
+#include <charconv>
 #include <initializer_list>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -172,12 +173,125 @@ constexpr std::string_view kNodeProfile = R"json({
   ]
 })json";
 
+// Qt 5 (QtCore, any front end: widgets, QML, PyQt5): the outermost
+// QCoreApplication::notifyInternal2(QObject *receiver, QEvent *event) per
+// event, named by the receiver's class (its vtable's symbol) and the
+// event's QEvent::Type. Events sent from inside a handler (sendEvent) are
+// part of the one being handled. QEvent in Qt 5 is { vptr; QEventPrivate
+// *d; ushort t @16; ... }; Qt keeps the layout of its public classes for a
+// whole major version, and libQt5Core.so.5 is Qt 5: checked against 5.15
+// (Debian 12). Qt 6 (t @8) would need its own profile.
+constexpr std::string_view kQt5Profile = R"json({
+  "name": "qt5",
+  "description": "Qt 5: the outermost event notification, by receiver class and event type",
+  "probes": [
+    {
+      "role": "dispatch",
+      "binary": "libQt5Core.so.5",
+      "symbol": "QCoreApplication::notifyInternal2(QObject*, QEvent*)",
+      "label": "Qt event",
+      "outermost": true,
+      "keys": [
+        {"name": "receiver", "expr": "*(arg0+0)", "format": "vtable"},
+        {"name": "type", "expr": "u16 *(arg1+16)", "format": "enum",
+          "names": {
+            "0": "None",
+            "1": "Timer",
+            "2": "MouseButtonPress",
+            "3": "MouseButtonRelease",
+            "4": "MouseButtonDblClick",
+            "5": "MouseMove",
+            "6": "KeyPress",
+            "7": "KeyRelease",
+            "8": "FocusIn",
+            "9": "FocusOut",
+            "10": "Enter",
+            "11": "Leave",
+            "12": "Paint",
+            "13": "Move",
+            "14": "Resize",
+            "15": "Create",
+            "16": "Destroy",
+            "17": "Show",
+            "18": "Hide",
+            "19": "Close",
+            "20": "Quit",
+            "21": "ParentChange",
+            "22": "ThreadChange",
+            "23": "FocusAboutToChange",
+            "24": "WindowActivate",
+            "25": "WindowDeactivate",
+            "26": "ShowToParent",
+            "27": "HideToParent",
+            "31": "Wheel",
+            "33": "WindowTitleChange",
+            "34": "WindowIconChange",
+            "39": "PaletteChange",
+            "40": "Clipboard",
+            "43": "MetaCall",
+            "50": "SockAct",
+            "51": "ShortcutOverride",
+            "52": "DeferredDelete",
+            "60": "DragEnter",
+            "61": "DragMove",
+            "62": "DragLeave",
+            "63": "Drop",
+            "68": "ChildAdded",
+            "69": "ChildPolished",
+            "71": "ChildRemoved",
+            "74": "PolishRequest",
+            "75": "Polish",
+            "76": "LayoutRequest",
+            "77": "UpdateRequest",
+            "78": "UpdateLater",
+            "82": "ContextMenu",
+            "83": "InputMethod",
+            "97": "FontChange",
+            "98": "EnabledChange",
+            "99": "ActivationChange",
+            "100": "StyleChange",
+            "105": "WindowStateChange",
+            "110": "ToolTip",
+            "117": "Shortcut",
+            "121": "ApplicationActivate",
+            "122": "ApplicationDeactivate",
+            "127": "HoverEnter",
+            "128": "HoverLeave",
+            "129": "HoverMove",
+            "170": "DynamicPropertyChange",
+            "178": "ContentsRectChange",
+            "183": "CursorChange",
+            "194": "TouchBegin",
+            "195": "TouchUpdate",
+            "196": "TouchEnd",
+            "197": "NativeGesture",
+            "198": "Gesture",
+            "203": "WinIdChange",
+            "205": "Scroll",
+            "206": "Expose",
+            "207": "InputMethodQuery",
+            "209": "TouchCancel",
+            "210": "ThemeChange",
+            "211": "SockClose",
+            "213": "StyleAnimationUpdate",
+            "214": "ApplicationStateChange",
+            "217": "PlatformSurface",
+            "1000": "User"
+          }},
+        {"name": "object", "expr": "arg0", "format": "ptr"}
+      ]
+    }
+  ]
+})json";
+
 struct Builtin {
   const char* name;
   std::string_view json;
 };
-constexpr Builtin kBuiltins[] = {
-    {"refapp", kRefappProfile}, {"glib", kGlibProfile}, {"node", kNodeProfile}};
+constexpr Builtin kBuiltins[] = {{"refapp", kRefappProfile},
+                                 {"glib", kGlibProfile},
+                                 {"node", kNodeProfile},
+                                 {"qt5", kQt5Profile}};
 
 Status profile_error(const std::string& origin, const std::string& what) {
   return Status::Error(fmt::format("profile {}: {}", origin, what),
@@ -239,6 +353,8 @@ using Json = nlohmann::json;
 // Bytes of a value from the file quoted in a message: enough to recognise
 // it, and a message stays one readable line.
 constexpr size_t kQuoted = 60;
+// Names in one enum key's table (QEvent::Type has about 180).
+constexpr size_t kMaxEnumNames = 1024;
 
 // A JSON location for messages: "probes[2].keys[0].format".
 std::string at(const std::string& parent, std::string_view field) {
@@ -302,7 +418,8 @@ class ProfileReader {
       return error(where, fmt::format("expected an object with \"name\" and "
                                       "\"expr\", got {}",
                                       jk.type_name()));
-    LT_RETURN_IF_ERROR(only_known(jk, where, {"name", "expr", "format"}));
+    LT_RETURN_IF_ERROR(
+        only_known(jk, where, {"name", "expr", "format", "names"}));
     KeyDef k;
     auto name = string(jk, where, "name", std::nullopt);
     if (!name.ok()) return name.status();
@@ -318,6 +435,42 @@ class ProfileReader {
     auto f = parse_key_format(*format);
     if (!f.ok()) return error(at(where, "format"), f.status().message());
     k.format = *f;
+    auto names = jk.find("names");
+    if (k.format != KeyFormat::kEnum) {
+      if (names != jk.end())
+        return error(at(where, "names"), "only with \"format\": \"enum\"");
+      return k;
+    }
+    if (names == jk.end() || !names->is_object() || names->empty())
+      return error(at(where, "names"),
+                   names == jk.end()
+                       ? "missing (an enum key names its values: {\"1\": "
+                         "\"Timer\", ...})"
+                       : fmt::format("expected a non-empty object, got {}",
+                                     names->type_name()));
+    if (names->size() > kMaxEnumNames)
+      return error(
+          at(where, "names"),
+          fmt::format("{} names; at most {}", names->size(), kMaxEnumNames));
+    for (const auto& [value, name] : names->items()) {
+      std::string name_at = at(at(where, "names"), value);
+      int64_t v = 0;
+      auto [end, ec] =
+          std::from_chars(value.data(), value.data() + value.size(), v);
+      if (value.empty() || ec != std::errc() ||
+          end != value.data() + value.size())
+        return error(name_at, "expected a decimal integer as the name's key");
+      if (!name.is_string() || name.get_ref<const std::string&>().empty())
+        return error(name_at,
+                     fmt::format("expected a non-empty string, got {}",
+                                 name.is_string() ? "\"\"" : name.type_name()));
+      const std::string& n = name.get_ref<const std::string&>();
+      if (n.find('\0') != std::string::npos || n.size() > kQuoted)
+        return error(name_at, fmt::format("\"{}\": a NUL byte or longer than "
+                                          "{} bytes",
+                                          log::printable(n, kQuoted), kQuoted));
+      k.names[v] = n;
+    }
     return k;
   }
 
@@ -360,9 +513,10 @@ class ProfileReader {
     if (!jp.is_object())
       return error(where,
                    fmt::format("expected an object, got {}", jp.type_name()));
-    LT_RETURN_IF_ERROR(only_known(
-        jp, where,
-        {"role", "binary", "symbol", "label", "async_mask", "buffer", "keys"}));
+    LT_RETURN_IF_ERROR(
+        only_known(jp, where,
+                   {"role", "binary", "symbol", "label", "outermost",
+                    "async_mask", "buffer", "keys"}));
     ProbeDef def;
     auto role_text = string(jp, where, "role", "dispatch");
     if (!role_text.ok()) return role_text.status();
@@ -380,6 +534,16 @@ class ProfileReader {
     auto label = string(jp, where, "label", "");
     if (!label.ok()) return label.status();
     def.label = std::move(*label);
+    if (auto o = jp.find("outermost"); o != jp.end()) {
+      if (!o->is_boolean())
+        return error(
+            at(where, "outermost"),
+            fmt::format("expected true or false, got {}", o->type_name()));
+      if (def.role != LT_ROLE_DISPATCH && def.role != LT_ROLE_IDLE)
+        return error(at(where, "outermost"),
+                     "only for the dispatch and idle roles (spans)");
+      def.outermost = o->get<bool>();
+    }
     LT_RETURN_IF_ERROR(async_mask(jp, where, &def));
     if (jp.contains("buffer")) {
       auto buffer = string(jp, where, "buffer", std::nullopt);

@@ -1,5 +1,6 @@
 #include "record/codec.h"
 
+#include <charconv>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <type_traits>
@@ -167,15 +168,21 @@ bool get_io(Reader& r, IoEvent* e) {
 
 json probe_json(const ProbeDef& p) {
   json keys = json::array();
-  for (const KeyDef& k : p.keys)
+  for (const KeyDef& k : p.keys) {
+    json names = json::object();
+    for (const auto& [value, name] : k.names)
+      names[std::to_string(value)] = name;
     keys.push_back({{"name", k.name},
+                    {"names", names},
                     {"expr", k.expr},
                     {"format", static_cast<int>(k.format)},
                     {"spec", json::binary(std::vector<uint8_t>(
                                  reinterpret_cast<const uint8_t*>(&k.spec),
                                  reinterpret_cast<const uint8_t*>(&k.spec) +
                                      sizeof k.spec))}});
+  }
   return {{"id", p.id},
+          {"outermost", p.outermost},
           {"role", p.role},
           {"binary", p.binary},
           {"symbol", p.symbol},
@@ -186,6 +193,16 @@ json probe_json(const ProbeDef& p) {
           {"async_mask", p.async_mask},
           {"msghdr", p.msghdr},
           {"keys", keys}};
+}
+
+// An enum name's value as the codec writes it (decimal); out_of_range
+// (a damaged recording) otherwise.
+int64_t enum_value(const std::string& text) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty())
+    throw std::out_of_range("enum value");
+  return v;
 }
 
 ProbeDef probe_from(const json& j) {
@@ -201,13 +218,18 @@ ProbeDef probe_from(const json& j) {
   p.file_offset = j.at("file_offset").get<uint64_t>();
   p.async_mask = j.at("async_mask").get<uint32_t>();
   p.msghdr = j.at("msghdr").get<bool>();
+  if (j.contains("outermost")) p.outermost = j.at("outermost").get<bool>();
   for (const json& k : j.at("keys")) {
     KeyDef d;
     d.name = k.at("name").get<std::string>();
     d.expr = k.at("expr").get<std::string>();
     int f = k.at("format").get<int>();
-    if (f < 0 || f > static_cast<int>(KeyFormat::kPointer))
+    if (f < 0 || f > static_cast<int>(KeyFormat::kEnum))
       throw std::out_of_range("key format");
+    // Recordings before enum formats have no names.
+    if (k.contains("names"))
+      for (const auto& [value, name] : k.at("names").items())
+        d.names[enum_value(value)] = name.get<std::string>();
     d.format = static_cast<KeyFormat>(f);
     const auto& bin = k.at("spec").get_binary();
     if (bin.size() != sizeof d.spec) throw std::out_of_range("key spec size");

@@ -42,6 +42,11 @@ std::string code_name(const SpanEvent& span, uint64_t addr, Symbolizer* sym) {
 std::string class_name(const SpanEvent& span, uint64_t addr, Symbolizer* sym) {
   if (sym == nullptr) return hex(addr);
   Frame f = sym->symbolize(span.pid, addr);
+  // A class whose vtable has no symbol (a stripped module's own, as
+  // PyQt's generated sipQObject): at least which module defines it.
+  if (!f.known() && !f.module.empty())
+    return fmt::format("{:#x} ({})", addr,
+                       f.module.substr(f.module.rfind('/') + 1));
   if (!f.known()) return hex(addr);
   std::string name = strip_offset(f.function);
   if (std::string_view(name).starts_with(kVtablePrefix))
@@ -88,6 +93,15 @@ std::vector<RenderedKey> render_keys(const SpanEvent& span,
       case KeyFormat::kVtable:
         k.text = v == 0 ? hex(v) : class_name(span, v, symbolizer);
         break;
+      case KeyFormat::kEnum: {
+        // As read (a u16 QEvent::Type of 65535), else sign-extended (a C
+        // enum's -1 read as u32).
+        auto it = def.names.find(static_cast<int64_t>(v));
+        if (it == def.names.end()) it = def.names.find(k.int_value);
+        k.text =
+            it != def.names.end() ? it->second : fmt::format("{}", k.int_value);
+        break;
+      }
     }
     out.push_back(std::move(k));
   }
