@@ -175,9 +175,8 @@ struct Detector {
 };
 // In order: Qt 5 runs on GLib's loop by default, and its events say more
 // than GLib's sources do.
-constexpr Detector kDetectors[] = {{"node", "node"},
-                                   {"qt5", "libQt5Core.so.5"},
-                                   {"glib", "libglib-2.0.so"}};
+constexpr Detector kDetectors[] = {
+    {"node", "node"}, {"qt5", "libQt5Core.so.5"}, {"glib", "libglib-2.0.so"}};
 
 // With -p PID and no probe given: the profile of the runtime its libraries
 // show, and a line saying so; "" when none is known.
