@@ -17,6 +17,7 @@ packages=(
   nodejs # the perf-map (JIT frames) test: node --perf-basic-prof
   chromium # headless, for the HTML report's browser test
   python3-pyqt5 # the Qt profile test: PyQt5 with QT_QPA_PLATFORM=offscreen
+  gir1.2-gtk-3.0 xvfb xdotool # the GTK profile test: keys typed under Xvfb
 )
 
 missing=()

@@ -216,7 +216,7 @@ TEST(Cli, PidWithoutAKnownRuntimeNamesTheProfiles) {
                     "-d", "1s"}),
                2,
                "maps no runtime a built-in profile knows (refapp, glib, node, "
-               "qt5)");
+               "qt5, gtk3)");
 }
 
 // --- the command -------------------------------------------------------

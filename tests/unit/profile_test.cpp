@@ -67,6 +67,27 @@ TEST(Profile, BuiltinQt5NamesEventTypes) {
   EXPECT_EQ(d.keys[1].names.at(1000), "User");
 }
 
+// GTK 3: glib's probes first, then every GDK event by its type.
+TEST(Profile, BuiltinGtk3HasGlibsProbesAndGdkEvents) {
+  auto glib = load_profile("glib");
+  auto p = load_profile("gtk3");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_TRUE(glib.ok());
+  ASSERT_EQ(p->probes.size(), glib->probes.size() + 1);
+  for (size_t i = 0; i < glib->probes.size(); ++i)
+    EXPECT_EQ(p->probes[i].symbol, glib->probes[i].symbol);
+  const ProbeDef& d = p->probes.back();
+  EXPECT_EQ(d.binary, "libgtk-3.so.0");
+  EXPECT_EQ(d.symbol, "gtk_main_do_event");
+  ASSERT_EQ(d.keys.size(), 2u);
+  EXPECT_EQ(d.keys[0].format, KeyFormat::kEnum);
+  EXPECT_EQ(d.keys[0].spec.size, 4);
+  EXPECT_EQ(d.keys[0].names.at(8), "GDK_KEY_PRESS");
+  EXPECT_EQ(d.keys[0].names.at(-1), "GDK_NOTHING");
+  EXPECT_EQ(d.keys[0].names.at(5), "GDK_2BUTTON_PRESS");
+  EXPECT_EQ(p->name, "gtk3");
+}
+
 TEST(ProfileTypes, EnumKeysNeedTheirNames) {
   auto parse = [](const std::string& key) {
     return parse_profile(

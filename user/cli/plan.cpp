@@ -173,10 +173,12 @@ struct Detector {
   const char* profile;
   const char* library;  // as find_mapped_file matches it
 };
-// In order: Qt 5 runs on GLib's loop by default, and its events say more
-// than GLib's sources do.
-constexpr Detector kDetectors[] = {
-    {"node", "node"}, {"qt5", "libQt5Core.so.5"}, {"glib", "libglib-2.0.so"}};
+// In order: GTK 3 and Qt 5 run on GLib's loop (Qt by default), and their
+// events say more than GLib's sources do.
+constexpr Detector kDetectors[] = {{"node", "node"},
+                                   {"gtk3", "libgtk-3.so.0"},
+                                   {"qt5", "libQt5Core.so.5"},
+                                   {"glib", "libglib-2.0.so"}};
 
 // With -p PID and no probe given: the profile of the runtime its libraries
 // show, and a line saying so; "" when none is known.

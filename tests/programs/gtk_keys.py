@@ -1,0 +1,100 @@
+#!/usr/bin/python3
+"""A GTK 3 window (Debian's python3-gi, under Xvfb) whose key handler
+stalls on some keys, for key presses typed with xdotool.
+
+The window's key-press-event handler logs every press; for the keys in
+--stall-keys (key names, "b,c") it is busy for --stall-ms first. A GLib
+timeout every --tick ms does a little work too, so the loop runs other
+sources between the keys. The key q quits (after --linger ms).
+
+Ground truth (--log, JSON lines, CLOCK_MONOTONIC ns, written at exit):
+  {"event":"key","key","start_ns","end_ns","stalled","time","pid","tid"}
+     start_ns/end_ns at the handler's entry and return; time is the X
+     server's timestamp of the event (ms)
+Prints "gtk_keys: ready pid=N window=XID" to stderr once the window is
+mapped (give it the focus: xdotool windowfocus --sync XID).
+"""
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+
+import gi
+
+gi.require_version("Gtk", "3.0")
+gi.require_version("Gdk", "3.0")
+from gi.repository import GLib, Gdk, Gtk  # noqa: E402
+
+
+def now_ns():
+    return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--stall-keys", default="")
+ap.add_argument("--stall-ms", type=float, default=60)
+ap.add_argument("--tick", type=float, default=50)
+ap.add_argument("--linger", type=float, default=300)
+ap.add_argument("--timeout", type=float, default=30000)
+ap.add_argument("--log", required=True)
+args = ap.parse_args()
+
+stall_keys = {k for k in args.stall_keys.split(",") if k}
+lines = []
+
+
+def busy(ms):
+    end = now_ns() + int(ms * 1e6)
+    while now_ns() < end:
+        pass
+
+
+def on_key(widget, event):
+    start = now_ns()
+    name = Gdk.keyval_name(event.keyval)
+    stalled = name in stall_keys
+    if stalled:
+        busy(args.stall_ms)
+    lines.append({"event": "key", "key": name, "start_ns": start,
+                  "end_ns": now_ns(), "stalled": stalled,
+                  "time": event.time, "pid": os.getpid(),
+                  "tid": threading.get_native_id()})
+    if name == "q":
+        GLib.timeout_add(int(args.linger), Gtk.main_quit)
+    return True
+
+
+def tick():
+    busy(0.05)
+    return True
+
+
+announced = [False]
+
+
+def on_map(widget, event):
+    if not announced[0]:
+        announced[0] = True
+        xid = widget.get_window().get_xid()
+        sys.stderr.write("gtk_keys: ready pid=%d window=%d\n"
+                         % (os.getpid(), xid))
+        sys.stderr.flush()
+    return False
+
+
+win = Gtk.Window(title="looptrace gtk_keys")
+win.set_default_size(200, 100)
+win.connect("key-press-event", on_key)
+win.connect("map-event", on_map)
+win.connect("destroy", Gtk.main_quit)
+win.show_all()
+win.present()
+GLib.timeout_add(int(args.tick), tick)
+GLib.timeout_add(int(args.timeout), Gtk.main_quit)
+Gtk.main()
+with open(args.log, "w") as f:
+    for line in lines:
+        f.write(json.dumps(line) + "\n")
