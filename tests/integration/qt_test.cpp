@@ -38,6 +38,44 @@ const nlohmann::json* span_of(const nlohmann::json& slow,
   return nullptr;
 }
 
+// The app's three stalls (two timer events, one posted event of type
+// 1001, each with a nested event inside) are the slow spans, each as long
+// as its handler within `tol`, named by its event type; the nested
+// notifications are part of them.
+void expect_stalls_found(const std::vector<nlohmann::json>& lines,
+                         const nlohmann::json& report, int64_t tol) {
+  std::vector<nlohmann::json> stalls;
+  for (const auto& h : events(lines, "handled"))
+    if (h["stalled"].get<bool>()) stalls.push_back(h);
+  ASSERT_EQ(stalls.size(), 3u);
+  ASSERT_EQ(events(lines, "nested").size(), 3u);
+  const auto& slow = report["slow_dispatches"];
+  EXPECT_EQ(slow.size(), stalls.size()) << slow.dump();
+  std::string receiver;
+  for (const auto& h : stalls) {
+    const nlohmann::json* m = span_of(slow, h, tol);
+    ASSERT_NE(m, nullptr) << h.dump() << "\n" << slow.dump();
+    int64_t app_ns = h["end_ns"].get<int64_t>() - h["start_ns"].get<int64_t>();
+    EXPECT_LE(std::llabs((*m)["duration_ns"].get<int64_t>() - app_ns), tol)
+        << m->dump() << "\n"
+        << h.dump();
+    const std::string target = (*m)["target"];
+    const std::string type = h["kind"] == "timer" ? "Timer" : "1001";
+    EXPECT_EQ(target.rfind("Qt event ", 0), 0u) << target;
+    EXPECT_NE(target.find(" type=" + type), std::string::npos) << target;
+    // The receiver: one Worker, so one class for all three. PyQt's
+    // wrapper class has no symbol in Debian's stripped module: named by
+    // the module that defines it.
+    std::string cls = target.substr(9, target.find(" type=") - 9);
+    EXPECT_NE(cls.find("QtCore"), std::string::npos) << target;
+    if (receiver.empty()) receiver = cls;
+    EXPECT_EQ(cls, receiver) << target;
+  }
+  // The nested notifications' returns are part of their outer span, not
+  // returns without an entry.
+  EXPECT_EQ(report["lost"]["unmatched_returns"], 0) << report["lost"].dump();
+}
+
 // -p PID and no probe option: libQt5Core.so.5 chooses the qt5 profile.
 // Three handlers stall (two timer events, one posted event of type 1001),
 // each sending a nested event from inside whose handler sleeps longer than
@@ -74,38 +112,39 @@ TEST(QtEvents, OutermostEventsNamedByType) {
                        "at offset 0x"),
             std::string::npos)
       << r.err;
-  auto lines = read_jsonl(log);
-  std::vector<nlohmann::json> stalls;
-  for (const auto& h : events(lines, "handled"))
-    if (h["stalled"].get<bool>()) stalls.push_back(h);
-  ASSERT_EQ(stalls.size(), 3u);
-  ASSERT_EQ(events(lines, "nested").size(), 3u);
-  nlohmann::json report = read_json(json);
-  const auto& slow = report["slow_dispatches"];
-  EXPECT_EQ(slow.size(), stalls.size()) << slow.dump();
-  std::string receiver;
-  for (const auto& h : stalls) {
-    const nlohmann::json* m = span_of(slow, h, tol);
-    ASSERT_NE(m, nullptr) << h.dump() << "\n" << slow.dump();
-    int64_t app_ns = h["end_ns"].get<int64_t>() - h["start_ns"].get<int64_t>();
-    EXPECT_LE(std::llabs((*m)["duration_ns"].get<int64_t>() - app_ns), tol)
-        << m->dump() << "\n"
-        << h.dump();
-    const std::string target = (*m)["target"];
-    const std::string type = h["kind"] == "timer" ? "Timer" : "1001";
-    EXPECT_EQ(target.rfind("Qt event ", 0), 0u) << target;
-    EXPECT_NE(target.find(" type=" + type), std::string::npos) << target;
-    // The receiver: one Worker, so one class for all three. PyQt's
-    // wrapper class has no symbol in Debian's stripped module: named by
-    // the module that defines it.
-    std::string cls = target.substr(9, target.find(" type=") - 9);
-    EXPECT_NE(cls.find("QtCore"), std::string::npos) << target;
-    if (receiver.empty()) receiver = cls;
-    EXPECT_EQ(cls, receiver) << target;
+  expect_stalls_found(read_jsonl(log), read_json(json), tol);
+}
+
+// -- COMMAND and no probe option, through a shell that forks the app: the
+// runtimes installed here are probed in what the command starts, and the
+// Qt events of the shell's child are found as with -p.
+TEST(QtEvents, CommandThroughAShellWithoutProbes) {
+  LT_REQUIRE_BPF();
+  if (!have_pyqt5()) {
+    if (bpf_required()) FAIL() << "PyQt5 missing (scripts/setup.sh)";
+    GTEST_SKIP() << "PyQt5 missing";
   }
-  // The nested notifications' returns are part of their outer span, not
-  // returns without an entry.
-  EXPECT_EQ(report["lost"]["unmatched_returns"], 0) << report["lost"].dump();
+  TempDir dir;
+  const std::string log = dir.file("qt.jsonl");
+  const std::string json = dir.file("report.json");
+  const int64_t steal_before = steal_ns();
+  // "; true": the shell forks the app instead of exec'ing it.
+  RunResult r = run({looptrace_bin(), "record", "--slow", "40ms", "--json",
+                     json, "--", "/bin/sh", "-c",
+                     "/usr/bin/python3 " + tests_dir() +
+                         "/programs/qt_loop.py --start-delay 300 --duration "
+                         "1200 --interval 40 --stall-timers 4,20 "
+                         "--stall-posted 12 --stall-ms 30 --nested-ms 50 "
+                         "--log " +
+                         log + "; true"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const int64_t tol = kToleranceNs + (steal_ns() - steal_before);
+  EXPECT_NE(r.err.find("looptrace: no probe given: the runtimes installed "
+                       "here, in what /bin/sh starts: "),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("qt5"), std::string::npos) << r.err;
+  expect_stalls_found(read_jsonl(log), read_json(json), tol);
 }
 
 }  // namespace

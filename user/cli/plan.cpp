@@ -195,6 +195,51 @@ Result<std::string> detect_profile(uint32_t pid, std::string* note) {
   return std::string();
 }
 
+// With -- COMMAND and no probe given: what the command will run is not
+// mapped yet (a wrapper such as xvfb-run, an interpreter that loads GLib
+// later), so every built-in runtime profile whose code is on this machine
+// is probed, each probe once; node only when the command line names it
+// (its 110 MB binary takes 0.5 s to read). The probes fire only in the
+// command and what it starts (the kernel filters by process).
+Status command_profiles(const RecordArgs& a, std::vector<ProbeDef>* probes,
+                        std::string* note) {
+  bool names_node = false;
+  for (const std::string& arg : a.command) {
+    std::string base = arg.substr(arg.rfind('/') + 1);
+    names_node = names_node || base == "node" || base == "nodejs";
+  }
+  std::vector<std::string> chosen;
+  for (const Detector& d : kDetectors) {
+    if (std::string_view(d.profile) == "node" && !names_node) continue;
+    auto prof = load_profile(d.profile);
+    if (!prof.ok()) return prof.status();
+    bool here = true;
+    for (const ProbeDef& p : prof->probes)
+      here = here && resolve_binary(p.binary, ResolveContext{}).ok();
+    if (!here) continue;
+    chosen.push_back(d.profile);
+    for (ProbeDef& p : prof->probes) {
+      bool dup = std::any_of(
+          probes->begin(), probes->end(), [&](const ProbeDef& q) {
+            return q.binary == p.binary && q.symbol == p.symbol;
+          });
+      if (!dup) probes->push_back(std::move(p));
+    }
+  }
+  if (chosen.empty())
+    return Status::Error(
+        fmt::format("nothing to trace: no runtime a built-in profile knows "
+                    "({}) is installed here; give --profile FILE or "
+                    "--dispatch BINARY:SYMBOL",
+                    join_builtin_names()),
+        ErrorKind::kUsage);
+  *note = fmt::format(
+      "looptrace: no probe given: the runtimes installed here, in what {} "
+      "starts: {}",
+      a.command[0], fmt::join(chosen, ", "));
+  return Status::Ok();
+}
+
 bool any_probe_option(const RecordArgs& a) {
   return !a.profile.empty() || !a.dispatch.empty() || !a.idle.empty() ||
          !a.barrier_post.empty() || !a.barrier_remove.empty() ||
@@ -204,6 +249,8 @@ bool any_probe_option(const RecordArgs& a) {
 Status build_probes(const RecordArgs& a, std::vector<ProbeDef>* probes,
                     std::string* note) {
   std::string profile = a.profile;
+  if (!any_probe_option(a) && !a.command.empty())
+    LT_RETURN_IF_ERROR(command_profiles(a, probes, note));
   if (!any_probe_option(a) && a.pid > 0) {
     auto found = detect_profile(static_cast<uint32_t>(a.pid), note);
     if (!found.ok()) return found.status();
