@@ -78,6 +78,44 @@ static __always_inline int tgid_traced(void)
 	return bpf_map_lookup_elem(&lt_tgids, &tgid) != 0;
 }
 
+/* The current thread's name is one --comm gave (exact, as pidof). */
+static __always_inline int comm_selected(void)
+{
+	char comm[LT_COMM_LEN] = {};
+	__u32 i, k;
+
+	bpf_get_current_comm(comm, sizeof(comm));
+	for (i = 0; i < LT_MAX_FILTER_COMMS; i++) {
+		int same = lt_cfg.filter_comms[i][0] != 0;
+
+		for (k = 0; k < LT_COMM_LEN && same; k++) {
+			if (comm[k] != lt_cfg.filter_comms[i][k])
+				same = 0;
+			else if (!comm[k])
+				break;
+		}
+		if (same)
+			return 1;
+	}
+	return 0;
+}
+
+/* Whether spans of the current thread are recorded: its process is traced
+ * (with a target) and --tid or --comm selected it (when given). */
+static __always_inline int span_thread_traced(void)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid(), i;
+
+	if (lt_cfg.span_tgid_filter && !tgid_traced())
+		return 0;
+	if (!lt_cfg.thread_filter)
+		return 1;
+	for (i = 0; i < LT_MAX_FILTER_TIDS; i++)
+		if (lt_cfg.filter_tids[i] && lt_cfg.filter_tids[i] == tid)
+			return 1;
+	return comm_selected();
+}
+
 /* Submit flags for the rare records (slow spans, drops, points): input
  * records are submitted without a wakeup (io_calls.h), and a record behind
  * unconsumed ones does not wake the reader by itself, so with input on these

@@ -222,10 +222,11 @@ int BPF_KPROBE(lt_span_entry)
 	probe_id &= LT_MAX_PROBES - 1; /* keeps the verifier's bound */
 	task = bpf_get_current_task_btf();
 	st = storage_of(task, 0);
-	/* Another process (the probes fire in every one): dropped. A thread
-	 * remembers the answer; its process stays in the set until it exits. */
-	if (lt_cfg.span_tgid_filter && !(st && st->traced == 1)) {
-		if (!tgid_traced()) {
+	/* Another process (the probes fire in every one), or a thread --tid
+	 * or --comm did not select: dropped. A thread remembers the answer;
+	 * its process stays in the set until it exits. */
+	if ((lt_cfg.span_tgid_filter || lt_cfg.thread_filter) && !(st && st->traced == 1)) {
+		if (!span_thread_traced()) {
 			if (st)
 				st->traced = 2;
 			return 0;
@@ -380,7 +381,7 @@ int BPF_KRETPROBE(lt_span_return)
 	if (!st || !st->depth) {
 		/* Another process's return (the probes fire in every process
 		 * with the filter on) is not a loss. */
-		if (!lt_cfg.span_tgid_filter || tgid_traced())
+		if (span_thread_traced())
 			count(LT_CNT_RET_UNMATCHED);
 		return 0;
 	}

@@ -47,6 +47,9 @@
 #define LT_HIST_SUB (1 << LT_HIST_SUB_BITS)
 #define LT_HIST_SLOTS (64 * LT_HIST_SUB)
 #define LT_COMM_LEN 16
+/* Threads --tid and --comm can select. */
+#define LT_MAX_FILTER_TIDS 16
+#define LT_MAX_FILTER_COMMS 4
 
 /* What a probe point means (DESIGN.md, "role"). */
 enum lt_role {
@@ -161,6 +164,12 @@ struct lt_config {
 	 * kernel's own per-process filter loses a process whose main thread
 	 * exits; 0: every process. */
 	__u32 span_tgid_filter;
+	/* 1: spans only of the threads whose tid is in filter_tids or whose
+	 * name is in filter_comms (--tid, --comm), decided at a thread's first
+	 * probed call; 0: every thread. */
+	__u32 thread_filter;
+	__u32 filter_tids[LT_MAX_FILTER_TIDS]; /* 0: unused */
+	char filter_comms[LT_MAX_FILTER_COMMS][LT_COMM_LEN]; /* "": unused */
 	/* Bytes of user stack each sample copies (LT_REC_USTACK), 0: samples
 	 * carry frame-pointer frames only (LT_REC_SAMPLE). */
 	__u32 stack_copy;

@@ -209,6 +209,20 @@ TEST(Cli, VerboseAfterTheSubcommand) {
       2, "no-such-profile-lt");
 }
 
+// Thread selectors a thread can never match are refused before tracing.
+TEST(Cli, BadThreadSelectorsAreUsageErrors) {
+  expect_error(run(record({"--comm", "", "--", "true"})), 2,
+               "--comm '': a thread name is 1 to 15 bytes");
+  expect_error(run(record({"--comm", "a-name-of-16-chr", "--", "true"})), 2,
+               "--comm 'a-name-of-16-chr': a thread name is 1 to 15 bytes");
+  expect_error(run(record({"--tid", "0", "--", "true"})), 2,
+               "--tid 0: not a thread id");
+  expect_error(run(record({"--tid", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17",
+                           "--", "true"})),
+               2, "--tid: at most 16 threads");
+  expect_error(run(record({"--tid", "-5", "--", "true"})), 2, "--tid");
+}
+
 // With -p and no probe option, a process whose libraries no built-in
 // profile knows (this test program) is a usage error naming the built-ins.
 TEST(Cli, PidWithoutAKnownRuntimeNamesTheProfiles) {

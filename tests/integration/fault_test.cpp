@@ -4,6 +4,7 @@
 // main thread, runs 64 loop threads; a full ring buffer, a full histogram
 // table, a full pending-message table and a full process table, where
 // everything the app made is counted or counted as lost, exactly.
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -640,6 +641,74 @@ TEST_F(Fault, FullProcessTableLosesOnlyWhatItCounts) {
   EXPECT_EQ(report["lost"]["watch_full"], forks.size());
   EXPECT_EQ(counted(report, parent), (*ps)["dispatches"]);
   EXPECT_EQ(counted(report, child), 0u);
+}
+
+// ---- selected threads
+// --------------------------------------------------------
+
+// The tid of the thread of `pid` named `name`, 0 if none.
+uint32_t tid_named(pid_t pid, const std::string& name) {
+  namespace fs = std::filesystem;
+  for (const auto& e :
+       fs::directory_iterator(fmt::format("/proc/{}/task", pid))) {
+    std::string comm = read_file(e.path().string() + "/comm");
+    if (comm == name + "\n")
+      return static_cast<uint32_t>(std::stoul(e.path().filename().string()));
+  }
+  return 0;
+}
+
+// --comm and --tid select threads (either selects one): three loop threads
+// stall once each; only the selected two are counted, each dispatch of
+// theirs exactly once, and only their stalls are reported.
+TEST(ThreadFilter, CommAndTidSelectThreads) {
+  LT_REQUIRE_BPF();
+  TempDir dir;
+  const std::string log = dir.file("app.jsonl");
+  const std::string json = dir.file("r.json");
+  Process app(
+      {refapp_bin(), "--threads", "3", "--rate", "200", "--duration", "1000",
+       "--start-delay", "2000", "--stall", "busy:30@300:0", "--stall",
+       "busy:30@400:1", "--stall", "busy:30@500:2", "--log", log},
+      dir.file("app.out"), dir.file("app.err"));
+  ASSERT_TRUE(wait_for_text(dir.file("app.err"), "ready pid=", 10000));
+  uint32_t loop2 = 0;
+  for (int i = 0; i < 100 && loop2 == 0; ++i, sleep_ms(10))
+    loop2 = tid_named(app.pid(), "refapp-loop2");
+  ASSERT_NE(loop2, 0u);
+  Process tracer({looptrace_bin(), "record", "--profile", "refapp", "-p",
+                  std::to_string(app.pid()), "--comm", "refapp-loop1", "--tid",
+                  std::to_string(loop2), "--json", json},
+                 dir.file("lt.out"), dir.file("lt.err"));
+  ASSERT_TRUE(wait_for_text(dir.file("lt.err"), "tracing", 20000));
+  const uint64_t attached = now_ns();
+  EXPECT_EQ(app.wait(15000), 0);
+  ASSERT_EQ(tracer.wait(15000), 0) << read_file(dir.file("lt.err"));
+  auto truth = read_jsonl(log);
+  ASSERT_LT(attached, truth[0]["t0_ns"].get<uint64_t>())
+      << "attaching took longer than the start delay";
+  const nlohmann::json* summary = summary_of(truth, app.pid());
+  ASSERT_NE(summary, nullptr);
+  nlohmann::json report = read_json(json);
+  std::set<uint64_t> selected;
+  for (const auto& t : (*summary)["threads"]) {
+    const uint64_t tid = t["tid"];
+    const bool wanted = t["name"] == "refapp-loop1" || tid == loop2;
+    EXPECT_EQ(counted_tid(report, tid),
+              wanted ? t["dispatches"].get<uint64_t>() : 0u)
+        << t.dump();
+    if (wanted) selected.insert(tid);
+  }
+  EXPECT_EQ(selected.size(), 2u);
+  auto stalls = events(truth, "stall");
+  ASSERT_EQ(stalls.size(), 3u);
+  for (const auto& st : stalls) {
+    const nlohmann::json* m = slow_at(report, st["pid"], st["start_ns"]);
+    EXPECT_EQ(m != nullptr, selected.count(st["tid"].get<uint64_t>()) == 1)
+        << st.dump();
+  }
+  EXPECT_EQ(report["slow_dispatches"].size(), 2u);
+  EXPECT_EQ(report["lost"]["unmatched_returns"], 0);
 }
 
 }  // namespace

@@ -158,6 +158,11 @@ int main(int argc, char** argv) {
   rec->add_option("--max-threads", ra.hist_max,
                   "Histogram slots (threads x probes)")
       ->capture_default_str();
+  rec->add_option("--tid", ra.tids,
+                  "Spans only of this thread (repeatable, or a comma list)")
+      ->delimiter(',');
+  rec->add_option("--comm", ra.comms,
+                  "Spans only of threads of this name (repeatable)");
   rec->add_option("--max-pending", ra.pending_max,
                   "Messages enqueued and not yet dispatched that are kept "
                   "for delivery lag")

@@ -408,6 +408,28 @@ Status build_options(const RecordArgs& a, Plan* s) {
   if (a.hist_max == 0 || a.hist_max > (1u << 20))
     return Status::Error("--max-threads: 1 to 1048576", ErrorKind::kUsage);
   s->opts.hist_max = a.hist_max;
+  if (a.tids.size() > LT_MAX_FILTER_TIDS)
+    return Status::Error(
+        fmt::format("--tid: at most {} threads", LT_MAX_FILTER_TIDS),
+        ErrorKind::kUsage);
+  for (uint32_t t : a.tids)
+    if (t == 0 || t > (1u << 22))
+      return Status::Error(fmt::format("--tid {}: not a thread id", t),
+                           ErrorKind::kUsage);
+  if (a.comms.size() > LT_MAX_FILTER_COMMS)
+    return Status::Error(
+        fmt::format("--comm: at most {} names", LT_MAX_FILTER_COMMS),
+        ErrorKind::kUsage);
+  for (const std::string& c : a.comms)
+    if (c.empty() || c.size() >= LT_COMM_LEN ||
+        c.find('\0') != std::string::npos)
+      return Status::Error(
+          fmt::format("--comm '{}': a thread name is 1 to {} bytes (the "
+                      "kernel's comm)",
+                      log::printable(c, 40), LT_COMM_LEN - 1),
+          ErrorKind::kUsage);
+  s->opts.tids = a.tids;
+  s->opts.comms = a.comms;
   if (a.pending_max == 0 || a.pending_max > (1u << 24))
     return Status::Error("--max-pending: 1 to 16777216", ErrorKind::kUsage);
   s->opts.pending_max = a.pending_max;

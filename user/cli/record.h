@@ -44,6 +44,8 @@ struct RecordArgs {
   uint32_t hist_max = Thresholds::kHistMax;
   uint32_t pending_max = Thresholds::kPendingMax;
   uint32_t process_max = Thresholds::kProcessMax;
+  std::vector<uint32_t> tids;      // --tid
+  std::vector<std::string> comms;  // --comm
   bool record_all = false;
   OutputPaths outputs;  // --json, --events, -o, --perfetto, --folded, --html
   bool live = false;    // print slow spans as they end

@@ -536,6 +536,12 @@ Result<std::unique_ptr<Tracer>> Tracer::CreateWith(const TraceOptions& opts,
         typed ? "typed loads (bpf_rdonly_cast)" : "bpf_probe_read_kernel");
   }
   cfg.span_tgid_filter = opts.pid > 0;
+  cfg.thread_filter = !opts.tids.empty() || !opts.comms.empty();
+  for (size_t i = 0; i < opts.tids.size() && i < LT_MAX_FILTER_TIDS; ++i)
+    cfg.filter_tids[i] = opts.tids[i];
+  for (size_t i = 0; i < opts.comms.size() && i < LT_MAX_FILTER_COMMS; ++i)
+    std::snprintf(cfg.filter_comms[i], LT_COMM_LEN, "%s",
+                  opts.comms[i].c_str());
 
   err = looptrace_bpf::load(skel);
   if (err)

@@ -72,6 +72,10 @@ struct TraceOptions {
   uint32_t hist_max = Thresholds::kHistMax;
   uint32_t pending_max = Thresholds::kPendingMax;
   uint32_t process_max = Thresholds::kProcessMax;
+  // Spans only of these threads (--tid) and threads of these names
+  // (--comm); both empty: every thread.
+  std::vector<uint32_t> tids;
+  std::vector<std::string> comms;
   // Bytes of user stack each sample copies for unwinding by CFI
   // (--call-graph dwarf); 0: frame pointers only.
   uint32_t stack_copy = 0;
