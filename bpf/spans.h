@@ -6,6 +6,22 @@
  */
 #pragma once
 
+/* The string a probe's str key points to, into a span record. Read at the
+ * end (only slow spans are recorded): an object's name, alive while it is
+ * dispatched. */
+static __always_inline void read_key_str(char *out, __u32 probe_id, struct lt_frame *f)
+{
+	__u32 k = lt_cfg.probes[probe_id & (LT_MAX_PROBES - 1)].str_key;
+	__u64 ptr;
+
+	out[0] = 0;
+	if (!k || k > LT_MAX_KEYS || (f->key_fault_mask & (1u << (k - 1))))
+		return;
+	ptr = f->keys[(k - 1) & (LT_MAX_KEYS - 1)];
+	if (ptr && bpf_probe_read_user_str(out, LT_KEY_STR_LEN, (void *)ptr) < 0)
+		out[0] = 0;
+}
+
 /* An enqueue: remember the message's due time until it is dispatched. */
 static __always_inline void on_enqueue(const volatile struct lt_probe_cfg *cfg, struct lt_frame *f)
 {
@@ -94,6 +110,7 @@ static __always_inline void on_delivery(struct lt_thread *st,
 	rec->flags = 0;
 	rec->pad = 0;
 	__builtin_memcpy(rec->keys, f->keys, sizeof(rec->keys));
+	read_key_str(rec->key_str, f->probe_id, f);
 	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
 	bpf_ringbuf_submit(rec, rb_flags());
 }
@@ -329,6 +346,7 @@ static __always_inline void submit_span(struct lt_span_rec *rec, struct lt_threa
 	rec->key_fault_mask = f->key_fault_mask;
 	rec->pad = 0;
 	__builtin_memcpy(rec->keys, f->keys, sizeof(rec->keys));
+	read_key_str(rec->key_str, probe_id, f);
 	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
 	bpf_ringbuf_submit(rec, rb_flags());
 }

@@ -47,6 +47,9 @@
 #define LT_HIST_SUB (1 << LT_HIST_SUB_BITS)
 #define LT_HIST_SLOTS (64 * LT_HIST_SUB)
 #define LT_COMM_LEN 16
+/* Bytes of the string a `str` key points to, read when a span's record is
+ * made (NUL included). */
+#define LT_KEY_STR_LEN 32
 /* Threads --tid and --comm can select. */
 #define LT_MAX_FILTER_TIDS 16
 #define LT_MAX_FILTER_COMMS 4
@@ -121,6 +124,10 @@ struct lt_probe_cfg {
 	__u32 flags_key;
 	__u32 async_mask; /* enqueue: flags bits that make a message async */
 	__u32 flags;	  /* LT_PROBE_* */
+	/* Key index + 1 whose value points to a string (format `str`), read
+	 * into the span record's key_str; 0: none. */
+	__u32 str_key;
+	__u32 pad;
 	struct lt_key_spec keys[LT_MAX_KEYS];
 };
 
@@ -245,6 +252,9 @@ struct lt_span_rec {
 	__u32 pad;
 	__u64 keys[LT_MAX_KEYS];
 	char comm[LT_COMM_LEN];
+	/* The string the probe's str key points to (a GSource's name), read
+	 * when the record is made, at the span's end; "" if none or unread. */
+	char key_str[LT_KEY_STR_LEN];
 };
 
 /* lt_span_rec.flags */

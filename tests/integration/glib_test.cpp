@@ -204,6 +204,42 @@ TEST(GlibSources, EachTimeoutOfABatchIsItsOwnSpan) {
   EXPECT_EQ(batches_with_both, 1) << slow.dump();
 }
 
+// A source's name (g_source_set_name), read from the GSource when its slow
+// span ends: each named stall is reported with its own name, and an
+// unnamed source with none.
+TEST(GlibSources, ANamedSourceIsReportedByItsName) {
+  LT_REQUIRE_BPF();
+  LT_REQUIRE_SYSTEM_PYTHON();
+  GlibRun g;
+  ASSERT_NO_FATAL_FAILURE(
+      run_glib({"--profile", "glib", "--slow", "20ms"},
+               {"--name-sources", "--stall", "busy:40@300", "--stall",
+                "sleep:50@700", "--duration", "1200"},
+               &g));
+  ASSERT_EQ(g.stalls.size(), 2u);
+  const auto& slow = g.report["slow_dispatches"];
+  EXPECT_EQ(slow.size(), g.stalls.size()) << slow.dump();
+  for (const auto& st : g.stalls) {
+    const nlohmann::json* m = span_holding(slow, st);
+    ASSERT_NE(m, nullptr) << st.dump() << "\n" << slow.dump();
+    const std::string name = fmt::format("stall-{}", st["index"].get<int>());
+    EXPECT_EQ((*m)["keys"]["name"], name) << m->dump();
+    EXPECT_NE((*m)["target"].get<std::string>().find(" name=" + name),
+              std::string::npos)
+        << m->dump();
+    expect_callback_time(*m, st, g.slack_ns);
+  }
+  // Without names: no name key.
+  GlibRun plain;
+  ASSERT_NO_FATAL_FAILURE(
+      run_glib({"--profile", "glib", "--slow", "20ms"},
+               {"--stall", "busy:40@300", "--duration", "700"}, &plain));
+  ASSERT_EQ(plain.report["slow_dispatches"].size(), 1u);
+  const auto& m = plain.report["slow_dispatches"][0];
+  EXPECT_TRUE(m["keys"]["name"].is_null()) << m.dump();
+  EXPECT_EQ(m["target"].get<std::string>().find("name="), std::string::npos);
+}
+
 // The glib profile tells the source kinds apart: a stall run by an idle
 // source is an idle handler, one run by an I/O watch (a GIOChannel's) or a
 // unix fd source a dispatch of that kind, named so, each within 1 ms of

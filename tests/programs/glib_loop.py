@@ -181,7 +181,14 @@ class App:
                                   GLib.IOCondition.IN, self.readable)
         first = self.stall if self.args.source == "timeout" else self.hand_over
         for i, (_, _, at_ms) in enumerate(self.stalls):
-            GLib.timeout_add(at_ms, first, i)
+            if self.args.name_sources:
+                # g_source_set_name: what looptrace's glib profile reads.
+                source = GLib.timeout_source_new(at_ms)
+                source.set_name("stall-%d" % i)
+                source.set_callback(first, i)
+                source.attach(None)
+            else:
+                GLib.timeout_add(at_ms, first, i)
         GLib.timeout_add(self.args.duration, self.quit, "duration")
         return GLib.SOURCE_REMOVE
 
@@ -221,6 +228,9 @@ def main():
                    default="timeout",
                    help="the kind of GLib source a stall runs in "
                         "(default timeout)")
+    p.add_argument("--name-sources", action="store_true",
+                   help="name each stall's timeout source stall-INDEX "
+                        "(g_source_set_name)")
     p.add_argument("--start-delay", type=int, default=0,
                    help="ms before the scenario starts (default 0)")
     p.add_argument("--log", help="ground-truth log (JSON lines)")

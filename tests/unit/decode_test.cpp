@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <variant>
 
 namespace looptrace {
@@ -54,6 +55,21 @@ TEST(Decode, SpanCutShortByExitKeepsItsFlag) {
   r.flags = LT_SPAN_INPUT;
   ASSERT_TRUE(decode_record(&r, sizeof(r), &ev));
   EXPECT_FALSE(std::get<SpanEvent>(ev).cut_short());
+}
+
+// A str key's string: up to its NUL, and never more than the kernel can
+// write (31 bytes and the NUL), even from a damaged record.
+TEST(Decode, SpanKeyStringStopsAtItsNul) {
+  lt_span_rec r{};
+  r.hdr = header(LT_REC_SPAN, sizeof(r));
+  std::memcpy(r.key_str, "stall-0\0garbage", 15);
+  Event ev;
+  ASSERT_TRUE(decode_record(&r, sizeof(r), &ev));
+  EXPECT_EQ(std::get<SpanEvent>(ev).key_str, "stall-0");
+  std::memset(r.key_str, 'x', sizeof(r.key_str));
+  ASSERT_TRUE(decode_record(&r, sizeof(r), &ev));
+  EXPECT_EQ(std::get<SpanEvent>(ev).key_str,
+            std::string(LT_KEY_STR_LEN - 1, 'x'));
 }
 
 }  // namespace

@@ -130,6 +130,18 @@ TEST(ProfileTypes, EnumKeysNeedTheirNames) {
   }
 }
 
+TEST(ProfileTypes, OneStrKeyPerProbe) {
+  auto r = parse_profile(
+      R"j({"probes": [{"binary": "a", "symbol": "f", "keys": [
+          {"name": "a", "expr": "*(arg0+80)", "format": "str"},
+          {"name": "b", "expr": "*(arg1+80)", "format": "str"}]}]})j",
+      "p.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "profile p.json: probes[0].keys: at most one key of format "
+            "\"str\" per probe");
+}
+
 TEST(ProfileTypes, OutermostIsABooleanOfSpanRoles) {
   auto parse = [](const std::string& fields) {
     return parse_profile(

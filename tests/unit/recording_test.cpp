@@ -66,6 +66,7 @@ std::vector<Event> sample_events() {
   sp.runq_ns = 2;
   sp.steal_ns = 3;
   sp.keys = {1, 2, 3, 4};
+  sp.key_str = "stall-0";
   sp.flags = LT_SPAN_EXIT;
   sp.in_flight = true;
   SampleEvent sa;

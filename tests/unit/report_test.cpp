@@ -143,6 +143,27 @@ TEST(FormatTarget, EnumKeysAreNamed) {
   EXPECT_EQ(format_target(e, qt, sym), "Qt event MaxUser");
 }
 
+// A str key shows the string read with the span, escaped; none: omitted.
+TEST(FormatTarget, StringKeysShowTheirString) {
+  FakeSymbolizer sym = make_symbolizer();
+  ProbeDef glib;
+  glib.label = "GLib timeout";
+  KeyDef cb{"callback", "arg1", {}, KeyFormat::kSymbol, {}};
+  KeyDef name{"name", "*(arg0+80)", {}, KeyFormat::kString, {}};
+  glib.keys = {cb, name};
+  SpanEvent e;
+  e.keys = {kOnTick, 0x5000, 0, 0};
+  e.key_str = "stall-0";
+  EXPECT_EQ(format_target(e, glib, sym),
+            "GLib timeout refapp::onTick(refapp::Message*) name=stall-0");
+  e.key_str.clear();
+  EXPECT_EQ(format_target(e, glib, sym),
+            "GLib timeout refapp::onTick(refapp::Message*)");
+  e.key_str = "a\nb";
+  EXPECT_EQ(format_target(e, glib, sym),
+            "GLib timeout refapp::onTick(refapp::Message*) name=a\\nb");
+}
+
 TEST(FormatTarget, UnknownPointersInHex) {
   FakeSymbolizer sym = make_symbolizer();
   std::vector<ProbeDef> probes = make_probes();

@@ -42,10 +42,14 @@ struct Roles {
 
 Roles builtin_roles(const elf::ElfFile& file, const ResolveContext& ctx) {
   Roles roles;
+  // A probe one built-in takes from another (gtk3 has glib's) is named
+  // once, by the first.
+  std::set<std::pair<std::string, std::string>> seen;
   for (const std::string& name : builtin_profile_names()) {
     auto prof = load_profile(name);
     if (!prof.ok()) continue;
     for (const ProbeDef& p : prof->probes) {
+      if (!seen.insert({p.binary, p.symbol}).second) continue;
       auto bin = resolve_binary(p.binary, ctx);
       std::error_code ec;
       if (!bin.ok() || !std::filesystem::equivalent(*bin, file.path(), ec))

@@ -219,8 +219,8 @@ Status command_profiles(const RecordArgs& a, std::vector<ProbeDef>* probes,
     if (!here) continue;
     chosen.push_back(d.profile);
     for (ProbeDef& p : prof->probes) {
-      bool dup = std::any_of(
-          probes->begin(), probes->end(), [&](const ProbeDef& q) {
+      bool dup =
+          std::any_of(probes->begin(), probes->end(), [&](const ProbeDef& q) {
             return q.binary == p.binary && q.symbol == p.symbol;
           });
       if (!dup) probes->push_back(std::move(p));
@@ -277,6 +277,10 @@ Status build_probes(const RecordArgs& a, std::vector<ProbeDef>* probes,
   if (keys.size() > LT_MAX_KEYS)
     return Status::Error(fmt::format("at most {} --key options", LT_MAX_KEYS),
                          ErrorKind::kUsage);
+  if (std::count_if(keys.begin(), keys.end(), [](const KeyDef& k) {
+        return k.format == KeyFormat::kString;
+      }) > 1)
+    return Status::Error("--key: at most one of format str", ErrorKind::kUsage);
   auto add = [&](const std::vector<std::string>& list,
                  uint32_t role) -> Status {
     for (const std::string& s : list) {

@@ -464,6 +464,8 @@ Result<std::unique_ptr<Tracer>> Tracer::CreateWith(const TraceOptions& opts,
       if (n == "when") pc.when_key = idx;
       if (n == "queue") pc.queue_key = idx;
       if (n == "flags") pc.flags_key = idx;
+      if (p.keys[k].format == KeyFormat::kString && pc.str_key == 0)
+        pc.str_key = idx;
     }
     pc.async_mask = p.async_mask;
     pc.flags = p.outermost ? LT_PROBE_OUTERMOST : 0;

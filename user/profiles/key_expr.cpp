@@ -222,9 +222,10 @@ Result<KeyFormat> parse_key_format(std::string_view text) {
   if (text == "vtable" || text == "class") return KeyFormat::kVtable;
   if (text == "ptr" || text == "pointer") return KeyFormat::kPointer;
   if (text == "enum") return KeyFormat::kEnum;
+  if (text == "str" || text == "string") return KeyFormat::kString;
   return Status::Error(
-      fmt::format("bad key format '{}': expected int, hex, sym, vtable, ptr "
-                  "or enum",
+      fmt::format("bad key format '{}': expected int, hex, sym, vtable, ptr, "
+                  "enum or str",
                   log::printable(text, 60)),
       ErrorKind::kUsage);
 }
@@ -243,6 +244,8 @@ const char* key_format_name(KeyFormat f) {
       return "ptr";
     case KeyFormat::kEnum:
       return "enum";
+    case KeyFormat::kString:
+      return "str";
   }
   return "hex";
 }

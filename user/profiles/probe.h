@@ -22,6 +22,8 @@ enum class KeyFormat {
              // the one-line target
   kEnum,     // a number named by the key's table (QEvent::Type 1 -> Timer);
              // a number the table lacks is shown in decimal
+  kString,   // a pointer to a NUL-terminated string (a GSource's name),
+             // read at the span's end, at most LT_KEY_STR_LEN - 1 bytes
 };
 
 struct KeyDef {

@@ -76,8 +76,10 @@ constexpr std::string_view kRefappProfile = R"json({
 // (no symbol in a distribution's stripped libglib) but its GSourceFuncs
 // table is exported: { prepare, check, dispatch @16, finalize }. A
 // dispatch is called as dispatch(GSource*, GSourceFunc callback, gpointer
-// user_data): the callback names what ran. Reads no structure, so no GLib
-// version is assumed; checked against GLib 2.74 (Debian 12). Sources with
+// user_data): the callback names what ran, and the source's name
+// (g_source_set_name) is GSource.name at +80: GSource is declared in
+// GLib's public header, its layout fixed for all of GLib 2; checked against
+// GLib 2.74 (Debian 12). Sources with
 // their own GSourceFuncs (GDK's events, a program's custom sources) are
 // not seen: probe g_main_context_dispatch for whole batches.
 constexpr std::string_view kGlibProfile = R"json({
@@ -91,6 +93,7 @@ constexpr std::string_view kGlibProfile = R"json({
       "label": "GLib timeout",
       "keys": [
         {"name": "callback", "expr": "arg1", "format": "sym"},
+        {"name": "name", "expr": "*(arg0+80)", "format": "str"},
         {"name": "source", "expr": "arg0", "format": "ptr"}
       ]
     },
@@ -101,6 +104,7 @@ constexpr std::string_view kGlibProfile = R"json({
       "label": "GLib idle",
       "keys": [
         {"name": "callback", "expr": "arg1", "format": "sym"},
+        {"name": "name", "expr": "*(arg0+80)", "format": "str"},
         {"name": "source", "expr": "arg0", "format": "ptr"}
       ]
     },
@@ -111,6 +115,7 @@ constexpr std::string_view kGlibProfile = R"json({
       "label": "GLib I/O watch",
       "keys": [
         {"name": "callback", "expr": "arg1", "format": "sym"},
+        {"name": "name", "expr": "*(arg0+80)", "format": "str"},
         {"name": "source", "expr": "arg0", "format": "ptr"}
       ]
     },
@@ -121,6 +126,7 @@ constexpr std::string_view kGlibProfile = R"json({
       "label": "GLib unix fd",
       "keys": [
         {"name": "callback", "expr": "arg1", "format": "sym"},
+        {"name": "name", "expr": "*(arg0+80)", "format": "str"},
         {"name": "source", "expr": "arg0", "format": "ptr"}
       ]
     },
@@ -131,6 +137,7 @@ constexpr std::string_view kGlibProfile = R"json({
       "label": "GLib child watch",
       "keys": [
         {"name": "callback", "expr": "arg1", "format": "sym"},
+        {"name": "name", "expr": "*(arg0+80)", "format": "str"},
         {"name": "source", "expr": "arg0", "format": "ptr"}
       ]
     },
@@ -141,6 +148,7 @@ constexpr std::string_view kGlibProfile = R"json({
       "label": "GLib unix signal",
       "keys": [
         {"name": "callback", "expr": "arg1", "format": "sym"},
+        {"name": "name", "expr": "*(arg0+80)", "format": "str"},
         {"name": "source", "expr": "arg0", "format": "ptr"}
       ]
     }
@@ -565,6 +573,10 @@ class ProfileReader {
       if (!k.ok()) return k.status();
       def->keys.push_back(std::move(*k));
     }
+    if (std::count_if(def->keys.begin(), def->keys.end(), [](const KeyDef& k) {
+          return k.format == KeyFormat::kString;
+        }) > 1)
+      return error(keys_at, "at most one key of format \"str\" per probe");
     return Status::Ok();
   }
 

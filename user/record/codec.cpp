@@ -124,6 +124,7 @@ void put_span(Writer& w, const SpanEvent& e) {
   w.put_keys(e.keys);
   w.put(e.flags);
   w.put<uint8_t>(e.in_flight);
+  w.put_str(e.key_str);
 }
 
 bool get_span(Reader& r, SpanEvent* e) {
@@ -132,7 +133,10 @@ bool get_span(Reader& r, SpanEvent* e) {
          r.get(&e->cpu_ns) && r.get(&e->runq_ns) && r.get(&e->steal_ns) &&
          r.get(&e->probe_id) && r.get(&e->role) && r.get(&e->depth) &&
          r.get(&e->key_fault_mask) && r.get_keys(&e->keys) &&
-         r.get(&e->flags) && r.get_bool(&e->in_flight) && r.done();
+         r.get(&e->flags) && r.get_bool(&e->in_flight) &&
+         // Recordings before str keys end here.
+         (r.done() || (r.get_str(&e->key_str) &&
+                       e->key_str.size() < LT_KEY_STR_LEN && r.done()));
 }
 
 void put_io(Writer& w, const IoEvent& e) {
@@ -224,7 +228,7 @@ ProbeDef probe_from(const json& j) {
     d.name = k.at("name").get<std::string>();
     d.expr = k.at("expr").get<std::string>();
     int f = k.at("format").get<int>();
-    if (f < 0 || f > static_cast<int>(KeyFormat::kEnum))
+    if (f < 0 || f > static_cast<int>(KeyFormat::kString))
       throw std::out_of_range("key format");
     // Recordings before enum formats have no names.
     if (k.contains("names"))

@@ -4,6 +4,8 @@
 
 #include <string_view>
 
+#include "base/log.h"
+
 namespace looptrace {
 namespace {
 
@@ -92,6 +94,14 @@ std::vector<RenderedKey> render_keys(const SpanEvent& span,
         break;
       case KeyFormat::kVtable:
         k.text = v == 0 ? hex(v) : class_name(span, v, symbolizer);
+        break;
+      case KeyFormat::kString:
+        // Read only for the record of a span (slow ones); an unnamed
+        // object has none.
+        if (span.key_str.empty())
+          k.omitted = true;
+        else
+          k.text = log::printable(span.key_str, LT_KEY_STR_LEN);
         break;
       case KeyFormat::kEnum: {
         // As read (a u16 QEvent::Type of 65535), else sign-extended (a C

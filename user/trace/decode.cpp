@@ -83,6 +83,8 @@ bool decode_record(const void* data, size_t size, Event* out) {
       ev.key_fault_mask = r.key_fault_mask;
       ev.flags = r.flags;
       for (int i = 0; i < LT_MAX_KEYS; ++i) ev.keys[i] = r.keys[i];
+      // The kernel always ends it with a NUL: at most LT_KEY_STR_LEN - 1.
+      ev.key_str.assign(r.key_str, strnlen(r.key_str, LT_KEY_STR_LEN - 1));
       *out = std::move(ev);
       return true;
     }

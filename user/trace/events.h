@@ -40,6 +40,9 @@ struct SpanEvent {
   uint32_t depth = 0;
   uint32_t key_fault_mask = 0;
   std::array<uint64_t, LT_MAX_KEYS> keys{};
+  // The string the probe's str key points to (a GSource's name), as read
+  // at the span's end; empty if none.
+  std::string key_str;
   uint32_t flags = 0;  // LT_SPAN_*: LT_SPAN_INPUT consumed a raw-channel read
   // Still running when tracing stopped: duration_ns is its age then.
   bool in_flight = false;
