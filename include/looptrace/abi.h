@@ -175,7 +175,7 @@ struct lt_config {
 	 * name is in filter_comms (--tid, --comm), decided at a thread's first
 	 * probed call; 0: every thread. */
 	__u32 thread_filter;
-	__u32 filter_tids[LT_MAX_FILTER_TIDS]; /* 0: unused */
+	__u32 filter_tids[LT_MAX_FILTER_TIDS];		     /* 0: unused */
 	char filter_comms[LT_MAX_FILTER_COMMS][LT_COMM_LEN]; /* "": unused */
 	/* Bytes of user stack each sample copies (LT_REC_USTACK), 0: samples
 	 * carry frame-pointer frames only (LT_REC_SAMPLE). */
