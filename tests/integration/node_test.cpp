@@ -47,6 +47,9 @@ void run_node_timers(const std::string& call_graph) {
         ("/tmp/perf-" + std::to_string(ready[0]["pid"].get<int>()) + ".map")
             .c_str());
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("hint: JavaScript frames are unnamed"),
+            std::string::npos)
+      << r.out;
   std::vector<json> busy = events(lines, "busy");
   ASSERT_EQ(busy.size(), static_cast<size_t>(kRuns));
   json report = read_json(out);
@@ -126,6 +129,25 @@ TEST(NodePerfMap, BusyTimerNamedInFramePointerStacks) {
   require_node();
   if (IsSkipped() || HasFatalFailure()) return;
   run_node_timers("fp");
+}
+
+// Without --perf-basic-prof, the busy timer's JavaScript frames are
+// anonymous memory: the report says how to name them.
+TEST(NodePerfMap, WithoutAPerfMapTheReportSaysHowToNameJs) {
+  LT_REQUIRE_BPF();
+  require_node();
+  if (IsSkipped() || HasFatalFailure()) return;
+  TempDir dir;
+  std::string log = dir.file("node.jsonl");
+  RunResult r = run({looptrace_bin(), "record", "--profile", "node", "--",
+                     kNode, tests_dir() + "/programs/node_timer.js", log, "1",
+                     std::to_string(kBusyMs)});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(events(read_jsonl(log), "busy").size(), 1u);
+  EXPECT_NE(r.out.find("hint: JavaScript frames are unnamed ([anon]): run "
+                       "node with\n  --perf-basic-prof"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST(NodePerfMap, BusyTimerNamedInDwarfStacks) {

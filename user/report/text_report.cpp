@@ -319,6 +319,26 @@ void write_lost(std::ostream& os, const DispatchAnalysis& a) {
     if (l.value != 0) put(os, "  " + l.text);
 }
 
+// Node without a perf map: its JavaScript runs from anonymous memory that
+// no symbol names. Says how to name it, once.
+void write_hints(std::ostream& os, const DispatchAnalysis& a,
+                 report::FrameNames& names) {
+  for (const SlowSpan& s : a.slow) {
+    if (s.span.comm.rfind("node", 0) != 0) continue;
+    for (const StackGroup& g : s.stacks)
+      for (uint64_t addr : g.frames) {
+        const Frame& f = names.frame(s.span.pid, addr);
+        if (f.known() || f.module != "[anon]") continue;
+        os << '\n';
+        put(os, "hint: JavaScript frames are unnamed ([anon]): run node with");
+        put(os,
+            "  --perf-basic-prof; looptrace reads the /tmp/perf-PID.map it");
+        put(os, "  writes (docs/unwinding.md)");
+        return;
+      }
+  }
+}
+
 }  // namespace
 
 void write_text_report(std::ostream& os, const DispatchAnalysis& analysis,
@@ -340,6 +360,7 @@ void write_text_report(std::ostream& os, const DispatchAnalysis& analysis,
   report::FrameNames names(ctx.symbolizer);
   for (uint32_t r = 0; r < LT_ROLE_MAX; ++r)
     write_slow(os, analysis, ctx, r, names);
+  write_hints(os, analysis, names);
   write_lost(os, analysis);
 }
 
