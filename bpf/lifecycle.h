@@ -92,7 +92,7 @@ static __always_inline void inherit_spans(struct task_struct *parent, struct tas
 	cst->oncpu_since = 0;
 	cst->off_since = bpf_ktime_get_ns();
 	cst->off_runnable = 1;
-	for (i = 0; i < LT_MAX_PROBES; i++) /* a new thread: its own histograms */
+	for (i = 0; i < 2 * LT_MAX_PROBES; i++) /* a new thread: its own histograms */
 		cst->hist_slot[i] = 0;
 	cst->input_next = 0;
 	cst->io.chan = 0;
@@ -156,7 +156,7 @@ int BPF_PROG(lt_exec, struct task_struct *p)
 		cut_short(st, LT_SPAN_EXEC);
 	/* A new program gets its own histograms: a thread that was not the
 	 * leader now has the leader's tid. Nothing of the old one is pending. */
-	for (i = 0; i < LT_MAX_PROBES; i++)
+	for (i = 0; i < 2 * LT_MAX_PROBES; i++)
 		st->hist_slot[i] = 0;
 	st->delivery_quiet = 0;
 	st->input_next = 0;

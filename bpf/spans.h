@@ -43,33 +43,16 @@ static __always_inline void on_enqueue(const volatile struct lt_probe_cfg *cfg, 
 }
 
 /*
- * A dispatch of a message an enqueue probe saw: its delivery lag (start -
- * due) goes to the thread's delivery histogram and, when slow, through the
- * ring buffer as a DELIVERY span from the due time to the dispatch start.
+ * A dispatch that was due at `due`: its delivery lag (start - due) goes to
+ * histogram h and, when slow, through the ring buffer as a DELIVERY span
+ * from the due time to the dispatch start.
  */
-static __always_inline void on_delivery(struct lt_thread *st,
-					const volatile struct lt_probe_cfg *cfg, struct lt_frame *f,
-					__u32 depth)
+static __always_inline void deliver(struct lt_thread *st, struct lt_frame *f, struct lt_hist *h,
+				    __u64 due, __u32 depth)
 {
-	struct lt_pending_key key = {};
-	struct lt_pending_val *val;
 	struct lt_span_rec *rec;
-	struct lt_hist *h;
-	__u32 mk = cfg->msg_key;
-	__u64 due, lag;
+	__u64 lag;
 
-	if (mk > LT_MAX_KEYS)
-		return;
-	key.pid = bpf_get_current_pid_tgid() >> 32;
-	key.msg = f->keys[(mk - 1) & (LT_MAX_KEYS - 1)];
-	val = bpf_map_lookup_elem(&lt_pending, &key);
-	if (!val) {
-		count(LT_CNT_DELIVERY_UNMATCHED);
-		return;
-	}
-	due = val->when_ns;
-	h = thread_hist(st, val->probe_id & (LT_MAX_PROBES - 1), LT_ROLE_DELIVERY);
-	bpf_map_delete_elem(&lt_pending, &key);
 	lag = f->start_ns > due ? f->start_ns - due : 0;
 	hist_add(h, lag);
 	if (lt_cfg.delivery_drain_ns) {
@@ -113,6 +96,51 @@ static __always_inline void on_delivery(struct lt_thread *st,
 	read_key_str(rec->key_str, f->probe_id, f);
 	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
 	bpf_ringbuf_submit(rec, rb_flags());
+}
+
+/* A dispatch of a message an enqueue probe saw (its due time kept in
+ * lt_pending), into the enqueue probe's delivery histogram. */
+static __always_inline void on_delivery(struct lt_thread *st,
+					const volatile struct lt_probe_cfg *cfg, struct lt_frame *f,
+					__u32 depth)
+{
+	struct lt_pending_key key = {};
+	struct lt_pending_val *val;
+	struct lt_hist *h;
+	__u32 mk = cfg->msg_key;
+	__u64 due;
+
+	if (mk > LT_MAX_KEYS)
+		return;
+	key.pid = bpf_get_current_pid_tgid() >> 32;
+	key.msg = f->keys[(mk - 1) & (LT_MAX_KEYS - 1)];
+	val = bpf_map_lookup_elem(&lt_pending, &key);
+	if (!val) {
+		count(LT_CNT_DELIVERY_UNMATCHED);
+		return;
+	}
+	due = val->when_ns;
+	h = thread_hist(st, val->probe_id & (LT_MAX_PROBES - 1), LT_ROLE_DELIVERY);
+	bpf_map_delete_elem(&lt_pending, &key);
+	deliver(st, f, h, due, depth);
+}
+
+/* A dispatch whose due time a key read at its entry (GLib's timeout: its
+ * GSource's ready time, in us), into its own delivery histogram. A time
+ * of 0 or less is none (a source without one). */
+static __always_inline void on_due(struct lt_thread *st, const volatile struct lt_probe_cfg *cfg,
+				   struct lt_frame *f, __u32 depth)
+{
+	__u32 k = cfg->due_key;
+	__s64 v;
+
+	if (!k || k > LT_MAX_KEYS || (f->key_fault_mask & (1u << (k - 1))))
+		return;
+	v = (__s64)f->keys[(k - 1) & (LT_MAX_KEYS - 1)];
+	if (v <= 0 || (__u64)v > ~0ULL / 1000)
+		return;
+	deliver(st, f, thread_hist(st, f->probe_id & (LT_MAX_PROBES - 1), LT_ROLE_DELIVERY),
+		(__u64)v * cfg->due_scale, depth);
 }
 
 /* Emits a point record from a completed frame (keys read at entry). */
@@ -318,6 +346,8 @@ int BPF_KPROBE(lt_span_entry)
 	}
 	if (cfg->msg_key)
 		on_delivery(st, cfg, f, d);
+	else if (cfg->due_key)
+		on_due(st, cfg, f, d);
 	/* A barrier removal is a point: reported now, never a span. */
 	if (cfg->role == LT_ROLE_BARRIER_REMOVE) {
 		emit_point(ctx, f, LT_ROLE_BARRIER_REMOVE, 0, 0);

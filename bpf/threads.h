@@ -27,10 +27,12 @@ static __always_inline struct lt_hist *thread_hist(struct lt_thread *st, __u32 p
 	struct task_struct *task;
 	struct lt_hist *h;
 	__s32 slot;
-	__u32 idx;
+	__u32 idx, k;
 
 	probe_id &= LT_MAX_PROBES - 1;
-	slot = st->hist_slot[probe_id];
+	/* A dispatch probe's delivery lags (a due key) are not its spans. */
+	k = (role == LT_ROLE_DELIVERY ? LT_MAX_PROBES : 0) + probe_id;
+	slot = st->hist_slot[k & (2 * LT_MAX_PROBES - 1)];
 	if (slot > 0) {
 		idx = slot - 1;
 		return bpf_map_lookup_elem(&lt_hists, &idx);
@@ -41,7 +43,7 @@ static __always_inline struct lt_hist *thread_hist(struct lt_thread *st, __u32 p
 	if (idx >= lt_cfg.hist_max) {
 		/* Every later span of this thread misses too: the callers count
 		 * each one that reaches no histogram and no record. */
-		st->hist_slot[probe_id] = -1;
+		st->hist_slot[k & (2 * LT_MAX_PROBES - 1)] = -1;
 		return 0;
 	}
 	h = bpf_map_lookup_elem(&lt_hists, &idx);
@@ -53,7 +55,7 @@ static __always_inline struct lt_hist *thread_hist(struct lt_thread *st, __u32 p
 	h->probe_id = probe_id;
 	h->role = role;
 	bpf_get_current_comm(h->comm, sizeof(h->comm));
-	st->hist_slot[probe_id] = idx + 1;
+	st->hist_slot[k & (2 * LT_MAX_PROBES - 1)] = idx + 1;
 	return h;
 }
 

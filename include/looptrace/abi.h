@@ -127,7 +127,12 @@ struct lt_probe_cfg {
 	/* Key index + 1 whose value points to a string (format `str`), read
 	 * into the span record's key_str; 0: none. */
 	__u32 str_key;
-	__u32 pad;
+	/* Key index + 1 holding the dispatch's due time (CLOCK_MONOTONIC, in
+	 * units of due_scale ns: key "due_us" 1000, "due_ns" 1), for delivery
+	 * lag without an enqueue probe; 0: none. */
+	__u32 due_key;
+	__u32 due_scale;
+	__u32 pad2;
 	struct lt_key_spec keys[LT_MAX_KEYS];
 };
 
@@ -539,8 +544,9 @@ struct lt_thread {
 	__u64 next_span_id;
 	__u32 depth;	    /* in-flight spans, may exceed LT_MAX_DEPTH */
 	__u32 off_runnable; /* since off_since it has been runnable */
-	/* index + 1 into lt_hists per probe; 0: none yet; -1: map full */
-	__s32 hist_slot[LT_MAX_PROBES];
+	/* index + 1 into lt_hists per probe, its spans' then its delivery
+	 * lags' (LT_MAX_PROBES + probe); 0: none yet; -1: map full */
+	__s32 hist_slot[2 * LT_MAX_PROBES];
 	__u32 delivery_quiet; /* hysteresis: a slow delivery was reported */
 	/* A raw-channel read happened outside any span: the next outermost
 	 * span consumes it. */

@@ -79,6 +79,14 @@ __attribute__((used))
 const LtFuncs lt_test_funcs = {lt_plain_function, nullptr, lt_table_dispatch};
 }
 
+// A library's version as GLib exports its own (glib_major_version...):
+// what a profile's version gate reads.
+extern "C" {
+extern const unsigned lt_test_major_version, lt_test_minor_version;
+__attribute__((used)) const unsigned lt_test_major_version = 2;
+__attribute__((used)) const unsigned lt_test_minor_version = 74;
+}
+
 extern "C" LT_TEST_FN int lt_plain_function(int x) {
   // The asm statement keeps calls from being merged or removed.
   asm volatile("" : "+r"(x));

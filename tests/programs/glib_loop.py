@@ -21,6 +21,11 @@ memory and written when the loop ends, so no file I/O lengthens a dispatch):
                                     start/end taken at the very start and end
                                     of the stall callback; pieces: time.sleep
                                     calls (sleep), 0 (busy)
+  {"event":"late","index","added_ns","due_ns","start_ns","pid","tid"}
+                                    --late-timer: the timeout a stall added
+                                    (added_ns read just before GLib reads
+                                    its clock for the due time), and when its
+                                    callback started
   {"event":"summary","pid","tid","reason":"duration|signal","ticks","stalls",
    "run_delay_ns"}                  the loop thread's whole run-queue wait
                                     (/proc/thread-self/schedstat), -1 unknown
@@ -124,6 +129,13 @@ class App:
         if start is None:
             start = now_ns()
         kind, ms, at_ms = self.stalls[index]
+        if self.args.late_timer:
+            # A one-shot timeout due during the stall: GLib reads the clock
+            # for its due time right after this read.
+            source = GLib.timeout_source_new(self.args.late_timer)
+            source.set_name("late-%d" % index)
+            source.set_callback(self.late, (index, now_ns()))
+            source.attach(None)
         pieces = 0
         if kind == "busy":
             busy_for(ms * 1000000)
@@ -140,6 +152,15 @@ class App:
                     "at_ms": at_ms, "index": index, "start_ns": start,
                     "end_ns": end, "duration_ns": end - start,
                     "pieces": pieces, "pid": self.pid, "tid": self.tid})
+        return GLib.SOURCE_REMOVE
+
+    def late(self, data):
+        index, added_ns = data
+        self.pending.append({"event": "late", "index": index,
+                             "added_ns": added_ns,
+                             "due_ns": added_ns + self.args.late_timer * 1000000,
+                             "start_ns": now_ns(), "pid": self.pid,
+                             "tid": self.tid})
         return GLib.SOURCE_REMOVE
 
     def hand_over(self, index):
@@ -228,6 +249,9 @@ def main():
                    default="timeout",
                    help="the kind of GLib source a stall runs in "
                         "(default timeout)")
+    p.add_argument("--late-timer", type=int, default=0, metavar="MS",
+                   help="each stall adds a timeout of MS ms named "
+                        "late-INDEX, due while it stalls")
     p.add_argument("--name-sources", action="store_true",
                    help="name each stall's timeout source stall-INDEX "
                         "(g_source_set_name)")

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "profiles/profile.h"
 #include "profiles/resolve.h"
 
 namespace looptrace {
@@ -57,6 +58,74 @@ TEST(ResolveProbes, InputProbesTakeNoSlot) {
   probes.push_back(probe("lt_plain_function", LT_ROLE_INPUT_RECV));
   Status st = resolve_probes(&probes, ResolveContext{});
   EXPECT_TRUE(st.ok()) << st.message();
+}
+
+// A profile's version gate: the version the file exports must be one the
+// profile was checked against; the probes carry it, or resolution stops
+// with a line naming both.
+TEST(ResolveProbes, VersionGateReadsTheFilesVersion) {
+  auto profile = [](const std::string& checked) {
+    return parse_profile(R"({"version": {"binary": ")" + kPie +
+                             R"(", "name": "Test", "major":
+                             "lt_test_major_version", "minor":
+                             "lt_test_minor_version", "checked": [)" +
+                             checked + R"(]}, "probes": [{"binary": ")" + kPie +
+                             R"(", "symbol": "lt_plain_function"}]})",
+                         "p.json");
+  };
+  auto ok = profile(R"("2.72", "2.74")");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  ASSERT_TRUE(ok->probes[0].gate.has_value());
+  std::vector<ProbeDef> probes = ok->probes;
+  ASSERT_TRUE(resolve_probes(&probes, ResolveContext{}).ok());
+  EXPECT_EQ(probes[0].version, "Test 2.74");
+  auto other = profile(R"("2.76")");
+  ASSERT_TRUE(other.ok());
+  probes = other->probes;
+  Status st = resolve_probes(&probes, ResolveContext{});
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message(), kPie +
+                              " is Test 2.74; the profile was checked "
+                              "against Test 2.76 only, and reads "
+                              "structures that may differ");
+  // A file without the version symbols is not the library.
+  auto wrong = parse_profile(
+      R"({"version": {"binary": ")" + kPie +
+          R"(", "name": "Test", "major": "no_such_version", "minor": "x",
+          "checked": ["2.74"]}, "probes": [{"binary": ")" +
+          kPie + R"(", "symbol": "lt_plain_function"}]})",
+      "p.json");
+  ASSERT_TRUE(wrong.ok());
+  probes = wrong->probes;
+  st = resolve_probes(&probes, ResolveContext{});
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("has no no_such_version symbol"),
+            std::string::npos)
+      << st.message();
+}
+
+TEST(ProfileVersion, MalformedGatesAreOneLineErrors) {
+  const std::pair<const char*, const char*> bad[] = {
+      {R"({"version": 5, "probes": [{"binary": "a", "symbol": "f"}]})",
+       "profile p.json: version: expected an object, got number"},
+      {R"({"version": {"binary": "a", "name": "G", "major": "x", "minor":
+          "y"}, "probes": [{"binary": "a", "symbol": "f"}]})",
+       "profile p.json: version.checked: a non-empty array of "
+       "\"MAJOR.MINOR\" strings is required"},
+      {R"({"version": {"binary": "a", "name": "G", "major": "x", "minor":
+          "y", "checked": ["2"]}, "probes": [{"binary": "a", "symbol":
+          "f"}]})",
+       "profile p.json: version.checked[0]: expected \"MAJOR.MINOR\", got "
+       "\"2\""},
+      {R"({"version": {"binary": "a", "name": "G", "minor": "y", "checked":
+          ["2.1"]}, "probes": [{"binary": "a", "symbol": "f"}]})",
+       "profile p.json: version.major: missing (a string is required)"},
+  };
+  for (const auto& [text, want] : bad) {
+    auto r = parse_profile(text, "p.json");
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_EQ(r.status().message(), want) << text;
+  }
 }
 
 }  // namespace

@@ -163,9 +163,10 @@ int run_check(const InspectArgs& a) {
     }
     ++ok;
     for (const ProbeDef& r : one)
-      lines.push_back(fmt::format("  ok       {} -> {} {} at offset {:#x}",
-                                  what, r.path, r.resolved_symbol,
-                                  r.file_offset));
+      lines.push_back(
+          fmt::format("  ok       {} -> {} {} at offset {:#x}{}", what, r.path,
+                      r.resolved_symbol, r.file_offset,
+                      r.version.empty() ? "" : " (" + r.version + ")"));
   }
   std::string where = a.pid > 0 ? fmt::format(" in pid {}", a.pid) : "";
   std::printf("%s: %zu of %zu probes resolve%s\n", prof->name.c_str(), ok,

@@ -233,11 +233,12 @@ int run_record(const RecordArgs& a) {
       std::fprintf(stderr, "%s\n", plan.profile_note.c_str());
       for (const ProbeDef& p : plan.probes)
         std::fprintf(
-            stderr, "looptrace:   %s %s: %s %s at offset %#llx\n",
+            stderr, "looptrace:   %s %s: %s %s at offset %#llx%s\n",
             role_name(p.role),
             p.label.empty() ? p.resolved_symbol.c_str() : p.label.c_str(),
             p.path.c_str(), p.symbol.c_str(),
-            static_cast<unsigned long long>(p.file_offset));
+            static_cast<unsigned long long>(p.file_offset),
+            p.version.empty() ? "" : (" (" + p.version + ")").c_str());
     }
     std::fprintf(stderr,
                  "looptrace: tracing %zu probe%s%s in %s%s; Ctrl-C to stop\n",

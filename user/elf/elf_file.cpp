@@ -456,6 +456,24 @@ Result<uint64_t> ElfFile::pointer_at(uint64_t vaddr) const {
   return v;
 }
 
+Result<uint32_t> ElfFile::u32_at(uint64_t vaddr) const {
+  auto bad = [&] {
+    return Status::Error(
+        fmt::format("{}: no 4 bytes of the file at {:#x}", path_, vaddr),
+        ErrorKind::kUsage);
+  };
+  if (vaddr > UINT64_MAX - 3) return bad();
+  Result<uint64_t> off = vaddr_to_offset(vaddr);
+  Result<uint64_t> last = vaddr_to_offset(vaddr + 3);
+  if (!off.ok() || !last.ok() || *last != *off + 3) return bad();
+  Elf_Data* chunk = elf_getdata_rawchunk(elf_, static_cast<int64_t>(*off),
+                                         sizeof(uint32_t), ELF_T_BYTE);
+  if (!chunk || !chunk->d_buf || chunk->d_size < 4) return bad();
+  uint32_t v = 0;
+  std::memcpy(&v, chunk->d_buf, sizeof(v));
+  return v;
+}
+
 Result<uint64_t> ElfFile::vaddr_to_offset(uint64_t vaddr) const {
   const Segment* found = nullptr;
   for (const Segment& s : segments_) {

@@ -97,6 +97,9 @@ class ElfFile {
   // executable). Errors: no relocation and no file bytes there, or a
   // relocation against a symbol the file does not define.
   Result<uint64_t> pointer_at(uint64_t vaddr) const;
+  // The 4 bytes the file holds at `vaddr` (a `const unsigned` such as
+  // glib_major_version), as the file has them: no relocation is applied.
+  Result<uint32_t> u32_at(uint64_t vaddr) const;
 
  private:
   ElfFile(std::string path, int fd, Elf* elf);

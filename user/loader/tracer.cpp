@@ -464,12 +464,17 @@ Result<std::unique_ptr<Tracer>> Tracer::CreateWith(const TraceOptions& opts,
       if (n == "when") pc.when_key = idx;
       if (n == "queue") pc.queue_key = idx;
       if (n == "flags") pc.flags_key = idx;
+      if (n == "due_us" || n == "due_ns") {
+        pc.due_key = idx;
+        pc.due_scale = n == "due_us" ? 1000 : 1;
+      }
       if (p.keys[k].format == KeyFormat::kString && pc.str_key == 0)
         pc.str_key = idx;
     }
     pc.async_mask = p.async_mask;
     pc.flags = p.outermost ? LT_PROBE_OUTERMOST : 0;
     if (p.role != LT_ROLE_DISPATCH && p.role != LT_ROLE_ENQUEUE) pc.msg_key = 0;
+    if (p.role != LT_ROLE_DISPATCH) pc.due_key = 0;
   }
   int err = bpf_map__set_max_entries(skel->maps.lt_events, opts.ringbuf_bytes);
   if (!err) err = bpf_map__set_max_entries(skel->maps.lt_hists, opts.hist_max);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,17 @@ struct KeyDef {
   std::map<int64_t, std::string> names;
 };
 
+// A profile that reads structures a library may change between versions
+// states the versions it was checked against; the library's own version,
+// read from the file (exported `const unsigned` variables), must be one.
+struct VersionGate {
+  std::string binary;  // the library it applies to, as probes name it
+  std::string name;    // "GLib", for messages
+  std::string major;   // symbols holding the version: glib_major_version
+  std::string minor;
+  std::vector<std::string> checked;  // "2.74"
+};
+
 struct ProbeDef {
   uint32_t id = 0;  // index into lt_config.probes and the attach cookie
   uint32_t role = LT_ROLE_DISPATCH;
@@ -56,6 +68,10 @@ struct ProbeDef {
   // thread is part of that one, not a span (Qt's notify nests for events
   // sent from a handler).
   bool outermost = false;
+  // Set when the probe's binary is one its profile's version gate names.
+  std::optional<VersionGate> gate;
+  // Filled in by resolution when gated: "GLib 2.74".
+  std::string version;
 };
 
 }  // namespace looptrace

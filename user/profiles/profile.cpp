@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <initializer_list>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -79,12 +80,18 @@ constexpr std::string_view kRefappProfile = R"json({
 // user_data): the callback names what ran, and the source's name
 // (g_source_set_name) is GSource.name at +80: GSource is declared in
 // GLib's public header, its layout fixed for all of GLib 2; checked against
-// GLib 2.74 (Debian 12). Sources with
+// GLib 2.74 (Debian 12). A timeout's due time is its GSourcePrivate's
+// ready_time (us, CLOCK_MONOTONIC; priv at GSource+88, ready_time at +16):
+// a private structure, so the profile is gated on the GLib versions it
+// was checked against (glib_major_version, glib_minor_version). Sources with
 // their own GSourceFuncs (GDK's events, a program's custom sources) are
 // not seen: probe g_main_context_dispatch for whole batches.
 constexpr std::string_view kGlibProfile = R"json({
   "name": "glib",
   "description": "GLib main loops (GTK, python3-gi): a span per source dispatch, by kind, naming its callback",
+  "version": {"binary": "libglib-2.0.so.0", "name": "GLib",
+              "major": "glib_major_version", "minor": "glib_minor_version",
+              "checked": ["2.74"]},
   "probes": [
     {
       "role": "dispatch",
@@ -94,7 +101,8 @@ constexpr std::string_view kGlibProfile = R"json({
       "keys": [
         {"name": "callback", "expr": "arg1", "format": "sym"},
         {"name": "name", "expr": "*(arg0+80)", "format": "str"},
-        {"name": "source", "expr": "arg0", "format": "ptr"}
+        {"name": "source", "expr": "arg0", "format": "ptr"},
+        {"name": "due_us", "expr": "*(*(arg0+88)+16)", "format": "ptr"}
       ]
     },
     {
@@ -646,12 +654,50 @@ class ProfileReader {
     return def;
   }
 
+  // "version": {"binary", "name", "major", "minor", "checked": ["2.74"]}
+  Result<VersionGate> version(const Json& jv) const {
+    const std::string where = "version";
+    if (!jv.is_object())
+      return error(where,
+                   fmt::format("expected an object, got {}", jv.type_name()));
+    LT_RETURN_IF_ERROR(
+        only_known(jv, where, {"binary", "name", "major", "minor", "checked"}));
+    VersionGate g;
+    for (auto [field, out] :
+         {std::pair<std::string_view, std::string*>{"binary", &g.binary},
+          {"name", &g.name},
+          {"major", &g.major},
+          {"minor", &g.minor}}) {
+      auto v = string(jv, where, field, std::nullopt);
+      if (!v.ok()) return v.status();
+      if (v->empty()) return error(at(where, field), "empty");
+      *out = std::move(*v);
+    }
+    auto it = jv.find("checked");
+    if (it == jv.end() || !it->is_array() || it->empty())
+      return error(at(where, "checked"),
+                   "a non-empty array of \"MAJOR.MINOR\" strings is required");
+    for (size_t i = 0; i < it->size(); ++i) {
+      const Json& c = (*it)[i];
+      unsigned major = 0, minor = 0;
+      char end = 0;
+      if (!c.is_string() || std::sscanf(c.get_ref<const std::string&>().c_str(),
+                                        "%u.%u%c", &major, &minor, &end) != 2)
+        return error(at(at(where, "checked"), i),
+                     fmt::format("expected \"MAJOR.MINOR\", got {}",
+                                 log::printable(c.dump(), kQuoted)));
+      g.checked.push_back(fmt::format("{}.{}", major, minor));
+    }
+    return g;
+  }
+
   Result<Profile> profile(const Json& j) const {
     if (!j.is_object())
       return profile_error(
           origin_,
           fmt::format("expected a JSON object, got {}", j.type_name()));
-    LT_RETURN_IF_ERROR(only_known(j, "", {"name", "description", "probes"}));
+    LT_RETURN_IF_ERROR(
+        only_known(j, "", {"name", "description", "version", "probes"}));
     Profile p;
     auto name = string(j, "", "name", origin_);
     if (!name.ok()) return name.status();
@@ -666,9 +712,16 @@ class ProfileReader {
                                  : fmt::format("expected a non-empty array, "
                                                "got {}",
                                                it->type_name()));
+    std::optional<VersionGate> gate;
+    if (auto v = j.find("version"); v != j.end()) {
+      auto g = version(*v);
+      if (!g.ok()) return g.status();
+      gate = std::move(*g);
+    }
     for (size_t i = 0; i < it->size(); ++i) {
       auto def = probe((*it)[i], at("probes", i));
       if (!def.ok()) return def.status();
+      if (gate && def->binary == gate->binary) def->gate = gate;
       p.probes.push_back(std::move(*def));
     }
     // More than the kernel's probe table holds can never be attached (a

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -116,6 +117,41 @@ namespace {
 // of a profile in one binary (node: 110 MB, 100 k symbols to demangle)
 // load its symbol table once, and so do `check`'s one-by-one resolutions.
 // Keyed by path and the file's identity: a rebuilt file is read again.
+// The library's version from its exported version variables, if it is one
+// the gate was checked against ("GLib 2.74"); an error naming both
+// otherwise: a structure read on another version might be wrong, and a
+// wrong read is worse than none.
+Result<std::string> gated_version(const elf::ElfFile& file,
+                                  const VersionGate& gate) {
+  auto read = [&](const std::string& name) -> Result<uint32_t> {
+    for (const elf::Symbol& s : file.symbols())
+      if (!s.is_func && !s.hidden_version && s.name == name)
+        return file.u32_at(s.vaddr);
+    return Status::Error(
+        fmt::format("{} has no {} symbol: not a {} whose version can be "
+                    "read",
+                    file.path(), name, gate.name),
+        ErrorKind::kUsage);
+  };
+  auto major = read(gate.major);
+  if (!major.ok()) return major.status();
+  auto minor = read(gate.minor);
+  if (!minor.ok()) return minor.status();
+  std::string found = fmt::format("{}.{}", *major, *minor);
+  if (std::find(gate.checked.begin(), gate.checked.end(), found) !=
+      gate.checked.end())
+    return fmt::format("{} {}", gate.name, found);
+  return Status::Error(
+             fmt::format("{} is {} {}; the profile was checked against {} "
+                         "{} only, and reads structures that may differ",
+                         file.path(), gate.name, found, gate.name,
+                         fmt::join(gate.checked, ", ")),
+             ErrorKind::kUsage)
+      .with_hint(
+          "probe without structure reads (--dispatch BINARY:SYMBOL), or "
+          "copy the profile to a file and add the version once checked");
+}
+
 Result<const elf::ElfFile*> open_cached(const std::string& path) {
   using Key = std::tuple<std::string, dev_t, ino_t, off_t, int64_t, int64_t>;
   static std::mutex mu;
@@ -163,6 +199,12 @@ Status resolve_probes(std::vector<ProbeDef>* probes,
     if (!path.ok()) return path.status();
     auto file = open_cached(*path);
     if (!file.ok()) return file.status();
+    std::string version;
+    if (p.gate) {
+      auto v = gated_version(**file, *p.gate);
+      if (!v.ok()) return v.status();
+      version = *v;
+    }
     auto matches = elf::resolve_symbols(**file, p.symbol, SIZE_MAX);
     if (!matches.ok()) return matches.status();
     if (takes_slot(p)) {
@@ -190,6 +232,7 @@ Status resolve_probes(std::vector<ProbeDef>* probes,
       r.file_offset = is_offset(p.symbol) ? m.file_offset
                                           : uprobe_offset(*path, m.file_offset);
       r.resolved_symbol = m.demangled.empty() ? m.name : m.demangled;
+      r.version = version;
       log::debug("resolve", "{}:{} -> {} offset {:#x} ({})", r.binary, r.symbol,
                  r.path, r.file_offset, r.resolved_symbol);
       out.push_back(std::move(r));
