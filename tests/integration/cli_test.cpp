@@ -194,8 +194,17 @@ TEST(Cli, CheckSaysWhereEachProbeResolves) {
   RunResult bad = run({looptrace_bin(), "check", "glib", refapp_bin()});
   EXPECT_EQ(bad.exit_code, 1) << bad.err;
   EXPECT_EQ(bad.out.rfind("glib: 0 of 6 probes resolve\n", 0), 0u) << bad.out;
-  EXPECT_NE(bad.out.find("no data symbol 'g_idle_funcs'"), std::string::npos)
+  // Not a GLib at all: the version gate says so first.
+  EXPECT_NE(bad.out.find("has no glib_major_version symbol: not a GLib whose "
+                         "version can be read"),
+            std::string::npos)
       << bad.out;
+  // A profile without a gate: the table that is not there.
+  RunResult table = run({looptrace_bin(), "check", "gtk3", refapp_bin()});
+  EXPECT_EQ(table.exit_code, 1) << table.err;
+  EXPECT_NE(table.out.find("symbol 'gtk_main_do_event' not found"),
+            std::string::npos)
+      << table.out;
   expect_error(run({looptrace_bin(), "check", "no-such-profile-lt"}), 2,
                "no-such-profile-lt");
 }

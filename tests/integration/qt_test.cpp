@@ -23,6 +23,14 @@ bool have_pyqt5() {
              ">/dev/null 2>&1") == 0;
 }
 
+#define LT_REQUIRE_PYQT5()                                              \
+  do {                                                                  \
+    if (!have_pyqt5()) {                                                \
+      if (bpf_required()) FAIL() << "PyQt5 missing (scripts/setup.sh)"; \
+      GTEST_SKIP() << "PyQt5 missing";                                  \
+    }                                                                   \
+  } while (0)
+
 // The handler's slow span: same thread, and it holds the handler's
 // [start, end] within the tolerance.
 const nlohmann::json* span_of(const nlohmann::json& slow,
@@ -84,10 +92,7 @@ void expect_stalls_found(const std::vector<nlohmann::json>& lines,
 // the handler's within 1 ms, and each is named by its event type.
 TEST(QtEvents, OutermostEventsNamedByType) {
   LT_REQUIRE_BPF();
-  if (!have_pyqt5()) {
-    if (bpf_required()) FAIL() << "PyQt5 missing (scripts/setup.sh)";
-    GTEST_SKIP() << "PyQt5 missing";
-  }
+  LT_REQUIRE_PYQT5();
   TempDir dir;
   const std::string log = dir.file("qt.jsonl");
   const std::string json = dir.file("report.json");
@@ -120,10 +125,7 @@ TEST(QtEvents, OutermostEventsNamedByType) {
 // Qt events of the shell's child are found as with -p.
 TEST(QtEvents, CommandThroughAShellWithoutProbes) {
   LT_REQUIRE_BPF();
-  if (!have_pyqt5()) {
-    if (bpf_required()) FAIL() << "PyQt5 missing (scripts/setup.sh)";
-    GTEST_SKIP() << "PyQt5 missing";
-  }
+  LT_REQUIRE_PYQT5();
   TempDir dir;
   const std::string log = dir.file("qt.jsonl");
   const std::string json = dir.file("report.json");
