@@ -119,6 +119,25 @@ nlohmann::json wait_for_event(const std::string& log, const std::string& event,
   return nullptr;
 }
 
+// Attaches `tracer_argv` (looptrace record -p) to the running `app`, which
+// was started with a --start-delay: waits until looptrace is tracing, then
+// for both to end, and reads the app's log into *truth. Fails if attaching
+// took longer than the start delay (the counts would then be short).
+void attach_until_exit(Process* app,
+                       const std::vector<std::string>& tracer_argv,
+                       const TempDir& dir, const std::string& log,
+                       std::vector<nlohmann::json>* truth) {
+  Process tracer(tracer_argv, dir.file("lt.out"), dir.file("lt.err"));
+  ASSERT_TRUE(wait_for_text(dir.file("lt.err"), "tracing", 20000));
+  const uint64_t attached = now_ns();
+  EXPECT_EQ(app->wait(15000), 0);
+  ASSERT_EQ(tracer.wait(15000), 0) << read_file(dir.file("lt.err"));
+  *truth = read_jsonl(log);
+  ASSERT_FALSE(truth->empty());
+  ASSERT_LT(attached, (*truth)[0]["t0_ns"].get<uint64_t>())
+      << "attaching took longer than the start delay";
+}
+
 class Fault : public ::testing::Test {
  protected:
   void SetUp() override { LT_REQUIRE_BPF(); }
@@ -400,16 +419,12 @@ TEST_F(Fault, MainThreadExitsWhileAttached) {
                "busy:100@800", "--log", log},
               dir_.file("app.out"), dir_.file("app.err"));
   ASSERT_TRUE(wait_for_text(dir_.file("app.err"), "ready pid=", 10000));
-  Process tracer(record({"--profile", "refapp", "-p", std::to_string(app.pid()),
-                         "--json", json}),
-                 dir_.file("lt.out"), dir_.file("lt.err"));
-  ASSERT_TRUE(wait_for_text(dir_.file("lt.err"), "tracing", 20000));
-  const uint64_t attached = now_ns();
-  EXPECT_EQ(app.wait(15000), 0);
-  ASSERT_EQ(tracer.wait(15000), 0) << read_file(dir_.file("lt.err"));
-  auto truth = read_jsonl(log);
-  ASSERT_LT(attached, truth[0]["t0_ns"].get<uint64_t>())
-      << "attaching took longer than the start delay";
+  std::vector<nlohmann::json> truth;
+  ASSERT_NO_FATAL_FAILURE(
+      attach_until_exit(&app,
+                        record({"--profile", "refapp", "-p",
+                                std::to_string(app.pid()), "--json", json}),
+                        dir_, log, &truth));
   const nlohmann::json* summary = summary_of(truth, app.pid());
   ASSERT_NE(summary, nullptr);
   nlohmann::json report = read_json(json);
@@ -676,17 +691,13 @@ TEST(ThreadFilter, CommAndTidSelectThreads) {
   for (int i = 0; i < 100 && loop2 == 0; ++i, sleep_ms(10))
     loop2 = tid_named(app.pid(), "refapp-loop2");
   ASSERT_NE(loop2, 0u);
-  Process tracer({looptrace_bin(), "record", "--profile", "refapp", "-p",
-                  std::to_string(app.pid()), "--comm", "refapp-loop1", "--tid",
-                  std::to_string(loop2), "--json", json},
-                 dir.file("lt.out"), dir.file("lt.err"));
-  ASSERT_TRUE(wait_for_text(dir.file("lt.err"), "tracing", 20000));
-  const uint64_t attached = now_ns();
-  EXPECT_EQ(app.wait(15000), 0);
-  ASSERT_EQ(tracer.wait(15000), 0) << read_file(dir.file("lt.err"));
-  auto truth = read_jsonl(log);
-  ASSERT_LT(attached, truth[0]["t0_ns"].get<uint64_t>())
-      << "attaching took longer than the start delay";
+  std::vector<nlohmann::json> truth;
+  ASSERT_NO_FATAL_FAILURE(
+      attach_until_exit(&app,
+                        {looptrace_bin(), "record", "--profile", "refapp", "-p",
+                         std::to_string(app.pid()), "--comm", "refapp-loop1",
+                         "--tid", std::to_string(loop2), "--json", json},
+                        dir, log, &truth));
   const nlohmann::json* summary = summary_of(truth, app.pid());
   ASSERT_NE(summary, nullptr);
   nlohmann::json report = read_json(json);

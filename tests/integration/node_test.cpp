@@ -32,7 +32,7 @@ void run_node_timers(const std::string& call_graph) {
   std::string log = dir.file("node.jsonl"), out = dir.file("r.json");
   int64_t steal_before = steal_ns();
   RunResult r =
-      run({looptrace_bin(), "record", "--profile", "node", "-q", "--call-graph",
+      run({looptrace_bin(), "record", "--profile", "node", "--call-graph",
            call_graph, "--json", out, "--", kNode, "--perf-basic-prof",
            // Its V8 log, or it lands in the working directory.
            "--no-logfile-per-isolate", "--logfile=" + dir.file("v8.log"),
@@ -47,6 +47,9 @@ void run_node_timers(const std::string& call_graph) {
         ("/tmp/perf-" + std::to_string(ready[0]["pid"].get<int>()) + ".map")
             .c_str());
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  // With a perf map the JavaScript is named: no hint to turn it on (the
+  // text report is there, without -q).
+  EXPECT_NE(r.out.find("SLOW DISPATCHES"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("hint: JavaScript frames are unnamed"),
             std::string::npos)
       << r.out;

@@ -150,9 +150,11 @@ TEST(FormatTarget, StringKeysShowTheirString) {
   glib.label = "GLib timeout";
   KeyDef cb{"callback", "arg1", {}, KeyFormat::kSymbol, {}};
   KeyDef name{"name", "*(arg0+80)", {}, KeyFormat::kString, {}};
-  glib.keys = {cb, name};
+  // A due time is the kernel's input for delivery lag, not part of a name.
+  KeyDef due{"due_us", "*(*(arg0+88)+16)", {}, KeyFormat::kInt, {}};
+  glib.keys = {cb, name, due};
   SpanEvent e;
-  e.keys = {kOnTick, 0x5000, 0, 0};
+  e.keys = {kOnTick, 0x5000, 12345678, 0};
   e.key_str = "stall-0";
   EXPECT_EQ(format_target(e, glib, sym),
             "GLib timeout refapp::onTick(refapp::Message*) name=stall-0");

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <map>
 
 #include "base/duration.h"
 #include "base/log.h"
@@ -209,13 +210,17 @@ Status command_profiles(const RecordArgs& a, std::vector<ProbeDef>* probes,
     names_node = names_node || base == "node" || base == "nodejs";
   }
   std::vector<std::string> chosen;
+  std::map<std::string, bool> installed;  // by binary: each looked up once
   for (const Detector& d : kDetectors) {
     if (std::string_view(d.profile) == "node" && !names_node) continue;
     auto prof = load_profile(d.profile);
     if (!prof.ok()) return prof.status();
     bool here = true;
-    for (const ProbeDef& p : prof->probes)
-      here = here && resolve_binary(p.binary, ResolveContext{}).ok();
+    for (const ProbeDef& p : prof->probes) {
+      auto [it, added] = installed.try_emplace(p.binary, false);
+      if (added) it->second = resolve_binary(p.binary, ResolveContext{}).ok();
+      here = here && it->second;
+    }
     if (!here) continue;
     chosen.push_back(d.profile);
     for (ProbeDef& p : prof->probes) {

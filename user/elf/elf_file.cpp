@@ -438,39 +438,36 @@ Result<uint64_t> ElfFile::pointer_at(uint64_t vaddr) const {
       return sym.st_value + static_cast<uint64_t>(r.r_addend);
     }
   }
-  Result<uint64_t> off = vaddr_to_offset(vaddr);
-  if (!off.ok()) return off.status();
-  // The segment's file part may end inside the 8 bytes.
-  Elf_Data* chunk = *off + 8 <= *off
-                        ? nullptr
-                        : elf_getdata_rawchunk(elf_, static_cast<int64_t>(*off),
-                                               sizeof(uint64_t), ELF_T_BYTE);
-  Result<uint64_t> last = vaddr_to_offset(vaddr + 7);
-  if (!chunk || !chunk->d_buf || chunk->d_size < 8 || !last.ok() ||
-      *last != *off + 7)
-    return Status::Error(
-        fmt::format("{}: no 8 bytes of the file at {:#x}", path_, vaddr),
-        ErrorKind::kUsage);
   uint64_t v = 0;
-  std::memcpy(&v, chunk->d_buf, sizeof(v));
+  LT_RETURN_IF_ERROR(read_bytes(vaddr, &v, sizeof(v)));
   return v;
 }
 
-Result<uint32_t> ElfFile::u32_at(uint64_t vaddr) const {
-  auto bad = [&] {
-    return Status::Error(
-        fmt::format("{}: no 4 bytes of the file at {:#x}", path_, vaddr),
-        ErrorKind::kUsage);
-  };
-  if (vaddr > UINT64_MAX - 3) return bad();
+Status ElfFile::read_bytes(uint64_t vaddr, void* out, size_t n) const {
+  Status none = Status::Error(
+      fmt::format("{}: no {} bytes of the file at {:#x}", path_, n, vaddr),
+      ErrorKind::kUsage);
+  if (n == 0 || vaddr > UINT64_MAX - (n - 1)) return none;
+  // The segment's file part may end inside the n bytes.
   Result<uint64_t> off = vaddr_to_offset(vaddr);
-  Result<uint64_t> last = vaddr_to_offset(vaddr + 3);
-  if (!off.ok() || !last.ok() || *last != *off + 3) return bad();
-  Elf_Data* chunk = elf_getdata_rawchunk(elf_, static_cast<int64_t>(*off),
-                                         sizeof(uint32_t), ELF_T_BYTE);
-  if (!chunk || !chunk->d_buf || chunk->d_size < 4) return bad();
+  Result<uint64_t> last = vaddr_to_offset(vaddr + (n - 1));
+  if (!off.ok() || !last.ok() || *last != *off + (n - 1)) return none;
+  Elf_Data* chunk =
+      elf_getdata_rawchunk(elf_, static_cast<int64_t>(*off), n, ELF_T_BYTE);
+  if (!chunk || !chunk->d_buf || chunk->d_size < n) return none;
+  std::memcpy(out, chunk->d_buf, n);
+  return Status::Ok();
+}
+
+const Symbol* ElfFile::find_object(const std::string& name) const {
+  for (const Symbol& s : symbols_)
+    if (!s.is_func && !s.hidden_version && s.name == name) return &s;
+  return nullptr;
+}
+
+Result<uint32_t> ElfFile::u32_at(uint64_t vaddr) const {
   uint32_t v = 0;
-  std::memcpy(&v, chunk->d_buf, sizeof(v));
+  LT_RETURN_IF_ERROR(read_bytes(vaddr, &v, sizeof(v)));
   return v;
 }
 

@@ -89,6 +89,9 @@ class ElfFile {
   // innermost wins over an enclosing one; a size-0 symbol (hand-written
   // assembly) covers addresses shortly after it when nothing else does.
   const Symbol* find_symbol_by_vaddr(uint64_t vaddr) const;
+  // The data symbol (not a function, not a hidden version) named `name`,
+  // or nullptr: a table or a variable the file exports.
+  const Symbol* find_object(const std::string& name) const;
 
   // The 8-byte address the loaded file holds at `vaddr` (a function
   // pointer in a table): from the dynamic relocation of that slot
@@ -102,6 +105,8 @@ class ElfFile {
   Result<uint32_t> u32_at(uint64_t vaddr) const;
 
  private:
+  // n bytes of the file at `vaddr`, all inside one segment's file part.
+  Status read_bytes(uint64_t vaddr, void* out, size_t n) const;
   ElfFile(std::string path, int fd, Elf* elf);
   Status load();
   // Every header table, loadable segment and section lies inside the file.

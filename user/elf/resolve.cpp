@@ -226,9 +226,7 @@ Result<SymbolMatch> resolve_pointer(const ElfFile& file,
   }
   name = trim(name);
   if (name.empty()) return bad("expected *(SYMBOL+OFFSET)");
-  const Symbol* table = nullptr;
-  for (const Symbol& s : file.symbols())
-    if (!s.is_func && !s.hidden_version && s.name == name) table = &s;
+  const Symbol* table = file.find_object(name);
   if (table == nullptr)
     return bad(fmt::format("no data symbol '{}' in {}", name, file.path()));
   if (table->size != 0 && (add > table->size || table->size - add < 8))

@@ -464,9 +464,9 @@ Result<std::unique_ptr<Tracer>> Tracer::CreateWith(const TraceOptions& opts,
       if (n == "when") pc.when_key = idx;
       if (n == "queue") pc.queue_key = idx;
       if (n == "flags") pc.flags_key = idx;
-      if (n == "due_us" || n == "due_ns") {
+      if (uint32_t scale = due_key_scale(n)) {
         pc.due_key = idx;
-        pc.due_scale = n == "due_us" ? 1000 : 1;
+        pc.due_scale = scale;
       }
       if (p.keys[k].format == KeyFormat::kString && pc.str_key == 0)
         pc.str_key = idx;

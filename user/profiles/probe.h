@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "looptrace/abi.h"
@@ -26,6 +27,13 @@ enum class KeyFormat {
   kString,   // a pointer to a NUL-terminated string (a GSource's name),
              // read at the span's end, at most LT_KEY_STR_LEN - 1 bytes
 };
+
+// Key names the kernel reads a dispatch's due time from (CLOCK_MONOTONIC,
+// us or ns): its delivery lag is reported, the value itself is not part of
+// the one-line target.
+inline uint32_t due_key_scale(std::string_view name) {
+  return name == "due_us" ? 1000 : name == "due_ns" ? 1 : 0;
+}
 
 struct KeyDef {
   std::string name;  // "target", "callback", "what"

@@ -102,7 +102,7 @@ constexpr std::string_view kGlibProfile = R"json({
         {"name": "callback", "expr": "arg1", "format": "sym"},
         {"name": "name", "expr": "*(arg0+80)", "format": "str"},
         {"name": "source", "expr": "arg0", "format": "ptr"},
-        {"name": "due_us", "expr": "*(*(arg0+88)+16)", "format": "ptr"}
+        {"name": "due_us", "expr": "*(*(arg0+88)+16)", "format": "int"}
       ]
     },
     {

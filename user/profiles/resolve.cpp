@@ -124,9 +124,8 @@ namespace {
 Result<std::string> gated_version(const elf::ElfFile& file,
                                   const VersionGate& gate) {
   auto read = [&](const std::string& name) -> Result<uint32_t> {
-    for (const elf::Symbol& s : file.symbols())
-      if (!s.is_func && !s.hidden_version && s.name == name)
-        return file.u32_at(s.vaddr);
+    if (const elf::Symbol* s = file.find_object(name))
+      return file.u32_at(s->vaddr);
     return Status::Error(
         fmt::format("{} has no {} symbol: not a {} whose version can be "
                     "read",

@@ -1,7 +1,7 @@
 #include "record/codec.h"
 
-#include <charconv>
 #include <cstring>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <type_traits>
 #include <vector>
@@ -173,11 +173,9 @@ bool get_io(Reader& r, IoEvent* e) {
 json probe_json(const ProbeDef& p) {
   json keys = json::array();
   for (const KeyDef& k : p.keys) {
-    json names = json::object();
-    for (const auto& [value, name] : k.names)
-      names[std::to_string(value)] = name;
     keys.push_back({{"name", k.name},
-                    {"names", names},
+                    // [[value, name], ...]: a map with integer keys.
+                    {"names", k.names},
                     {"expr", k.expr},
                     {"format", static_cast<int>(k.format)},
                     {"spec", json::binary(std::vector<uint8_t>(
@@ -197,16 +195,6 @@ json probe_json(const ProbeDef& p) {
           {"async_mask", p.async_mask},
           {"msghdr", p.msghdr},
           {"keys", keys}};
-}
-
-// An enum name's value as the codec writes it (decimal); out_of_range
-// (a damaged recording) otherwise.
-int64_t enum_value(const std::string& text) {
-  int64_t v = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || text.empty())
-    throw std::out_of_range("enum value");
-  return v;
 }
 
 ProbeDef probe_from(const json& j) {
@@ -232,8 +220,7 @@ ProbeDef probe_from(const json& j) {
       throw std::out_of_range("key format");
     // Recordings before enum formats have no names.
     if (k.contains("names"))
-      for (const auto& [value, name] : k.at("names").items())
-        d.names[enum_value(value)] = name.get<std::string>();
+      d.names = k.at("names").get<std::map<int64_t, std::string>>();
     d.format = static_cast<KeyFormat>(f);
     const auto& bin = k.at("spec").get_binary();
     if (bin.size() != sizeof d.spec) throw std::out_of_range("key spec size");

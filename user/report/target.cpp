@@ -123,7 +123,8 @@ std::string format_target(const std::vector<RenderedKey>& keys,
   std::string out = probe.label;
   for (size_t i = 0; i < keys.size(); ++i) {
     const RenderedKey& k = keys[i];
-    if (k.omitted || k.format == KeyFormat::kPointer) continue;
+    if (k.omitted || k.format == KeyFormat::kPointer || due_key_scale(k.name))
+      continue;
     if (!out.empty()) out += ' ';
     if (i == 0)
       out += k.text;
