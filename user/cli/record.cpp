@@ -109,183 +109,237 @@ Status write_text(const Outputs& out, const Findings& found,
   return (*text)->close();
 }
 
-}  // namespace
+// One `record` run: plan -> source (the tracer) -> recorder -> analysers
+// -> outputs. Each step is a method; run_record calls them in order.
+class RecordSession {
+ public:
+  explicit RecordSession(const RecordArgs& a) : a_(a) {}
 
-int run_record(const RecordArgs& a) {
-  int targets = (a.pid > 0) + (!a.command.empty()) + a.system_wide;
+  // Everything that can fail before anything is traced: the target, the
+  // plan and its probes, the outputs (a bad path fails now, not after the
+  // whole run), the command (started, held before exec), the tracer.
+  Status prepare();
+  // The session header (on disk first: a recording cut at any point says
+  // what it is), the command let go, the banner.
+  Status start();
+  // Until the command ends, --duration, or a signal.
+  LiveEnd trace();
+  // Stops the command, writes every output; the process exit code.
+  int finish(const LiveEnd& end);
+
+ private:
+  void on_event(Event&& ev);
+  // A barrier stall or a hang, announced while the trace runs.
+  void alert(const std::string& line, const nlohmann::json& event);
+  void print_banner() const;
+  ReportContext alert_context() const;
+
+  const RecordArgs& a_;
+  Plan plan_;
+  ResolveContext rctx_;
+  Outputs out_;
+  std::unique_ptr<Child> child_;
+  pid_t target_ = -1;
+  std::unique_ptr<Tracer> tracer_;
+  // The recording carries every symbol the analysers and outputs resolve:
+  // what they resolve goes through `capture_`.
+  ProcSymbolizer proc_symbols_;
+  SystemSymbolizer live_symbols_{&proc_symbols_};
+  CapturingSymbolizer capture_{&live_symbols_};
+  RecordingWriter* recording_ = nullptr;
+  Symbolizer* symbols_ = nullptr;
+  SessionEvent session_;
+  std::unique_ptr<Analysis> analysis_;
+  std::unique_ptr<LiveView> view_;
+  uint64_t t0_ = 0;
+};
+
+Status RecordSession::prepare() {
+  int targets = (a_.pid > 0) + (!a_.command.empty()) + a_.system_wide;
   if (targets > 1)
-    return fail(
-        Status::Error("give only one of -p PID, -- COMMAND and "
-                      "--system-wide",
-                      ErrorKind::kUsage));
+    return Status::Error(
+        "give only one of -p PID, -- COMMAND and --system-wide",
+        ErrorKind::kUsage);
   // The pid first: with no probe option its libraries choose the profile.
-  if (a.pid > 0)
-    if (Status st = proc::check_pid_target(a.pid); !st.ok()) return fail(st);
-  Plan plan;
-  if (Status st = parse_plan(a, &plan); !st.ok()) return fail(st);
-  ResolveContext rctx;
-  rctx.self_dir = a.self_dir;
-  rctx.pid = a.pid;
-  if (!a.command.empty()) {
-    auto path = find_command(a.command[0]);
-    if (!path.ok()) return fail(path.status());
-    rctx.command_path = *path;
+  if (a_.pid > 0)
+    if (Status st = proc::check_pid_target(a_.pid); !st.ok()) return st;
+  if (Status st = parse_plan(a_, &plan_); !st.ok()) return st;
+  rctx_.self_dir = a_.self_dir;
+  rctx_.pid = a_.pid;
+  if (!a_.command.empty()) {
+    auto path = find_command(a_.command[0]);
+    if (!path.ok()) return path.status();
+    rctx_.command_path = *path;
   }
-  if (Status st = check_bpf_environment(); !st.ok()) return fail(st);
-  // Before anything is attached: a bad output path fails now, not after
-  // the whole run.
-  Outputs out;
-  if (Status st = out.open(a.outputs); !st.ok()) return fail(st);
-  if (Status st = resolve_plan(rctx, &plan); !st.ok()) return fail(st);
-  std::unique_ptr<Child> child;
-  pid_t target = a.pid > 0 ? a.pid : -1;
-  if (!a.command.empty()) {
-    child = std::make_unique<Child>();
+  if (Status st = check_bpf_environment(); !st.ok()) return st;
+  if (Status st = out_.open(a_.outputs); !st.ok()) return st;
+  if (Status st = resolve_plan(rctx_, &plan_); !st.ok()) return st;
+  target_ = a_.pid > 0 ? a_.pid : -1;
+  if (!a_.command.empty()) {
+    child_ = std::make_unique<Child>();
     // Its output must not land inside a report written to stdout.
     if (Status st =
-            child->start(rctx.command_path, a.command, out.stdout_taken());
+            child_->start(rctx_.command_path, a_.command, out_.stdout_taken());
         !st.ok())
-      return fail(st);
-    target = child->pid();
+      return st;
+    target_ = child_->pid();
   }
-  if (Status st = plan_input(a, rctx, target, &plan); !st.ok()) return fail(st);
+  if (Status st = plan_input(a_, rctx_, target_, &plan_); !st.ok()) return st;
 
   install_libbpf_logger();
   install_stop_handlers();
-  auto tracer = Tracer::Create(plan.opts);
-  if (!tracer.ok()) return fail(tracer.status());
+  auto tracer = Tracer::Create(plan_.opts);
+  if (!tracer.ok()) return tracer.status();
+  tracer_ = std::move(*tracer);
 
-  // The recording carries every symbol the analysers and outputs resolve.
-  ProcSymbolizer proc_symbols;
-  SystemSymbolizer live_symbols(&proc_symbols);
-  CapturingSymbolizer capture(&live_symbols);
-  RecordingWriter* recording = out.recording().get();
-  Symbolizer* symbols =
-      recording ? static_cast<Symbolizer*>(&capture) : &live_symbols;
-  Analysis analysis(symbols);
-  SessionEvent session = make_session(a, plan, **tracer, target);
-  LiveView view(a.live, a.quiet, session, symbols);
-  auto announce = [&](const Barrier& b, uint64_t now) {
-    ReportContext ctx;
-    ctx.probes = &session.probes;
-    ctx.symbolizer = symbols;
-    ctx.barrier_stall_ns = plan.opts.limits.barrier_stall_ns;
-    uint64_t held = now - b.posted_ns;
-    view.print(barrier_stall_line(b, held, ctx));
-    // A failed write is reported at the end (OutputFile::close); the
-    // trace goes on.
-    if (out.events()) {
-      out.events()->stream()
-          << barrier_stall_event(b, held, ctx).dump() << '\n';
-      out.events()->flush();
-    }
-  };
-  auto announce_hang = [&](const HangAlert& h) {
-    ReportContext ctx;
-    ctx.probes = &session.probes;
-    ctx.symbolizer = symbols;
-    view.print(hang_line(h, ctx));
-    if (out.events()) {
-      out.events()->stream() << hang_event(h, ctx).dump() << '\n';
-      out.events()->flush();
-    }
-  };
-  Tracer::Sink emit = [&](Event&& ev) {
-    if (auto* m = std::get_if<MappingsEvent>(&ev))
-      proc_symbols.add_mappings(m->pid, m->maps);
-    if (recording) {
-      capture.prepare(ev, session.probes);
-      for (SymbolEvent& s : capture.take()) recording->write(Event(s));
-      recording->write(ev);
-    }
-    analysis.consume(ev);
-    if (const auto* t = std::get_if<TickEvent>(&ev))
-      for (const Barrier& b : analysis.take_new_stalls()) announce(b, t->ts_ns);
-    if (std::holds_alternative<HangEvent>(ev) ||
-        std::holds_alternative<SpanEvent>(ev))
-      for (const HangAlert& h : analysis.take_hang_alerts()) announce_hang(h);
-    view.consume(ev);
-  };
+  recording_ = out_.recording().get();
+  symbols_ = recording_ ? static_cast<Symbolizer*>(&capture_) : &live_symbols_;
+  analysis_ = std::make_unique<Analysis>(symbols_);
+  session_ = make_session(a_, plan_, *tracer_, target_);
+  view_ = std::make_unique<LiveView>(a_.live, a_.quiet, session_, symbols_);
+  return Status::Ok();
+}
 
-  uint64_t t0 = monotonic_ns();
-  session.start_ns = t0;
-  emit(Event(session));
-  // The header on disk first: a recording cut at any point says what it is.
-  if (recording) (void)recording->flush();
-  if (child) {
-    child->release();
-    if (int err = child->wait_exec(); err != 0)
-      return fail(command_error(a.command[0], err));
+ReportContext RecordSession::alert_context() const {
+  ReportContext ctx;
+  ctx.probes = &session_.probes;
+  ctx.symbolizer = symbols_;
+  ctx.barrier_stall_ns = plan_.opts.limits.barrier_stall_ns;
+  return ctx;
+}
+
+void RecordSession::alert(const std::string& line,
+                          const nlohmann::json& event) {
+  view_->print(line);
+  // A failed write is reported at the end (OutputFile::close); the trace
+  // goes on.
+  if (out_.events()) {
+    out_.events()->stream() << event.dump() << '\n';
+    out_.events()->flush();
   }
-  if (!a.quiet) {
-    std::string what =
-        child       ? fmt::format("pid {} ({})", child->pid(), a.command[0])
-        : a.pid > 0 ? fmt::format("pid {}", a.pid)
-                    : std::string("all processes");
-    std::string input;
-    if (session.has_input)
-      input = fmt::format(" and input channels ({})", session.input_hook);
-    std::string to = recording
-                         ? fmt::format(", recording to {}", recording->path())
-                         : std::string();
-    if (!plan.profile_note.empty()) {
-      // Found, not asked for: say where each probe went.
-      std::fprintf(stderr, "%s\n", plan.profile_note.c_str());
-      for (const ProbeDef& p : plan.probes)
-        std::fprintf(
-            stderr, "looptrace:   %s %s: %s %s at offset %#llx%s\n",
-            role_name(p.role),
-            p.label.empty() ? p.resolved_symbol.c_str() : p.label.c_str(),
-            p.path.c_str(), p.symbol.c_str(),
-            static_cast<unsigned long long>(p.file_offset),
-            p.version.empty() ? "" : (" (" + p.version + ")").c_str());
+}
+
+// The one sink of the tracer's events: mappings to the symbolizer, every
+// event to the recording (after the symbols it needs), the analysers, the
+// live alerts and the status line.
+void RecordSession::on_event(Event&& ev) {
+  if (auto* m = std::get_if<MappingsEvent>(&ev))
+    proc_symbols_.add_mappings(m->pid, m->maps);
+  if (recording_) {
+    capture_.prepare(ev, session_.probes);
+    for (SymbolEvent& s : capture_.take()) recording_->write(Event(s));
+    recording_->write(ev);
+  }
+  analysis_->consume(ev);
+  if (const auto* t = std::get_if<TickEvent>(&ev)) {
+    for (const Barrier& b : analysis_->take_new_stalls()) {
+      ReportContext ctx = alert_context();
+      uint64_t held = t->ts_ns - b.posted_ns;
+      alert(barrier_stall_line(b, held, ctx),
+            barrier_stall_event(b, held, ctx));
     }
-    std::fprintf(stderr,
-                 "looptrace: tracing %zu probe%s%s in %s%s; Ctrl-C to stop\n",
-                 plan.probes.size(), plan.probes.size() == 1 ? "" : "s",
-                 input.c_str(), what.c_str(), to.c_str());
   }
+  if (std::holds_alternative<HangEvent>(ev) ||
+      std::holds_alternative<SpanEvent>(ev)) {
+    for (const HangAlert& h : analysis_->take_hang_alerts()) {
+      ReportContext ctx = alert_context();
+      alert(hang_line(h, ctx), hang_event(h, ctx));
+    }
+  }
+  view_->consume(ev);
+}
+
+Status RecordSession::start() {
+  t0_ = monotonic_ns();
+  session_.start_ns = t0_;
+  on_event(Event(session_));
+  if (recording_) (void)recording_->flush();
+  if (child_) {
+    child_->release();
+    if (int err = child_->wait_exec(); err != 0)
+      return command_error(a_.command[0], err);
+  }
+  if (!a_.quiet) print_banner();
+  return Status::Ok();
+}
+
+void RecordSession::print_banner() const {
+  std::string what =
+      child_       ? fmt::format("pid {} ({})", child_->pid(), a_.command[0])
+      : a_.pid > 0 ? fmt::format("pid {}", a_.pid)
+                   : std::string("all processes");
+  std::string input;
+  if (session_.has_input)
+    input = fmt::format(" and input channels ({})", session_.input_hook);
+  std::string to = recording_
+                       ? fmt::format(", recording to {}", recording_->path())
+                       : std::string();
+  if (!plan_.profile_note.empty()) {
+    // Found, not asked for: say where each probe went.
+    std::fprintf(stderr, "%s\n", plan_.profile_note.c_str());
+    for (const ProbeDef& p : plan_.probes)
+      std::fprintf(
+          stderr, "looptrace:   %s %s: %s %s at offset %#llx%s\n",
+          role_name(p.role),
+          p.label.empty() ? p.resolved_symbol.c_str() : p.label.c_str(),
+          p.path.c_str(), p.symbol.c_str(),
+          static_cast<unsigned long long>(p.file_offset),
+          p.version.empty() ? "" : (" (" + p.version + ")").c_str());
+  }
+  std::fprintf(stderr,
+               "looptrace: tracing %zu probe%s%s in %s%s; Ctrl-C to stop\n",
+               plan_.probes.size(), plan_.probes.size() == 1 ? "" : "s",
+               input.c_str(), what.c_str(), to.c_str());
+}
+
+LiveEnd RecordSession::trace() {
   LiveHooks hooks;
-  hooks.hang_ns = plan.hang_ns;
-  hooks.queues_to_check = [&analysis](uint64_t now, bool all) {
-    return analysis.queues_to_check(now, all);
+  hooks.hang_ns = plan_.hang_ns;
+  hooks.queues_to_check = [this](uint64_t now, bool all) {
+    return analysis_->queues_to_check(now, all);
   };
-  uint64_t last_flush = t0;
+  uint64_t last_flush = t0_;
   hooks.on_progress = [&](uint64_t now) {
     // A SIGKILL loses at most the last half second of the recording.
-    if (recording && now - last_flush >= rec::kFlushIntervalNs) {
+    if (recording_ && now - last_flush >= rec::kFlushIntervalNs) {
       last_flush = now;
-      (void)recording->flush();
+      (void)recording_->flush();
     }
-    view.progress(now, **tracer);
+    view_->progress(now, *tracer_);
   };
+  Tracer::Sink sink = [this](Event&& ev) { on_event(std::move(ev)); };
   LiveEnd end =
-      run_live(**tracer, child.get(), a.pid, t0, plan.duration_ns,
-               analysis.has_barriers(), session.has_input, emit, hooks);
-  view.finish();
-  const bool command_ended = child && child->terminate();
-  report_stop(a, end.reason, command_ended ? child->status() : -1);
+      run_live(*tracer_, child_.get(), a_.pid, t0_, plan_.duration_ns,
+               analysis_->has_barriers(), session_.has_input, sink, hooks);
+  view_->finish();
+  return end;
+}
 
-  const Findings& found = analysis.finish();
-  const ReportContext& ctx = analysis.context();
+int RecordSession::finish(const LiveEnd& end) {
+  const bool command_ended = child_ && child_->terminate();
+  report_stop(a_, end.reason, command_ended ? child_->status() : -1);
+
+  const Findings& found = analysis_->finish();
+  const ReportContext& ctx = analysis_->context();
   // Every failure is one line; the reports are written whatever failed.
   std::vector<Status> failures{end.run_status, end.stop_status};
   std::vector<BudgetOutcome> outcomes;
-  for (Status& st : out.write_reports(found, ctx, plan.budgets, &outcomes))
+  for (Status& st : out_.write_reports(found, ctx, plan_.budgets, &outcomes))
     failures.push_back(st);
-  if (!a.quiet) failures.push_back(write_text(out, found, ctx));
-  if (recording) {
+  if (!a_.quiet) failures.push_back(write_text(out_, found, ctx));
+  if (recording_) {
     // Symbols the reports resolved last (after every report).
-    for (SymbolEvent& s : capture.take()) recording->write(Event(s));
-    Status st = recording->close();
-    if (!st.ok() || recording->lost())
+    for (SymbolEvent& s : capture_.take()) recording_->write(Event(s));
+    Status st = recording_->close();
+    if (!st.ok() || recording_->lost())
       failures.push_back(Status::Error(fmt::format(
           "{}{}: {} events not recorded", st.ok() ? "" : st.message(),
-          st.ok() ? "recording " + recording->path() : "", recording->lost())));
+          st.ok() ? "recording " + recording_->path() : "",
+          recording_->lost())));
   }
   // Removing the probes takes the kernel a while (Tracer::stop): once the
   // reports are out.
-  tracer->reset();
+  tracer_.reset();
   write_broken_budgets(std::cerr, outcomes);
   if (int rc = report_failures(failures); rc != 0) return rc;
   // A broken budget is the lab script's answer, over the command's own.
@@ -293,7 +347,16 @@ int run_record(const RecordArgs& a) {
   // A command that ended on its own gives its status, as perf and shells
   // do; one that looptrace stopped (--duration, a signal to looptrace)
   // does not.
-  return command_ended ? shell_status(child->status()) : 0;
+  return command_ended ? shell_status(child_->status()) : 0;
+}
+
+}  // namespace
+
+int run_record(const RecordArgs& a) {
+  RecordSession run(a);
+  if (Status st = run.prepare(); !st.ok()) return fail(st);
+  if (Status st = run.start(); !st.ok()) return fail(st);
+  return run.finish(run.trace());
 }
 
 int run_report(const ReportArgs& a) {
