@@ -16,7 +16,8 @@ packages=(
   liblzma-dev xz-utils # MiniDebugInfo (.gnu_debugdata) and its tests
   nodejs # the perf-map (JIT frames) test: node --perf-basic-prof
   chromium # headless, for the HTML report's browser test
-  python3-pyqt5 # the Qt profile test: PyQt5 with QT_QPA_PLATFORM=offscreen
+  python3-pyqt5 # the Qt profile tests: PyQt5 and PyQt6 with
+  python3-pyqt6 #   QT_QPA_PLATFORM=offscreen
   gir1.2-gtk-3.0 xvfb xdotool # the GTK profile test: keys typed under Xvfb
 )
 

@@ -1,7 +1,8 @@
-// Qt 5 through Debian's PyQt5 (tests/programs/qt_loop.py), offscreen: the
-// built-in qt5 profile chosen from the process's libraries, one span per
-// outermost event, named by the event's type, checked against the
-// handlers' own CLOCK_MONOTONIC log.
+// Qt 5 and Qt 6 through Debian's PyQt5 and PyQt6
+// (tests/programs/qt_loop.py), offscreen: the built-in qt5 or qt6 profile
+// chosen from the process's libraries, one span per outermost event, named
+// by the event's type, checked against the handlers' own CLOCK_MONOTONIC
+// log.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -16,20 +17,25 @@ namespace {
 
 constexpr int64_t kToleranceNs = 1'000'000;  // the 1 ms
 
-bool have_pyqt5() {
+bool have_pyqt(int major) {
   return access("/usr/bin/python3", X_OK) == 0 &&
-         std::system(
-             "/usr/bin/python3 -c 'import PyQt5.QtCore' "
-             ">/dev/null 2>&1") == 0;
+         std::system(fmt::format("/usr/bin/python3 -c 'import PyQt{}.QtCore' "
+                                 ">/dev/null 2>&1",
+                                 major)
+                         .c_str()) == 0;
 }
 
-#define LT_REQUIRE_PYQT5()                                              \
-  do {                                                                  \
-    if (!have_pyqt5()) {                                                \
-      if (bpf_required()) FAIL() << "PyQt5 missing (scripts/setup.sh)"; \
-      GTEST_SKIP() << "PyQt5 missing";                                  \
-    }                                                                   \
+#define LT_REQUIRE_PYQT(major)                                      \
+  do {                                                              \
+    if (!have_pyqt(major)) {                                        \
+      if (bpf_required())                                           \
+        FAIL() << "PyQt" << major << " missing (scripts/setup.sh)"; \
+      GTEST_SKIP() << "PyQt" << major << " missing";                \
+    }                                                               \
   } while (0)
+
+// The Qt major version a test runs against.
+class QtEvents : public ::testing::TestWithParam<int> {};
 
 // The handler's slow span: same thread, and it holds the handler's
 // [start, end] within the tolerance.
@@ -84,22 +90,40 @@ void expect_stalls_found(const std::vector<nlohmann::json>& lines,
   EXPECT_EQ(report["lost"]["unmatched_returns"], 0) << report["lost"].dump();
 }
 
-// -p PID and no probe option: libQt5Core.so.5 chooses the qt5 profile.
+// -p PID and no probe option: libQt5Core.so.5 chooses the qt5 profile,
+// libQt6Core.so.6 qt6.
 // Three handlers stall (two timer events, one posted event of type 1001),
 // each sending a nested event from inside whose handler sleeps longer than
 // the threshold: the nested notification is part of the outer span, never
 // its own. Every stall is found, nothing else is slow, each duration is
 // the handler's within 1 ms, and each is named by its event type.
-TEST(QtEvents, OutermostEventsNamedByType) {
+TEST_P(QtEvents, OutermostEventsNamedByType) {
+  const int qt = GetParam();
   LT_REQUIRE_BPF();
-  LT_REQUIRE_PYQT5();
+  LT_REQUIRE_PYQT(qt);
   TempDir dir;
   const std::string log = dir.file("qt.jsonl");
   const std::string json = dir.file("report.json");
-  Process app({"/usr/bin/python3", tests_dir() + "/programs/qt_loop.py",
-               "--start-delay", "2000", "--duration", "1200", "--interval",
-               "40", "--stall-timers", "4,20", "--stall-posted", "12",
-               "--stall-ms", "30", "--nested-ms", "50", "--log", log},
+  Process app({"/usr/bin/python3",
+               tests_dir() + "/programs/qt_loop.py",
+               "--start-delay",
+               "2000",
+               "--duration",
+               "1200",
+               "--interval",
+               "40",
+               "--stall-timers",
+               "4,20",
+               "--stall-posted",
+               "12",
+               "--stall-ms",
+               "30",
+               "--nested-ms",
+               "50",
+               "--log",
+               log,
+               "--qt",
+               std::to_string(qt)},
               dir.file("app.out"), dir.file("app.err"));
   ASSERT_TRUE(wait_for_text(dir.file("app.err"), "qt_loop: ready", 10000))
       << read_file(dir.file("app.err"));
@@ -109,8 +133,8 @@ TEST(QtEvents, OutermostEventsNamedByType) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_EQ(app.wait(10000), 0) << read_file(dir.file("app.err"));
   const int64_t tol = kToleranceNs + (steal_ns() - steal_before);
-  EXPECT_NE(r.err.find(
-                fmt::format("looptrace: profile qt5: pid {} maps ", app.pid())),
+  EXPECT_NE(r.err.find(fmt::format("looptrace: profile qt{}: pid {} maps ", qt,
+                                   app.pid())),
             std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("QCoreApplication::notifyInternal2(QObject*, QEvent*) "
@@ -123,9 +147,10 @@ TEST(QtEvents, OutermostEventsNamedByType) {
 // -- COMMAND and no probe option, through a shell that forks the app: the
 // runtimes installed here are probed in what the command starts, and the
 // Qt events of the shell's child are found as with -p.
-TEST(QtEvents, CommandThroughAShellWithoutProbes) {
+TEST_P(QtEvents, CommandThroughAShellWithoutProbes) {
+  const int qt = GetParam();
   LT_REQUIRE_BPF();
-  LT_REQUIRE_PYQT5();
+  LT_REQUIRE_PYQT(qt);
   TempDir dir;
   const std::string log = dir.file("qt.jsonl");
   const std::string json = dir.file("report.json");
@@ -137,17 +162,22 @@ TEST(QtEvents, CommandThroughAShellWithoutProbes) {
                          "/programs/qt_loop.py --start-delay 300 --duration "
                          "1200 --interval 40 --stall-timers 4,20 "
                          "--stall-posted 12 --stall-ms 30 --nested-ms 50 "
-                         "--log " +
-                         log + "; true"});
+                         "--qt " +
+                         std::to_string(qt) + " --log " + log + "; true"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const int64_t tol = kToleranceNs + (steal_ns() - steal_before);
   EXPECT_NE(r.err.find("looptrace: no probe given: the runtimes installed "
                        "here, in what /bin/sh starts: "),
             std::string::npos)
       << r.err;
-  EXPECT_NE(r.err.find("qt5"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(fmt::format("qt{}", qt)), std::string::npos) << r.err;
   expect_stalls_found(read_jsonl(log), read_json(json), tol);
 }
+
+INSTANTIATE_TEST_SUITE_P(Qt, QtEvents, ::testing::Values(5, 6),
+                         [](const ::testing::TestParamInfo<int>& i) {
+                           return fmt::format("Qt{}", i.param);
+                         });
 
 }  // namespace
 }  // namespace lt_test

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""A Qt 5 event loop (Debian's PyQt5, QT_QPA_PLATFORM=offscreen) with timers
-and posted events on a QObject subclass, some of whose handlers stall.
+"""A Qt 5 or Qt 6 event loop (Debian's PyQt5 or PyQt6, --qt 5|6,
+QT_QPA_PLATFORM=offscreen) with timers and posted events on a QObject
+subclass, some of whose handlers stall.
 
 A Worker(QObject) gets a timer event every --interval ms (startTimer) and a
 posted event (QEvent type 1001) every --interval ms, shifted by half an
@@ -27,8 +28,6 @@ import time
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from PyQt5.QtCore import QCoreApplication, QEvent, QObject, QTimer  # noqa: E402
-
 
 def now_ns():
     return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
@@ -43,7 +42,23 @@ ap.add_argument("--stall-posted", default="")
 ap.add_argument("--stall-ms", type=float, default=60)
 ap.add_argument("--nested-ms", type=float, default=25)
 ap.add_argument("--log", required=True)
+ap.add_argument("--qt", type=int, choices=(5, 6), default=5)
 args = ap.parse_args()
+
+if args.qt == 6:
+    from PyQt6.QtCore import QCoreApplication, QEvent, QObject, QTimer
+else:
+    from PyQt5.QtCore import QCoreApplication, QEvent, QObject, QTimer
+
+
+def event_type(n):
+    """QEvent.Type n: PyQt6 takes and gives enum members, PyQt5 ints."""
+    return QEvent.Type(n)
+
+
+def type_number(t):
+    return t.value if hasattr(t, "value") else int(t)
+
 
 POSTED = 1001
 NESTED = 1002
@@ -67,7 +82,7 @@ class Worker(QObject):
 
     def stall(self):
         busy(args.stall_ms)
-        QCoreApplication.sendEvent(self, QEvent(NESTED))
+        QCoreApplication.sendEvent(self, QEvent(event_type(NESTED)))
 
     def handled(self, kind, index, etype, start, stalled):
         lines.append({"event": "handled", "kind": kind, "index": index,
@@ -81,17 +96,19 @@ class Worker(QObject):
         stalled = self.timers in stall_timers
         if stalled:
             self.stall()
-        self.handled("timer", self.timers, int(QEvent.Timer), start, stalled)
+        self.handled("timer", self.timers, type_number(QEvent.Type.Timer),
+                     start, stalled)
 
     def event(self, e):
-        if e.type() == NESTED:
+        t = type_number(e.type())
+        if t == NESTED:
             start = now_ns()
             time.sleep(args.nested_ms / 1000)
             lines.append({"event": "nested", "type": NESTED, "start_ns": start,
                           "end_ns": now_ns(),
                           "tid": threading.get_native_id()})
             return True
-        if e.type() == POSTED:
+        if t == POSTED:
             start = now_ns()
             self.posted += 1
             stalled = self.posted in stall_posted
@@ -107,7 +124,7 @@ worker = Worker()
 
 
 def post():
-    QCoreApplication.postEvent(worker, QEvent(POSTED))
+    QCoreApplication.postEvent(worker, QEvent(event_type(POSTED)))
 
 
 def begin():
@@ -137,7 +154,7 @@ def ready():
 
 QTimer.singleShot(0, ready)
 QTimer.singleShot(int(args.start_delay), begin)
-app.exec_()
+app.exec()
 with open(args.log, "w") as f:
     for line in lines:
         f.write(json.dumps(line) + "\n")

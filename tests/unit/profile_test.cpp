@@ -67,6 +67,27 @@ TEST(Profile, BuiltinQt5NamesEventTypes) {
   EXPECT_EQ(d.keys[1].names.at(1000), "User");
 }
 
+// Qt 6: the same probe on libQt6Core, QEvent::t at 8 (Qt 5: 16), the same
+// type names.
+TEST(Profile, BuiltinQt6ReadsTheTypeWhereQt6KeepsIt) {
+  auto p5 = load_profile("qt5");
+  auto p6 = load_profile("qt6");
+  ASSERT_TRUE(p5.ok() && p6.ok()) << p6.status().message();
+  ASSERT_EQ(p6->probes.size(), 1u);
+  const ProbeDef& d = p6->probes[0];
+  EXPECT_EQ(p6->name, "qt6");
+  EXPECT_EQ(d.binary, "libQt6Core.so.6");
+  EXPECT_EQ(d.symbol, p5->probes[0].symbol);
+  EXPECT_TRUE(d.outermost);
+  ASSERT_EQ(d.keys.size(), 3u);
+  // u16 *(arg1+8): one dereference, 8 added before it.
+  EXPECT_EQ(d.keys[1].spec.nderef, 1);
+  EXPECT_EQ(d.keys[1].spec.off[0], 8);
+  EXPECT_EQ(p5->probes[0].keys[1].spec.off[0], 16);
+  EXPECT_EQ(d.keys[1].names, p5->probes[0].keys[1].names);
+  EXPECT_EQ(p6->description.find("@"), std::string::npos) << p6->description;
+}
+
 // GTK 3: glib's probes first, then every GDK event by its type.
 TEST(Profile, BuiltinGtk3HasGlibsProbesAndGdkEvents) {
   auto glib = load_profile("glib");

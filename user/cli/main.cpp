@@ -86,10 +86,11 @@ int main(int argc, char** argv) {
   ra.self_dir = self_dir();
   CLI::App* rec =
       app.add_subcommand("record", "Trace dispatches and report slow ones");
-  rec->add_option("--profile", ra.profile,
-                  "Probe set: a built-in (refapp, glib, node: `looptrace "
-                  "profiles`) or a JSON profile file; with -p and no probe "
-                  "option, found from the process's libraries");
+  rec->add_option(
+      "--profile", ra.profile,
+      "Probe set: a built-in (refapp, glib, node, qt5, qt6, gtk3: `looptrace "
+      "profiles`) or a JSON profile file; with -p and no probe "
+      "option, found from the process's libraries");
   rec->add_option("--dispatch", ra.dispatch,
                   "Ad-hoc dispatch span BINARY:SYMBOL (repeatable); SYMBOL: "
                   "name, demangled C++ name, glob or 0x file offset");

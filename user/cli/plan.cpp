@@ -174,10 +174,11 @@ struct Detector {
   const char* profile;
   const char* library;  // as find_mapped_file matches it
 };
-// In order: GTK 3 and Qt 5 run on GLib's loop (Qt by default), and their
+// In order: GTK 3 and Qt run on GLib's loop (Qt by default), and their
 // events say more than GLib's sources do.
 constexpr Detector kDetectors[] = {{"node", "node"},
                                    {"gtk3", "libgtk-3.so.0"},
+                                   {"qt6", "libQt6Core.so.6"},
                                    {"qt5", "libQt5Core.so.5"},
                                    {"glib", "libglib-2.0.so"}};
 

@@ -1,12 +1,14 @@
 #include "profiles/profile.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstdio>
 #include <initializer_list>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <utility>
 
 #include "base/log.h"
 #include "proc/process.h"
@@ -189,27 +191,30 @@ constexpr std::string_view kNodeProfile = R"json({
   ]
 })json";
 
-// Qt 5 (QtCore, any front end: widgets, QML, PyQt5): the outermost
-// QCoreApplication::notifyInternal2(QObject *receiver, QEvent *event) per
-// event, named by the receiver's class (its vtable's symbol) and the
-// event's QEvent::Type. Events sent from inside a handler (sendEvent) are
-// part of the one being handled. QEvent in Qt 5 is { vptr; QEventPrivate
-// *d; ushort t @16; ... }; Qt keeps the layout of its public classes for a
-// whole major version, and libQt5Core.so.5 is Qt 5: checked against 5.15
-// (Debian 12). Qt 6 (t @8) would need its own profile.
-constexpr std::string_view kQt5Profile = R"json({
-  "name": "qt5",
-  "description": "Qt 5: the outermost event notification, by receiver class and event type",
+// Qt 5 and Qt 6 (QtCore, any front end: widgets, QML, PyQt): the
+// outermost QCoreApplication::notifyInternal2(QObject *receiver, QEvent
+// *event) per event, named by the receiver's class (its vtable's symbol)
+// and the event's QEvent::Type. Events sent from inside a handler
+// (sendEvent) are part of the one being handled. QEvent in Qt 5 is { vptr;
+// QEventPrivate *d; ushort t @16; ... }, in Qt 6 { vptr; quint16 t @8;
+// ... }; Qt keeps the layout of its public classes for a whole major
+// version, and libQt5Core.so.5 is Qt 5, libQt6Core.so.6 Qt 6: checked
+// against 5.15.8 and 6.4.2 (Debian 12). One template, @QT@ the major
+// version and @TYPE_AT@ the offset of QEvent::t; the type numbers are
+// the same in both.
+constexpr std::string_view kQtProfile = R"json({
+  "name": "qt@QT@",
+  "description": "Qt @QT@: the outermost event notification, by receiver class and event type",
   "probes": [
     {
       "role": "dispatch",
-      "binary": "libQt5Core.so.5",
+      "binary": "libQt@QT@Core.so.@QT@",
       "symbol": "QCoreApplication::notifyInternal2(QObject*, QEvent*)",
       "label": "Qt event",
       "outermost": true,
       "keys": [
         {"name": "receiver", "expr": "*(arg0+0)", "format": "vtable"},
-        {"name": "type", "expr": "u16 *(arg1+16)", "format": "enum",
+        {"name": "type", "expr": "u16 *(arg1+@TYPE_AT@)", "format": "enum",
           "names": {
             "0": "None",
             "1": "Timer",
@@ -378,12 +383,28 @@ struct Builtin {
   std::string_view json;
   // A built-in whose probes come first (gtk3 has glib's).
   const char* base = nullptr;
+  // The values of a template's placeholders (@QT@, @TYPE_AT@), in order.
+  std::array<std::pair<std::string_view, std::string_view>, 2> vars{};
 };
-constexpr Builtin kBuiltins[] = {{"refapp", kRefappProfile},
-                                 {"glib", kGlibProfile},
-                                 {"node", kNodeProfile},
-                                 {"qt5", kQt5Profile},
-                                 {"gtk3", kGtk3Profile, "glib"}};
+constexpr Builtin kBuiltins[] = {
+    {"refapp", kRefappProfile},
+    {"glib", kGlibProfile},
+    {"node", kNodeProfile},
+    {"qt5", kQtProfile, nullptr, {{{"@QT@", "5"}, {"@TYPE_AT@", "16"}}}},
+    {"qt6", kQtProfile, nullptr, {{{"@QT@", "6"}, {"@TYPE_AT@", "8"}}}},
+    {"gtk3", kGtk3Profile, "glib"}};
+
+// A built-in's JSON, its placeholders filled in.
+std::string builtin_json(const Builtin& b) {
+  std::string text(b.json);
+  for (const auto& [key, value] : b.vars) {
+    if (key.empty()) continue;
+    for (size_t at = text.find(key); at != std::string::npos;
+         at = text.find(key, at + value.size()))
+      text.replace(at, key.size(), value);
+  }
+  return text;
+}
 
 Status profile_error(const std::string& origin, const std::string& what) {
   return Status::Error(fmt::format("profile {}: {}", origin, what),
@@ -801,7 +822,7 @@ Result<Profile> parse_profile(std::string_view text,
 Result<Profile> load_profile(const std::string& name_or_file) {
   for (const Builtin& b : kBuiltins) {
     if (name_or_file != b.name) continue;
-    auto p = parse_profile(b.json, b.name);
+    auto p = parse_profile(builtin_json(b), b.name);
     if (!p.ok() || b.base == nullptr) return p;
     auto base = load_profile(b.base);
     if (!base.ok()) return base.status();
