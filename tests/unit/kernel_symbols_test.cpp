@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 namespace looptrace {
 namespace {
 
@@ -39,6 +41,24 @@ TEST(KernelSymbols, HiddenAddressesLeaveFramesUnknown) {
   Frame f = k.symbolize(0xffffffff81000123);
   EXPECT_FALSE(f.known());
   EXPECT_EQ(f.addr, 0xffffffff81000123u);
+}
+
+// The irq entry bounds the off-CPU hooks need, found by a scan that
+// stops once it has them; a hidden (0) or malformed address is not found.
+TEST(KernelSymbols, ScanFindsNamedAddressesOnly) {
+  std::istringstream in(
+      "ffffffff81000000 T _stext\n"
+      "zzzz T __irqentry_text_end\n"
+      "ffffffff81e00000 T __irqentry_text_start\n"
+      "0000000000000000 T hidden\n"
+      "ffffffff81e01000 T __irqentry_text_end\n"
+      "ffffffff81e02000 T __irqentry_text_end\n"
+      "ffffffffc0000000 t mod_fn\t[ext4]\n");
+  std::vector<uint64_t> at = KernelSymbols::scan_for(
+      in, {"__irqentry_text_start", "__irqentry_text_end", "hidden", "mod_fn",
+           "missing"});
+  EXPECT_EQ(at, (std::vector<uint64_t>{0xffffffff81e00000, 0xffffffff81e01000,
+                                       0, 0xffffffffc0000000, 0}));
 }
 
 }  // namespace

@@ -123,7 +123,7 @@ ElfFile::~ElfFile() {
   if (fd_ >= 0) close(fd_);
 }
 
-Result<ElfFile> ElfFile::Open(const std::string& path) {
+Result<ElfFile> ElfFile::Open(const std::string& path, Read what) {
   if (!init_libelf())
     return Status::Error(fmt::format("{}: libelf: {}", path, elf_errmsg(-1)));
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -136,7 +136,7 @@ Result<ElfFile> ElfFile::Open(const std::string& path) {
   ElfFile file(path, fd, elf);
   if (!elf || elf_kind(elf) != ELF_K_ELF)
     return Status::Error(path + ": not an ELF file", ErrorKind::kUsage);
-  LT_RETURN_IF_ERROR(file.load());
+  LT_RETURN_IF_ERROR(file.load(what));
   return file;
 }
 
@@ -209,7 +209,7 @@ Status ElfFile::check_extents() const {
   return Status::Ok();
 }
 
-Status ElfFile::load() {
+Status ElfFile::load(Read what) {
   GElf_Ehdr ehdr;
   if (!gelf_getehdr(elf_, &ehdr))
     return Status::Error(
@@ -232,7 +232,7 @@ Status ElfFile::load() {
 
   load_build_id();
   load_debuglink();
-  return load_symbols();
+  return what == Read::kAll ? load_symbols() : Status::Ok();
 }
 
 void ElfFile::load_build_id() {

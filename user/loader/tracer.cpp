@@ -494,9 +494,10 @@ Result<std::unique_ptr<Tracer>> Tracer::CreateWith(const TraceOptions& opts,
   if (opts.off_cpu) {
     // Where the interrupt entry code lies: wakeups from interrupts are told
     // apart by their kernel stack passing through it.
-    KernelSymbols ksyms;
-    cfg.irqentry_start = ksyms.address_of("__irqentry_text_start");
-    cfg.irqentry_end = ksyms.address_of("__irqentry_text_end");
+    std::vector<uint64_t> at =
+        KernelSymbols::find({"__irqentry_text_start", "__irqentry_text_end"});
+    cfg.irqentry_start = at[0];
+    cfg.irqentry_end = at[1];
     if (cfg.irqentry_end <= cfg.irqentry_start)
       cfg.irqentry_start = cfg.irqentry_end = 0;
   }

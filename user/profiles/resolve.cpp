@@ -13,11 +13,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <tuple>
 
 #include "base/log.h"
 #include "elf/elf_file.h"
 #include "elf/resolve.h"
+#include "elf/resolve_cache.h"
 #include "proc/maps.h"
 #include "proc/process.h"
 
@@ -174,6 +176,46 @@ Result<const elf::ElfFile*> open_cached(const std::string& path) {
   return raw;
 }
 
+// The functions `p.symbol` names in the file at `path` (and the version
+// its gate reads). A binary's resolutions are kept by its build-id across
+// runs (elf/resolve_cache.h): a hit reads the file's headers only. A hit is
+// taken only if each match still maps through the file's segments to its
+// offset, in executable code; a gated probe reads the file whole anyway.
+Result<std::vector<elf::SymbolMatch>> find_matches(const std::string& path,
+                                                   const ProbeDef& p,
+                                                   std::string* version) {
+  const elf::ResolveCache cache(elf::default_resolve_cache_dir());
+  std::string build_id;
+  if (!p.gate && !is_offset(p.symbol)) {
+    auto head = elf::ElfFile::Open(path, elf::ElfFile::Read::kHeaders);
+    if (head.ok()) build_id = head->build_id();
+    if (auto hit = head.ok() ? cache.get(build_id, p.symbol) : std::nullopt) {
+      bool valid =
+          std::all_of(hit->begin(), hit->end(), [&](const elf::SymbolMatch& m) {
+            auto off = head->vaddr_to_offset(m.vaddr);
+            return off.ok() && *off == m.file_offset &&
+                   head->offset_is_executable(m.file_offset);
+          });
+      if (valid) {
+        log::debug("resolve", "{}: {} from the cache (build-id {})", path,
+                   p.symbol, build_id);
+        return *hit;
+      }
+    }
+  }
+  auto file = open_cached(path);
+  if (!file.ok()) return file.status();
+  if (p.gate) {
+    auto v = gated_version(**file, *p.gate);
+    if (!v.ok()) return v.status();
+    *version = *v;
+  }
+  auto matches = elf::resolve_symbols(**file, p.symbol, SIZE_MAX);
+  if (matches.ok() && !build_id.empty())
+    cache.put(build_id, p.symbol, *matches);
+  return matches;
+}
+
 }  // namespace
 
 Status resolve_probes(std::vector<ProbeDef>* probes,
@@ -196,15 +238,8 @@ Status resolve_probes(std::vector<ProbeDef>* probes,
   for (const ProbeDef& p : *probes) {
     auto path = resolve_binary(p.binary, ctx);
     if (!path.ok()) return path.status();
-    auto file = open_cached(*path);
-    if (!file.ok()) return file.status();
     std::string version;
-    if (p.gate) {
-      auto v = gated_version(**file, *p.gate);
-      if (!v.ok()) return v.status();
-      version = *v;
-    }
-    auto matches = elf::resolve_symbols(**file, p.symbol, SIZE_MAX);
+    auto matches = find_matches(*path, p, &version);
     if (!matches.ok()) return matches.status();
     if (takes_slot(p)) {
       --pending;

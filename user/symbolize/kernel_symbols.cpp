@@ -47,11 +47,34 @@ void KernelSymbols::load() {
   load_text(text);
 }
 
-uint64_t KernelSymbols::address_of(std::string_view name) {
-  load();
-  for (const Sym& s : syms_)
-    if (s.name == name) return s.addr;
-  return 0;
+std::vector<uint64_t> KernelSymbols::scan_for(
+    std::istream& in, const std::vector<std::string>& names) {
+  std::vector<uint64_t> out(names.size(), 0);
+  size_t left = names.size();
+  std::string line;
+  while (left > 0 && std::getline(in, line)) {
+    // "ffffffff813a4380 T name[\t[mod]]"
+    size_t sp1 = line.find(' ');
+    if (sp1 == std::string::npos || sp1 + 3 > line.size()) continue;
+    std::string_view name = std::string_view(line).substr(sp1 + 3);
+    name = name.substr(0, name.find('\t'));
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (out[i] != 0 || name != names[i]) continue;
+      uint64_t addr = 0;
+      auto [p, ec] = std::from_chars(line.data(), line.data() + sp1, addr, 16);
+      if (ec == std::errc() && p == line.data() + sp1 && addr != 0) {
+        out[i] = addr;
+        --left;
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<uint64_t> KernelSymbols::find(
+    const std::vector<std::string>& names) {
+  std::ifstream in("/proc/kallsyms");
+  return scan_for(in, names);
 }
 
 Frame KernelSymbols::symbolize(uint64_t addr) {

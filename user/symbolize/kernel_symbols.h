@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <istream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,10 +21,14 @@ class KernelSymbols {
   // Reads /proc/kallsyms (or `text`, for tests) the first time it is asked;
   // with kptr_restrict hiding the addresses every frame is unknown.
   Frame symbolize(uint64_t addr);
-  // The address of a text symbol, 0 when unknown (or hidden).
-  uint64_t address_of(std::string_view name);
   void load_text(std::string_view text);
   size_t size() const { return syms_.size(); }
+  // The addresses of `names` (0 for one not found or hidden), read from
+  // the kallsyms text `in` line by line until all are found: no table is
+  // built (the whole one takes 0.1 s to read and sort).
+  static std::vector<uint64_t> scan_for(std::istream& in,
+                                        const std::vector<std::string>& names);
+  static std::vector<uint64_t> find(const std::vector<std::string>& names);
 
  private:
   struct Sym {
