@@ -30,6 +30,14 @@
 #   --rounds N           timed rounds per run (default 10)
 #   --cpu N              CPU the target is pinned to (default: the last one)
 #   --no-bpftrace        skip the bpftrace configuration
+#   --glib               the target is GLib's idle dispatch instead
+#                        (lt_bench_target --func glib_idle: one main-context
+#                        iteration per call), probed where the glib profile
+#                        probes it (libglib-2.0.so.0:*(g_idle_funcs+16));
+#                        configurations untraced, floor, looptrace
+#                        (--profile glib: callback, name and source keys),
+#                        lt-no-keys (--idle on the same function), and
+#                        lt-no-sample, lt-no-offcpu; no bpftrace
 #   --keep               keep the work directory
 # Exit status: 0 done, 1 a run failed, 2 usage, 3 not root.
 set -euo pipefail
@@ -43,7 +51,7 @@ ROUNDS=10
 CPU=""
 USE_BPFTRACE=1
 KEEP=0
-
+GLIB=0
 BENCH=bench-whole.sh
 # shellcheck source=lib/bench-common.sh
 source "$REPO/scripts/lib/bench-common.sh"
@@ -62,6 +70,7 @@ while [[ $# -gt 0 ]]; do
     --rounds) ROUNDS=$2; shift 2 ;;
     --cpu) CPU=$2; shift 2 ;;
     --no-bpftrace) USE_BPFTRACE=0; shift ;;
+    --glib) GLIB=1; USE_BPFTRACE=0; shift ;;
     --keep) KEEP=1; shift ;;
     -h|--help) usage ;;
     *) echo "$BENCH: unknown option $1" >&2; usage ;;
@@ -81,8 +90,17 @@ for b in "$LT" "$TGT" "$FLOOR"; do
 done
 bench_workdir looptrace-bench-whole
 FUNC=lt_bench_dispatch
-
+# What the floor and the --dispatch/--idle configurations attach to.
+PROBE_BIN=$TGT
+PROBE_SYM=$FUNC
 CONFIGS=(untraced floor looptrace lt-no-sample lt-no-offcpu)
+if [[ $GLIB -eq 1 ]]; then
+  FUNC=glib_idle
+  PROBE_BIN=$(ldconfig -p | awk '$1 == "libglib-2.0.so.0" && /x86-64/ { print $NF; exit }')
+  [[ -n $PROBE_BIN ]] || die "libglib-2.0.so.0 not found (ldconfig -p)"
+  PROBE_SYM='*(g_idle_funcs+16)'
+  CONFIGS=(untraced floor looptrace lt-no-keys lt-no-sample lt-no-offcpu)
+fi
 [[ $USE_BPFTRACE -eq 1 ]] && CONFIGS+=(bpftrace)
 
 # run_one CONFIG N: one fresh target under CONFIG; appends
@@ -98,13 +116,15 @@ run_one() {
   case $cfg in
     untraced) ;;
     floor)
-      "$FLOOR" "$TGT" "$FUNC" -p "$tpid" </dev/null >"$d.log" 2>&1 &
+      "$FLOOR" "$PROBE_BIN" "$PROBE_SYM" -p "$tpid" </dev/null >"$d.log" 2>&1 &
       holder=$!; ready=ready ;;
-    looptrace|lt-no-sample|lt-no-offcpu)
-      local extra=()
+    looptrace|lt-no-sample|lt-no-offcpu|lt-no-keys)
+      local extra=() probes=(--dispatch "$TGT:$FUNC")
+      [[ $GLIB -eq 1 ]] && probes=(--profile glib)
+      [[ $cfg == lt-no-keys ]] && probes=(--idle "$PROBE_BIN:$PROBE_SYM")
       [[ $cfg == lt-no-sample ]] && extra=(--sample-freq 0)
       [[ $cfg == lt-no-offcpu ]] && extra=(--no-off-cpu)
-      "$LT" record --dispatch "$TGT:$FUNC" -p "$tpid" --json "$d.json" "${extra[@]}" \
+      "$LT" record "${probes[@]}" -p "$tpid" --json "$d.json" "${extra[@]}" \
         </dev/null >"$d.log" 2>&1 &
       holder=$!; ready="looptrace: tracing" ;;
     bpftrace)

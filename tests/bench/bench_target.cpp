@@ -15,6 +15,10 @@
 //                          attached at once, each to its own copy.
 //   lt_bench_dispatch_endbr  endbr64 first (CET builds): also single-stepped;
 //                          the push %rbp at +4 is emulated.
+//   glib_idle              not a function of ours: one iteration of a GLib
+//                          main context with one idle source, whose
+//                          dispatch (g_idle_dispatch, *(g_idle_funcs+16) in
+//                          libglib) the glib profile probes.
 //
 // Modes:
 //   tight (default)  --func F: warm-up, then --rounds timed rounds of
@@ -32,6 +36,7 @@
 //   lt_bench func=lt_bench_dispatch mode=tight pid=.. calls=.. ns_per_call=..
 // `total_calls` counts every call made to that function, warm-up included:
 // a tracer must have seen exactly that many.
+#include <dlfcn.h>
 #include <sched.h>
 #include <time.h>
 #include <unistd.h>
@@ -136,6 +141,50 @@ void call_n(uint64_t n) {
   for (uint64_t i = 0; i < n; ++i) Fn(&g_counter);
 }
 
+// GLib's idle dispatch, as the glib profile probes it: one idle source on
+// a context of its own, whose callback bumps the counter; each call is one
+// g_main_context_iteration (prepare, a poll with no timeout, check, and
+// g_idle_dispatch -> the callback). GLib is opened with dlopen, so the
+// benchmark needs no GLib headers.
+using GMainContextNew = void* (*)();
+using GIdleSourceNew = void* (*)();
+using GSourceSetCallback = void (*)(void*, int (*)(void*), void*, void*);
+using GSourceAttach = unsigned (*)(void*, void*);
+using GMainContextIteration = int (*)(void*, int);
+
+int glib_idle_callback(void* arg) {
+  *static_cast<uint64_t*>(arg) += 1;
+  return 1;  // G_SOURCE_CONTINUE
+}
+
+void run_glib_idle(uint64_t n) {
+  static void* ctx = nullptr;
+  static GMainContextIteration iterate = nullptr;
+  if (!ctx) {
+    void* lib = dlopen("libglib-2.0.so.0", RTLD_NOW);
+    if (!lib) {
+      std::fprintf(stderr, "lt_bench_target: %s\n", dlerror());
+      std::exit(1);
+    }
+    auto sym = [&](const char* name) {
+      void* f = dlsym(lib, name);
+      if (!f) {
+        std::fprintf(stderr, "lt_bench_target: no %s in GLib\n", name);
+        std::exit(1);
+      }
+      return f;
+    };
+    ctx = reinterpret_cast<GMainContextNew>(sym("g_main_context_new"))();
+    void* idle = reinterpret_cast<GIdleSourceNew>(sym("g_idle_source_new"))();
+    reinterpret_cast<GSourceSetCallback>(sym("g_source_set_callback"))(
+        idle, glib_idle_callback, &g_counter, nullptr);
+    reinterpret_cast<GSourceAttach>(sym("g_source_attach"))(idle, ctx);
+    iterate = reinterpret_cast<GMainContextIteration>(
+        sym("g_main_context_iteration"));
+  }
+  for (uint64_t i = 0; i < n; ++i) iterate(ctx, 0);
+}
+
 struct Func {
   const char* name;
   void (*run)(uint64_t n);
@@ -153,6 +202,7 @@ constexpr Func kFuncs[] = {
     {"lt_bench_dispatch_xol_b", call_n<lt_bench_dispatch_xol_b>},
     {"lt_bench_dispatch_xol_c", call_n<lt_bench_dispatch_xol_c>},
     {"lt_bench_dispatch_endbr", call_n<lt_bench_dispatch_endbr>},
+    {"glib_idle", run_glib_idle},
 };
 
 struct Args {
@@ -432,6 +482,10 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  // Zero calls: what a function sets up (GLib loaded and its context
+  // made) is there before a tracer attaches.
+  a.func->run(0);
+  for (const auto& [f, n] : a.interleave) f->run(0);
   if (a.wait_stdin) {
     std::fprintf(stderr,
                  "lt_bench_target: pid %d waiting for a line on stdin\n",
