@@ -206,6 +206,49 @@ TEST(GlibSources, EachTimeoutOfABatchIsItsOwnSpan) {
   EXPECT_EQ(batches_with_both, 1) << slow.dump();
 }
 
+// A nested main loop, as gtk_dialog_run runs one: a timeout's callback
+// runs GLib.MainLoop for 600 ms, and two stalls due meanwhile are
+// dispatched inside it. The outer timeout is one span as long as its
+// callback, the stalls are their own spans nested in it (depth 1), each
+// as long as its callback; every return is paired with its entry and
+// nothing else is slow.
+TEST(GlibSources, NestedMainLoopsArePaired) {
+  LT_REQUIRE_BPF();
+  LT_REQUIRE_SYSTEM_PYTHON();
+  GlibRun g;
+  ASSERT_NO_FATAL_FAILURE(run_glib(
+      {"--profile", "glib", "--slow", "30ms"},
+      {"--nested-loop", "600@400", "--stall", "busy:50@600", "--stall",
+       "sleep:60@800", "--stall", "busy:40@1300", "--duration", "1600"},
+      &g));
+  auto nested = events(g.lines, "nested");
+  ASSERT_EQ(nested.size(), 1u);
+  ASSERT_EQ(g.stalls.size(), 3u);
+  const auto& slow = g.report["slow_dispatches"];
+  // The nested loop's callback, and the three stalls.
+  EXPECT_EQ(slow.size(), 4u) << slow.dump();
+  const nlohmann::json* outer = span_holding(slow, nested[0]);
+  ASSERT_NE(outer, nullptr) << slow.dump();
+  EXPECT_EQ((*outer)["depth"], 0) << outer->dump();
+  nlohmann::json as_stall = nested[0];
+  as_stall["duration_ns"] = nested[0]["end_ns"].get<uint64_t>() -
+                            nested[0]["start_ns"].get<uint64_t>();
+  expect_callback_time(*outer, as_stall, g.slack_ns);
+  for (const auto& st : g.stalls) {
+    // The innermost span holding it is its own.
+    const nlohmann::json* m = nullptr;
+    for (const auto& s : slow)
+      if (holds(s, st) && (m == nullptr || s["depth"] > (*m)["depth"])) m = &s;
+    ASSERT_NE(m, nullptr) << st.dump() << "\n" << slow.dump();
+    const bool inside = st["at_ms"].get<int>() < 1000;
+    EXPECT_EQ((*m)["depth"], inside ? 1 : 0) << m->dump();
+    EXPECT_EQ(holds(*outer, st), inside) << st.dump();
+    expect_callback_time(*m, st, g.slack_ns);
+  }
+  EXPECT_EQ(g.report["lost"]["unmatched_returns"], 0)
+      << g.report["lost"].dump();
+}
+
 // A source's name (g_source_set_name), read from the GSource when its slow
 // span ends: each named stall is reported with its own name, and an
 // unnamed source with none.

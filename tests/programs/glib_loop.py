@@ -26,6 +26,11 @@ memory and written when the loop ends, so no file I/O lengthens a dispatch):
                                     (added_ns read just before GLib reads
                                     its clock for the due time), and when its
                                     callback started
+  {"event":"nested","at_ms","requested_ms","start_ns","end_ns","pid","tid"}
+                                    --nested-loop: the timeout whose callback
+                                    ran a nested GLib.MainLoop (as
+                                    gtk_dialog_run does), from its callback's
+                                    start to its end
   {"event":"summary","pid","tid","reason":"duration|signal","ticks","stalls",
    "run_delay_ns"}                  the loop thread's whole run-queue wait
                                     (/proc/thread-self/schedstat), -1 unknown
@@ -33,7 +38,7 @@ memory and written when the loop ends, so no file I/O lengthens a dispatch):
 Usage:
   glib_loop.py [--duration MS] [--kind sleep|busy] [--stall [KIND:]MS@AT_MS]...
                [--sleep-pieces N] [--source timeout|idle|io|unix-fd]
-               [--start-delay MS] [--log FILE]
+               [--nested-loop MS@AT_MS] [--start-delay MS] [--log FILE]
 Prints "glib_loop: ready pid=N" to stderr at startup. Exit 0 at the end and
 after SIGTERM/SIGINT, 2 on bad arguments (one line on stderr).
 """
@@ -178,6 +183,20 @@ class App:
         self.stall(index, start)
         return GLib.SOURCE_CONTINUE
 
+    def nested(self, data):
+        """--nested-loop: a nested main loop on the same context for MS (the
+        stalls due meanwhile run inside it), as a modal dialog runs one."""
+        ms, at_ms = data
+        start = now_ns()
+        inner = GLib.MainLoop()
+        GLib.timeout_add(ms, lambda: inner.quit() or GLib.SOURCE_REMOVE)
+        inner.run()
+        self.pending.append({"event": "nested", "at_ms": at_ms,
+                             "requested_ms": ms, "start_ns": start,
+                             "end_ns": now_ns(), "pid": self.pid,
+                             "tid": self.tid})
+        return GLib.SOURCE_REMOVE
+
     def quit(self, reason):
         self.reason = reason
         self.loop.quit()
@@ -210,6 +229,9 @@ class App:
                 source.attach(None)
             else:
                 GLib.timeout_add(at_ms, first, i)
+        if self.args.nested_loop:
+            ms, at_ms = self.args.nested_loop
+            GLib.timeout_add(at_ms, self.nested, (ms, at_ms))
         GLib.timeout_add(self.args.duration, self.quit, "duration")
         return GLib.SOURCE_REMOVE
 
@@ -257,8 +279,19 @@ def main():
                         "(g_source_set_name)")
     p.add_argument("--start-delay", type=int, default=0,
                    help="ms before the scenario starts (default 0)")
+    p.add_argument("--nested-loop", metavar="MS@AT_MS",
+                   help="at AT_MS, a timeout runs a nested main loop for MS")
     p.add_argument("--log", help="ground-truth log (JSON lines)")
     args = p.parse_args()
+    if args.nested_loop:
+        try:
+            ms, at_ms = (int(x) for x in args.nested_loop.split("@"))
+        except ValueError:
+            p.error("--nested-loop %s: expected MS@AT_MS" % args.nested_loop)
+        if ms <= 0 or at_ms < 0 or at_ms + ms >= args.duration:
+            p.error("--nested-loop %s: must end before --duration %d" %
+                    (args.nested_loop, args.duration))
+        args.nested_loop = (ms, at_ms)
     if args.duration < 0 or args.start_delay < 0:
         p.error("--duration and --start-delay must be >= 0")
     if args.sleep_pieces < 1:
