@@ -173,13 +173,15 @@ std::map<uint64_t, const Symbol*> match(const ElfFile& file,
     if (s.name == pattern) by_name.emplace(s.vaddr, &s);
     if (s.demangled == pattern) by_demangled.emplace(s.vaddr, &s);
     if (is_clone(s)) continue;
-    std::string bare = strip_params(s.demangled);
     if (glob) {
       if (fnmatch(pattern.c_str(), s.demangled.c_str(), 0) == 0 ||
           fnmatch(pattern.c_str(), s.name.c_str(), 0) == 0 ||
-          fnmatch(pattern.c_str(), bare.c_str(), 0) == 0)
+          fnmatch(pattern.c_str(), strip_params(s.demangled).c_str(), 0) == 0)
         by_glob.emplace(s.vaddr, &s);
-    } else if (bare == pattern) {
+    } else if (s.demangled.find(pattern) != std::string::npos &&
+               strip_params(s.demangled) == pattern) {
+      // The bare name is a substring of the demangled one: most symbols
+      // are ruled out without building it.
       by_bare.emplace(s.vaddr, &s);
     }
   }
