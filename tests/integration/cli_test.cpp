@@ -239,7 +239,7 @@ TEST(Cli, PidWithoutAKnownRuntimeNamesTheProfiles) {
                     "-d", "1s"}),
                2,
                "maps no runtime a built-in profile knows (refapp, glib, node, "
-               "qt5, gtk3)");
+               "qt5, qt6, gtk3)");
 }
 
 // --- the command -------------------------------------------------------
