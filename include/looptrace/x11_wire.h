@@ -40,15 +40,15 @@
 
 /* The framing of one connection between chunks. */
 struct lt_x11_state {
-	__u32 skip;  /* bytes of the current message past its header to come */
-	__u8 have;   /* header bytes of the current message held */
-	__u8 lost;   /* out of step: nothing more is framed */
+	__u32 skip; /* bytes of the current message past its header to come */
+	__u8 have;  /* header bytes of the current message held */
+	__u8 lost;  /* out of step: nothing more is framed */
 	__u8 pad[2];
 	__u8 hdr[LT_X11_HDR];
 };
 
 /* lt_x11_msg.flags */
-#define LT_X11_SENT 1	   /* a SendEvent (bit 7 of the type byte) */
+#define LT_X11_SENT 1		/* a SendEvent (bit 7 of the type byte) */
 #define LT_X11_STARTED_BEFORE 2 /* its first bytes came in an earlier chunk */
 
 /* One whole message, emitted in the chunk that held its last byte. */
@@ -70,10 +70,7 @@ static inline __u32 lt_x11_u32(const __u8 *p)
 	return (__u32)p[0] | (__u32)p[1] << 8 | (__u32)p[2] << 16 | (__u32)p[3] << 24;
 }
 
-static inline __u16 lt_x11_u16(const __u8 *p)
-{
-	return (__u16)(p[0] | p[1] << 8);
-}
+static inline __u16 lt_x11_u16(const __u8 *p) { return (__u16)(p[0] | p[1] << 8); }
 
 /* The message whose header st->hdr holds, ending at chunk offset `end`. */
 static inline void lt_x11_decode(const struct lt_x11_state *st, __u32 end, __u32 len,
@@ -84,8 +81,8 @@ static inline void lt_x11_decode(const struct lt_x11_state *st, __u32 end, __u32
 	m->end = end;
 	m->len = len;
 	m->type = t;
-	m->flags = (st->hdr[0] & 0x80 ? LT_X11_SENT : 0) |
-		   (started_before ? LT_X11_STARTED_BEFORE : 0);
+	m->flags =
+	    (st->hdr[0] & 0x80 ? LT_X11_SENT : 0) | (started_before ? LT_X11_STARTED_BEFORE : 0);
 	m->seq = lt_x11_u16(st->hdr + 2);
 	m->time = 0;
 	m->ext = 0;
@@ -130,8 +127,8 @@ static inline int lt_x11_frame(struct lt_x11_state *st, const __u8 *buf, __u32 n
 				return -1;
 			}
 			len = st->hdr[0] == LT_X11_REPLY || (st->hdr[0] & 0x7f) == LT_X11_GENERIC
-				      ? 32 + 4 * lt_x11_u32(st->hdr + 4)
-				      : 32;
+				  ? 32 + 4 * lt_x11_u32(st->hdr + 4)
+				  : 32;
 			lt_x11_decode(st, pos, len, before, &out[count & (LT_X11_MAX_MSGS - 1)]);
 			count++;
 			st->have = 0;
