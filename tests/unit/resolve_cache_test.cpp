@@ -25,6 +25,8 @@ using elf::ResolveCache;
 using elf::SymbolMatch;
 
 const std::string kPie = std::string(LT_TEST_PROGRAMS_DIR) + "/elf_target_pie";
+const std::string kStripped =
+    std::string(LT_TEST_PROGRAMS_DIR) + "/elf_target_stripped";
 const std::string kId = "0123456789abcdef0123456789abcdef01234567";
 
 class ResolveCacheTest : public ::testing::Test {
@@ -145,12 +147,16 @@ uint64_t resolve_one(const std::string& symbol) {
 // to executable code is ignored, one that does is used.
 TEST_F(ResolveCacheTest, ResolveProbesUsesOnlyAnswersThatFitTheFile) {
   ASSERT_EQ(setenv("LOOPTRACE_CACHE_DIR", dir_.c_str(), 1), 0);
-  auto file = elf::ElfFile::Open(kPie);
-  ASSERT_TRUE(file.ok());
-  const std::string id = file->build_id();
-  ASSERT_FALSE(id.empty());
   const uint64_t plain = resolve_one("lt_plain_function");
   ASSERT_NE(plain, 0u);
+  // One file, named by the binary's build-id and more.
+  ASSERT_EQ(std::distance(fs::directory_iterator(dir_), {}), 1);
+  const std::string name = fs::directory_iterator(dir_)->path().stem();
+  auto file = elf::ElfFile::Open(kPie);
+  ASSERT_TRUE(file.ok());
+  ASSERT_FALSE(file->build_id().empty());
+  EXPECT_EQ(name.rfind(file->build_id(), 0), 0u) << name;
+  const std::string id = name;
   ResolveCache cache(dir_);
   auto kept = cache.get(id, "lt_plain_function");
   ASSERT_TRUE(kept.has_value());
@@ -169,6 +175,23 @@ TEST_F(ResolveCacheTest, ResolveProbesUsesOnlyAnswersThatFitTheFile) {
   ASSERT_TRUE(o.has_value());
   cache.put(id, "lt_plain_function", *o);
   EXPECT_EQ(resolve_one("lt_plain_function"), other[0].file_offset);
+  unsetenv("LOOPTRACE_CACHE_DIR");
+}
+
+// A stripped copy keeps the build-id but not the names: what was resolved
+// by name in the unstripped one is not an answer for it.
+TEST_F(ResolveCacheTest, AStrippedCopyDoesNotShareTheAnswers) {
+  ASSERT_EQ(setenv("LOOPTRACE_CACHE_DIR", dir_.c_str(), 1), 0);
+  auto pie = elf::ElfFile::Open(kPie);
+  auto stripped = elf::ElfFile::Open(kStripped);
+  ASSERT_TRUE(pie.ok() && stripped.ok());
+  ASSERT_EQ(pie->build_id(), stripped->build_id());
+  ASSERT_NE(resolve_one("lt_plain_function"), 0u);
+  std::vector<ProbeDef> probes{probe("lt_plain_function")};
+  probes[0].binary = kStripped;
+  Status st = resolve_probes(&probes, ResolveContext{});
+  EXPECT_FALSE(st.ok()) << "resolved by name in a stripped binary";
+  EXPECT_NE(st.message().find("stripped"), std::string::npos) << st.message();
   unsetenv("LOOPTRACE_CACHE_DIR");
 }
 

@@ -18,7 +18,8 @@ namespace looptrace::elf {
 // LOOPTRACE_CACHE_DIR is "off" or no home is known.
 std::string default_resolve_cache_dir();
 
-// One JSON file per build-id in `dir` ({"patterns": {PATTERN: [[name,
+// One JSON file per key in `dir` (the caller's: a build-id, and what else
+// the answers depend on; lowercase hex) ({"patterns": {PATTERN: [[name,
 // demangled, vaddr, size, file_offset], ...]}}), created 0600 and replaced
 // by rename, never written through a link. A directory that is a link, is
 // not the user's own or is writable by others is not used; nor is a file

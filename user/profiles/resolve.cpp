@@ -176,20 +176,35 @@ Result<const elf::ElfFile*> open_cached(const std::string& path) {
   return raw;
 }
 
+// What a kept resolution is valid for: the file's code (its build-id) and
+// the symbol tables a name can be resolved from, by their sizes (a
+// stripped copy keeps the build-id, not the names); "" without a
+// build-id. Lowercase hex, as the cache wants its keys.
+std::string cache_key(const elf::ElfFile& f) {
+  if (f.build_id().empty()) return "";
+  auto size = [&f](const char* name) -> uint64_t {
+    auto b = f.section_bytes(name);
+    return b ? b->size() : 0;
+  };
+  return fmt::format("{}{:012x}{:012x}{:012x}", f.build_id(), size(".symtab"),
+                     size(".dynsym"), size(".gnu_debugdata"));
+}
+
 // The functions `p.symbol` names in the file at `path` (and the version
 // its gate reads). A binary's resolutions are kept by its build-id across
-// runs (elf/resolve_cache.h): a hit reads the file's headers only. A hit is
+// runs (elf/resolve_cache.h), with its symbol tables' sizes
+// (cache_key): a hit reads the file's headers only. A hit is
 // taken only if each match still maps through the file's segments to its
 // offset, in executable code; a gated probe reads the file whole anyway.
 Result<std::vector<elf::SymbolMatch>> find_matches(const std::string& path,
                                                    const ProbeDef& p,
                                                    std::string* version) {
   const elf::ResolveCache cache(elf::default_resolve_cache_dir());
-  std::string build_id;
+  std::string key;
   if (!p.gate && !is_offset(p.symbol)) {
     auto head = elf::ElfFile::Open(path, elf::ElfFile::Read::kHeaders);
-    if (head.ok()) build_id = head->build_id();
-    if (auto hit = head.ok() ? cache.get(build_id, p.symbol) : std::nullopt) {
+    if (head.ok()) key = cache_key(*head);
+    if (auto hit = head.ok() ? cache.get(key, p.symbol) : std::nullopt) {
       bool valid =
           std::all_of(hit->begin(), hit->end(), [&](const elf::SymbolMatch& m) {
             auto off = head->vaddr_to_offset(m.vaddr);
@@ -197,8 +212,8 @@ Result<std::vector<elf::SymbolMatch>> find_matches(const std::string& path,
                    head->offset_is_executable(m.file_offset);
           });
       if (valid) {
-        log::debug("resolve", "{}: {} from the cache (build-id {})", path,
-                   p.symbol, build_id);
+        log::debug("resolve", "{}: {} from the cache ({})", path, p.symbol,
+                   key);
         return *hit;
       }
     }
@@ -211,8 +226,7 @@ Result<std::vector<elf::SymbolMatch>> find_matches(const std::string& path,
     *version = *v;
   }
   auto matches = elf::resolve_symbols(**file, p.symbol, SIZE_MAX);
-  if (matches.ok() && !build_id.empty())
-    cache.put(build_id, p.symbol, *matches);
+  if (matches.ok() && !key.empty()) cache.put(key, p.symbol, *matches);
   return matches;
 }
 
