@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <vector>
 
 #define LT_X11_READ(dst, src, n) (std::memcpy((dst), (src), (n)), 0)
@@ -113,7 +114,30 @@ TEST(X11Wire, EveryCutGivesTheSameMessages) {
   Bytes s = cat({event(2, 38, 1, 500), generic(131, 2, 2, 510, 5),
                  event(6, 0, 3, 520), reply(4, 1), event(3, 38, 5, 530)});
   Framed whole = frame(s, {});
-  ASSERT_EQ(whole.msgs.size(), 5u);
+  // Uncut, the messages as built: type, seq, time, extension, event type,
+  // length, end.
+  struct Want {
+    int type, seq;
+    uint32_t time;
+    int ext, evtype;
+    uint32_t len, end;
+  };
+  const Want want[] = {{2, 1, 500, 0, 0, 32, 32},
+                       {35, 2, 510, 131, 2, 52, 84},
+                       {6, 3, 520, 0, 0, 32, 116},
+                       {1, 4, 0, 0, 0, 36, 152},
+                       {3, 5, 530, 0, 0, 32, 184}};
+  ASSERT_EQ(whole.msgs.size(), std::size(want));
+  for (size_t i = 0; i < std::size(want); ++i) {
+    const lt_x11_msg& m = whole.msgs[i];
+    EXPECT_EQ(m.type, want[i].type) << i;
+    EXPECT_EQ(m.seq, want[i].seq) << i;
+    EXPECT_EQ(m.time, want[i].time) << i;
+    EXPECT_EQ(m.ext, want[i].ext) << i;
+    EXPECT_EQ(m.evtype, want[i].evtype) << i;
+    EXPECT_EQ(m.len, want[i].len) << i;
+    EXPECT_EQ(m.end, want[i].end) << i;
+  }
   // One cut anywhere, and two cuts in every pair of places (header split
   // inside its length field, body split, a cut at a boundary).
   for (size_t a = 1; a < s.size(); ++a) {

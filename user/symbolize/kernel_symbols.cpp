@@ -6,34 +6,51 @@
 #include <iterator>
 
 namespace looptrace {
+namespace {
+
+// One line of /proc/kallsyms, "ffffffff813a4380 t finish_task_switch\t[mod]";
+// false for a line that is not one or an address of 0 (hidden by
+// kptr_restrict). `module` is empty for the kernel's own symbols.
+struct KallsymsLine {
+  uint64_t addr = 0;
+  char type = 0;
+  std::string_view name;
+  std::string_view module;
+};
+bool parse_line(std::string_view line, KallsymsLine* out) {
+  size_t sp1 = line.find(' ');
+  if (sp1 == std::string_view::npos || sp1 + 3 > line.size() ||
+      line[sp1 + 2] != ' ')
+    return false;
+  auto [p, ec] = std::from_chars(line.data(), line.data() + sp1, out->addr, 16);
+  if (ec != std::errc() || p != line.data() + sp1 || out->addr == 0)
+    return false;
+  out->type = line[sp1 + 1];
+  std::string_view rest = line.substr(sp1 + 3);
+  size_t tab = rest.find('\t');
+  out->name = rest.substr(0, tab);
+  out->module =
+      tab == std::string_view::npos ? std::string_view() : rest.substr(tab + 1);
+  return !out->name.empty();
+}
+
+}  // namespace
 
 void KernelSymbols::load_text(std::string_view text) {
   loaded_ = true;
   syms_.clear();
-  // "ffffffff813a4380 t finish_task_switch.isra.0\t[mod]"
   while (!text.empty()) {
     size_t nl = text.find('\n');
     std::string_view line = text.substr(0, nl);
     text =
         nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
-    size_t sp1 = line.find(' ');
-    if (sp1 == std::string_view::npos || sp1 + 3 > line.size() ||
-        line[sp1 + 2] != ' ')
-      continue;
-    char type = line[sp1 + 1];
+    KallsymsLine l;
     // Text symbols only: code is what a stack holds.
-    if (type != 't' && type != 'T' && type != 'w' && type != 'W') continue;
-    uint64_t addr = 0;
-    auto [p, ec] = std::from_chars(line.data(), line.data() + sp1, addr, 16);
-    if (ec != std::errc() || p != line.data() + sp1 || addr == 0) continue;
-    std::string_view rest = line.substr(sp1 + 3);
-    std::string module = "[kernel]";
-    if (size_t tab = rest.find('\t'); tab != std::string_view::npos) {
-      module = std::string(rest.substr(tab + 1));
-      rest = rest.substr(0, tab);
-    }
-    if (rest.empty()) continue;
-    syms_.push_back({addr, std::string(rest), std::move(module)});
+    if (!parse_line(line, &l) ||
+        (l.type != 't' && l.type != 'T' && l.type != 'w' && l.type != 'W'))
+      continue;
+    syms_.push_back({l.addr, std::string(l.name),
+                     l.module.empty() ? "[kernel]" : std::string(l.module)});
   }
   std::stable_sort(syms_.begin(), syms_.end(),
                    [](const Sym& a, const Sym& b) { return a.addr < b.addr; });
@@ -53,19 +70,12 @@ std::vector<uint64_t> KernelSymbols::scan_for(
   size_t left = names.size();
   std::string line;
   while (left > 0 && std::getline(in, line)) {
-    // "ffffffff813a4380 T name[\t[mod]]"
-    size_t sp1 = line.find(' ');
-    if (sp1 == std::string::npos || sp1 + 3 > line.size()) continue;
-    std::string_view name = std::string_view(line).substr(sp1 + 3);
-    name = name.substr(0, name.find('\t'));
+    KallsymsLine l;
+    if (!parse_line(line, &l)) continue;
     for (size_t i = 0; i < names.size(); ++i) {
-      if (out[i] != 0 || name != names[i]) continue;
-      uint64_t addr = 0;
-      auto [p, ec] = std::from_chars(line.data(), line.data() + sp1, addr, 16);
-      if (ec == std::errc() && p == line.data() + sp1 && addr != 0) {
-        out[i] = addr;
-        --left;
-      }
+      if (out[i] != 0 || l.name != names[i]) continue;
+      out[i] = l.addr;
+      --left;
     }
   }
   return out;
