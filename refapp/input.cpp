@@ -583,18 +583,20 @@ void InputHandler::onDispatched(Message* msg) {
                        {"tid", tid},
                        {"thread", loop_.index()}});
   }
-  nlohmann::json line = {{"event", "input_finish"},
-                         {"pid", pid},
-                         {"tid", tid},
-                         {"seq", msg->what},
-                         {"type", typeName(static_cast<uint32_t>(msg->arg1))},
-                         {"handled", true},
-                         {"consume_time_ns", msg->arg2},
-                         {"finished_ns", finished_ns_},
-                         {"finished_runq_ns", finished_runq_ns_},
-                         {"dispatch_start_ns", msg->dispatch_start_ns},
-                         {"dispatch_end_ns", msg->dispatch_end_ns},
-                         {"when_ns", msg->when_ns}};
+  nlohmann::json line = {
+      {"event", "input_finish"},
+      {"pid", pid},
+      {"tid", tid},
+      {"seq", msg->what},
+      {"type", typeName(static_cast<uint32_t>(msg->arg1))},
+      {"handled", true},
+      {"consume_time_ns", msg->arg2},
+      {"finished_ns", finished_ns_},
+      {"finished_runq_ns", finished_runq_ns_},
+      {"dispatch_start_ns", msg->dispatch_start_ns},
+      {"dispatch_start_runq_ns", msg->dispatch_start_runq_ns},
+      {"dispatch_end_ns", msg->dispatch_end_ns},
+      {"when_ns", msg->when_ns}};
   if (finish_errno_ != 0) {
     line["error"] = std::strerror(finish_errno_);
     ++finish_errors_;
@@ -654,6 +656,7 @@ void InputReceiver::consumeEvents() {
     Message* m = handler_.obtainMessage(static_cast<int32_t>(msg.header.seq),
                                         static_cast<int32_t>(msg.header.type));
     m->arg2 = received_ns;
+    m->flags |= Message::kFlagMeasureRunq;
     handler_.sendMessage(m);
   }
 }

@@ -403,6 +403,8 @@ void Looper::dispatchMessage(Message* msg) {
   // Keep the work between the probe points and these two clock reads tiny:
   // the ground-truth log compares them with the uprobe/uretprobe times.
   msg->dispatch_start_ns = monotonicNs();
+  if ((msg->flags & Message::kFlagMeasureRunq) != 0)
+    msg->dispatch_start_runq_ns = runDelayNs() - msg->dispatch_start_runq_ns;
   if (msg->callback != nullptr) {
     msg->callback(msg);
   } else {
@@ -416,6 +418,8 @@ void Looper::dispatchMessage(Message* msg) {
 bool Looper::pollOnce() {
   Message* msg = queue_.next();
   if (msg == nullptr) return false;
+  if ((msg->flags & Message::kFlagMeasureRunq) != 0)
+    msg->dispatch_start_runq_ns = runDelayNs();
   dispatchMessage(msg);
   // Outside the dispatch span: bookkeeping and logging.
   if (msg->isAsynchronous()) ++async_dispatches_;

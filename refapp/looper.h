@@ -76,12 +76,19 @@ struct Message {
   // Written by Looper::dispatchMessage at its very start and end.
   int64_t dispatch_start_ns = 0;
   int64_t dispatch_end_ns = 0;
+  // With kFlagMeasureRunq: the thread's run-queue wait from just before
+  // the dispatch call to just after dispatch_start_ns was read (it bounds
+  // how far that clock read may trail the probe at the function's entry).
+  int64_t dispatch_start_runq_ns = 0;
 
   // Android's FLAG_ASYNCHRONOUS value: not held back by sync barriers.
   static constexpr uint32_t kFlagAsynchronous = 1u << 1;
   // Set by Handler::sendMessageAtFrontOfQueue (Android passes when = 0
   // instead; here when_ns stays the time it was posted).
   static constexpr uint32_t kFlagAtFront = 1u << 2;
+  // Fill dispatch_start_runq_ns (a schedstat read on either side of the
+  // start of the dispatch: only for messages a ground-truth log times).
+  static constexpr uint32_t kFlagMeasureRunq = 1u << 3;
 
   bool isAsynchronous() const { return (flags & kFlagAsynchronous) != 0; }
   void setAsynchronous(bool async) {

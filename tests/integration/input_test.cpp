@@ -144,7 +144,8 @@ std::map<uint32_t, nlohmann::json> check_against_truth(
     const int64_t q_sent = runq(t.send, "sent_runq_ns"),
                   q_recv = runq(t.recv, "received_runq_ns"),
                   q_fin = runq(t.finish, "finished_runq_ns"),
-                  q_fin_recv = runq(t.finish_recv, "finish_received_runq_ns");
+                  q_fin_recv = runq(t.finish_recv, "finish_received_runq_ns"),
+                  q_start = runq(t.finish, "dispatch_start_runq_ns");
     struct {
       const char* key;
       int64_t want;
@@ -154,12 +155,12 @@ std::map<uint32_t, nlohmann::json> check_against_truth(
         {"received_ns", static_cast<int64_t>(recv), q_recv},
         {"finished_ns", static_cast<int64_t>(fin), q_fin},
         {"finish_received_ns", static_cast<int64_t>(fin_recv), q_fin_recv},
-        {"handling_start_ns", static_cast<int64_t>(start), 0},
+        {"handling_start_ns", static_cast<int64_t>(start), q_start},
         {"dispatch_latency_dur", diff(recv, sent), q_recv + q_sent},
         {"handling_latency_dur", diff(fin, recv), q_fin + q_recv},
         {"ack_latency_dur", diff(fin_recv, fin), q_fin_recv + q_fin},
         {"total_latency_dur", diff(fin_recv, sent), q_fin_recv + q_sent},
-        {"wait_before_handling_dur", diff(start, recv), q_recv},
+        {"wait_before_handling_dur", diff(start, recv), q_recv + q_start},
         {"age_at_dispatch_dur",
          diff(sent, t.send["event_time_ns"].get<uint64_t>()), q_sent},
     };
