@@ -5,7 +5,28 @@
  */
 #pragma once
 
-static __always_inline void io_enter(__u32 fd, __u64 buf, __u32 op, const int typed)
+/* X11 connections: the framing (x11_wire.h) reads the user's buffer. */
+#define LT_X11_READ(dst, src, n) bpf_probe_read_user((dst), (n), (src))
+#include "looptrace/x11_wire.h"
+
+/* Each X11 connection's framing between reads, by socket inode. A new
+ * one starts out of step: tracing may begin inside a message. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u64);
+	__type(value, struct lt_x11_state);
+} lt_x11_states SEC(".maps");
+
+/* An X11 read's record is built here, then copied out as long as it is. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lt_x11_rec);
+} lt_x11_scratch SEC(".maps");
+
+static __always_inline void io_enter(__u32 fd, __u64 buf, __u64 len, __u32 op, const int typed)
 {
 	struct lt_io_pending p = {};
 	struct lt_thread *st;
@@ -29,6 +50,7 @@ static __always_inline void io_enter(__u32 fd, __u64 buf, __u32 op, const int ty
 	}
 	p.enter_ns = bpf_ktime_get_ns();
 	p.buf = buf;
+	p.len = len > 0xffffffffull ? 0xffffffffu : (__u32)len;
 	p.fd = fd;
 	p.op = op;
 	st->io = p;
@@ -48,6 +70,108 @@ static __always_inline void mark_consumer(struct lt_thread *st)
 	st->stack[(d - 1) & (LT_MAX_DEPTH - 1)].flags |= LT_SPAN_INPUT;
 }
 
+/* The call's fields of an input record. */
+static __always_inline void fill_io(struct lt_io_rec *rec, struct lt_thread *st,
+				    const struct lt_io_pending *p, __s64 ret, __u64 now, __u32 size)
+{
+	__u32 d;
+
+	fill_header(&rec->hdr, LT_REC_IO, size, (p->op & LT_IO_SEND) ? p->enter_ns : now);
+	rec->enter_ns = p->enter_ns;
+	rec->exit_ns = now;
+	rec->inode = p->inode;
+	rec->peer_inode = p->peer_inode;
+	rec->bytes = ret;
+	rec->fd = p->fd;
+	rec->op = p->op;
+	rec->chan = p->chan;
+	d = st->depth;
+	rec->depth = d;
+	rec->span_start_ns = 0;
+	rec->span_id = 0;
+	rec->span_probe = 0;
+	rec->pad = 0;
+	if (d > 0) {
+		struct lt_frame *f;
+
+		if (d > LT_MAX_DEPTH)
+			d = LT_MAX_DEPTH;
+		f = &st->stack[(d - 1) & (LT_MAX_DEPTH - 1)];
+		rec->span_start_ns = f->start_ns;
+		rec->span_id = f->span_id;
+		rec->span_probe = f->probe_id;
+	}
+	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
+}
+
+static __always_inline __u64 io_wakeup(void)
+{
+	return bpf_ringbuf_query(&lt_events, BPF_RB_AVAIL_DATA) >= lt_cfg.io_wakeup_bytes
+		   ? BPF_RB_FORCE_WAKEUP
+		   : BPF_RB_NO_WAKEUP;
+}
+
+static long x11_step(__u32 i, void *f) { return lt_x11_step(f); }
+
+/*
+ * A read of an X11 connection: its bytes framed into messages, of which
+ * only the header fields leave (never a key's code). The framing state
+ * carries a message cut by the read's end to the next read. Out of step
+ * (tracing began inside a message, an absurd length), nothing is framed
+ * until a read drains the socket (returns less than it asked for): the
+ * server writes whole messages, so the next read begins with one.
+ */
+static __noinline void x11_read(struct lt_thread *st, struct lt_io_pending *p, __s64 ret, __u64 now)
+{
+	struct lt_x11_state fresh = {.lost = 1}, *xs;
+	struct lt_x11_rec *rec;
+	__u32 zero = 0, n = 0, size;
+	__u8 was_lost;
+
+	xs = bpf_map_lookup_elem(&lt_x11_states, &p->inode);
+	if (!xs) {
+		if (bpf_map_update_elem(&lt_x11_states, &p->inode, &fresh, BPF_NOEXIST) ==
+		    -LT_E2BIG)
+			count(LT_CNT_WATCH_FULL);
+		xs = bpf_map_lookup_elem(&lt_x11_states, &p->inode);
+		if (!xs)
+			return;
+	}
+	rec = bpf_map_lookup_elem(&lt_x11_scratch, &zero);
+	if (!rec)
+		return;
+	was_lost = xs->lost;
+	rec->flags = 0;
+	if (!was_lost) {
+		struct lt_x11_framing f;
+
+		lt_x11_begin(&f, xs, (const __u8 *)p->buf, (__u32)ret, rec->msgs);
+		bpf_loop(LT_X11_MAX_STEPS, x11_step, &f, 0);
+		if (!f.done)
+			xs->lost = 1;
+		n = (__u32)f.count;
+		if (xs->lost)
+			rec->flags |= LT_X11_REC_LOST;
+	} else {
+		rec->flags |= LT_X11_REC_UNFRAMED;
+		count(LT_CNT_X11_UNFRAMED);
+	}
+	if (xs->lost && (__u64)ret < p->len) {
+		xs->lost = 0;
+		xs->have = 0;
+		xs->skip = 0;
+	}
+	if (n > LT_X11_MAX_MSGS)
+		n = LT_X11_MAX_MSGS;
+	rec->nmsgs = n;
+	size = __builtin_offsetof(struct lt_x11_rec, msgs) + n * sizeof(struct lt_x11_msg);
+	fill_io(&rec->io, st, p, ret, now, size);
+	__builtin_memset(rec->io.head, 0, sizeof(rec->io.head));
+	count(LT_CNT_IO);
+	if (bpf_ringbuf_output(&lt_events, rec, size, io_wakeup()))
+		count(LT_CNT_RB_FULL);
+}
+
 static __always_inline void io_exit(__s64 ret)
 {
 	struct lt_thread *st = thread_state(0);
@@ -56,7 +180,6 @@ static __always_inline void io_exit(__s64 ret)
 	__u8 head[LT_IO_HEAD] = {};
 	__u64 buf, now;
 	__u32 w[4];
-	__u32 d;
 	long err = 0;
 
 	if (!st || !st->io.chan)
@@ -77,6 +200,7 @@ static __always_inline void io_exit(__s64 ret)
 	buf = p.buf;
 	if (p.op & LT_IO_MSGHDR) {
 		struct iovec *iov = 0;
+		__u64 len = 0;
 
 		if (bpf_probe_read_user(
 			&iov, sizeof(iov),
@@ -85,6 +209,17 @@ static __always_inline void io_exit(__s64 ret)
 			return;
 		if (bpf_probe_read_user(&buf, sizeof(buf), &iov->iov_base))
 			return;
+		if (p.chan == LT_CHAN_X11 && !bpf_probe_read_user(&len, sizeof(len), &iov->iov_len))
+			p.len = len > 0xffffffffull ? 0xffffffffu : (__u32)len;
+	}
+	if (p.chan == LT_CHAN_X11) {
+		/* The client's requests are not input. (recvmsg: iov[0] only,
+		 * as libxcb reads; a longer read is framed to iov[0]'s end.) */
+		if (p.op & LT_IO_SEND)
+			return;
+		p.buf = buf;
+		x11_read(st, &p, ret < p.len || !p.len ? ret : p.len, now);
+		return;
 	}
 	/* The message's first bytes, read once: constant sizes keep the
 	 * verifier's bounds; bytes past a short message (a 16-byte FOCUS) stay
@@ -118,36 +253,8 @@ record:
 		count(LT_CNT_RB_FULL);
 		return;
 	}
-	fill_header(&rec->hdr, LT_REC_IO, sizeof(*rec), (p.op & LT_IO_SEND) ? p.enter_ns : now);
-	rec->enter_ns = p.enter_ns;
-	rec->exit_ns = now;
-	rec->inode = p.inode;
-	rec->peer_inode = p.peer_inode;
-	rec->bytes = ret;
-	rec->fd = p.fd;
-	rec->op = p.op;
-	rec->chan = p.chan;
-	d = st->depth;
-	rec->depth = d;
-	rec->span_start_ns = 0;
-	rec->span_id = 0;
-	rec->span_probe = 0;
-	rec->pad = 0;
-	if (d > 0) {
-		struct lt_frame *f;
-
-		if (d > LT_MAX_DEPTH)
-			d = LT_MAX_DEPTH;
-		f = &st->stack[(d - 1) & (LT_MAX_DEPTH - 1)];
-		rec->span_start_ns = f->start_ns;
-		rec->span_id = f->span_id;
-		rec->span_probe = f->probe_id;
-	}
+	fill_io(rec, st, &p, ret, now, sizeof(*rec));
 	__builtin_memcpy(rec->head, head, sizeof(rec->head));
-	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
 	count(LT_CNT_IO);
-	bpf_ringbuf_submit(rec, bpf_ringbuf_query(&lt_events, BPF_RB_AVAIL_DATA) >=
-					lt_cfg.io_wakeup_bytes
-				    ? BPF_RB_FORCE_WAKEUP
-				    : BPF_RB_NO_WAKEUP);
+	bpf_ringbuf_submit(rec, io_wakeup());
 }

@@ -11,16 +11,16 @@
 SEC("uprobe")
 int BPF_KPROBE(lt_io_uentry)
 {
-	io_enter((__u32)PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), (__u32)bpf_get_attach_cookie(ctx),
-		 0);
+	io_enter((__u32)PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
+		 (__u32)bpf_get_attach_cookie(ctx), 0);
 	return 0;
 }
 
 SEC("uprobe")
 int BPF_KPROBE(lt_io_uentry_typed)
 {
-	io_enter((__u32)PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), (__u32)bpf_get_attach_cookie(ctx),
-		 1);
+	io_enter((__u32)PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
+		 (__u32)bpf_get_attach_cookie(ctx), 1);
 	return 0;
 }
 
@@ -35,14 +35,16 @@ int BPF_KRETPROBE(lt_io_ureturn)
 SEC("tracepoint")
 int lt_io_tpentry(struct trace_event_raw_sys_enter *ctx)
 {
-	io_enter((__u32)ctx->args[0], ctx->args[1], (__u32)bpf_get_attach_cookie(ctx), 0);
+	io_enter((__u32)ctx->args[0], ctx->args[1], ctx->args[2], (__u32)bpf_get_attach_cookie(ctx),
+		 0);
 	return 0;
 }
 
 SEC("tracepoint")
 int lt_io_tpentry_typed(struct trace_event_raw_sys_enter *ctx)
 {
-	io_enter((__u32)ctx->args[0], ctx->args[1], (__u32)bpf_get_attach_cookie(ctx), 1);
+	io_enter((__u32)ctx->args[0], ctx->args[1], ctx->args[2], (__u32)bpf_get_attach_cookie(ctx),
+		 1);
 	return 0;
 }
 
@@ -83,7 +85,7 @@ int BPF_PROG(lt_io_sys_enter, struct pt_regs *regs, long id)
 	if (!op || compat_task())
 		return 0;
 	io_enter((__u32)PT_REGS_PARM1_CORE_SYSCALL(regs), PT_REGS_PARM2_CORE_SYSCALL(regs),
-		 op & ~LT_IO_TRACED, 0);
+		 PT_REGS_PARM3_CORE_SYSCALL(regs), op & ~LT_IO_TRACED, 0);
 	return 0;
 }
 
@@ -95,7 +97,7 @@ int BPF_PROG(lt_io_sys_enter_typed, struct pt_regs *regs, long id)
 	if (!op || compat_task())
 		return 0;
 	io_enter((__u32)PT_REGS_PARM1_CORE_SYSCALL(regs), PT_REGS_PARM2_CORE_SYSCALL(regs),
-		 op & ~LT_IO_TRACED, 1);
+		 PT_REGS_PARM3_CORE_SYSCALL(regs), op & ~LT_IO_TRACED, 1);
 	return 0;
 }
 

@@ -13,12 +13,13 @@
  *     (userspace puts the target there; forks follow in lt_fork) or calls on
  *     a socket whose inode is in lt_chans (the peer end of a traced
  *     process's channel, learnt here; or a raw channel the user picked);
- *  2. the socket: AF_UNIX SOCK_SEQPACKET, or in lt_chans as raw;
+ *  2. the socket: AF_UNIX SOCK_SEQPACKET, or in lt_chans as raw or X11;
  *  3. on return, the bytes: a SEQPACKET message is recorded only when its
  *     first words and exact size are an InputMessage (lt_input_layout).
  *
  * Only the first LT_IO_HEAD bytes of an InputMessage are read (header, seq
- * and the time field at 16), never the payload; of a raw channel, none.
+ * and the time field at 16), never the payload; of a raw channel, none; of
+ * an X11 connection, the first 16 bytes of each message (io_calls.h).
  */
 #pragma once
 
@@ -156,6 +157,10 @@ static __always_inline int classify_fd(__u32 fd, int traced, struct lt_io_pendin
 	p->peer_inode = o.peer_ino;
 	if (watch && *watch == LT_WATCH_RAW) {
 		p->chan = LT_CHAN_RAW;
+		return 1;
+	}
+	if (watch && *watch == LT_WATCH_X11) {
+		p->chan = LT_CHAN_X11;
 		return 1;
 	}
 	if (o.is_unix && o.type == LT_SOCK_SEQPACKET) {

@@ -23,6 +23,20 @@ static __always_inline void read_key_str(char *out, __u32 probe_id, struct lt_fr
 }
 
 /* An enqueue: remember the message's due time until it is dispatched. */
+/* A span whose type key says it handles a display input event: recorded
+ * whatever its length, for userspace to match the event to. */
+static __always_inline int handles_input(const volatile struct lt_probe_cfg *cfg,
+					 struct lt_frame *f)
+{
+	__u32 k = cfg->input_key;
+	__u64 v;
+
+	if (k == 0 || k > LT_MAX_KEYS)
+		return 0;
+	v = f->keys[(k - 1) & (LT_MAX_KEYS - 1)];
+	return v < 64 && ((cfg->input_types >> v) & 1);
+}
+
 static __always_inline void on_enqueue(const volatile struct lt_probe_cfg *cfg, struct lt_frame *f)
 {
 	struct lt_pending_key key = {};
@@ -467,7 +481,8 @@ int BPF_KRETPROBE(lt_span_return)
 	h = thread_hist(st, probe_id, role);
 	hist_add(h, dur);
 
-	if (dur < lt_cfg.slow_ns[role] && !lt_cfg.record_all && !(f->flags & LT_SPAN_INPUT)) {
+	if (dur < lt_cfg.slow_ns[role] && !lt_cfg.record_all && !(f->flags & LT_SPAN_INPUT) &&
+	    !handles_input(&lt_cfg.probes[probe_id], f)) {
 		struct lt_span_drop_rec *drop;
 
 		if (!h)

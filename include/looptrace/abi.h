@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * looptrace ABI: every record and map value shared by the BPF programs and
- * the C++ loader. This is the only header both sides include.
+ * the C++ loader. This is the only header both sides include (with the
+ * X11 framing it includes, x11_wire.h).
  *
  * Rules: fixed-width types only, explicit padding, no bool/enum-typed fields.
  * BPF includes it after vmlinux.h; C++ gets the types from <linux/types.h>.
@@ -13,7 +14,9 @@
 #include <linux/types.h> /* BPF gets the same types from vmlinux.h */
 #endif
 
-#define LT_ABI_VERSION 4
+#include "x11_wire.h"
+
+#define LT_ABI_VERSION 5
 
 /* Key values read at span entry; 4 covers Android's target/callback/what
  * plus one spare. */
@@ -132,7 +135,11 @@ struct lt_probe_cfg {
 	 * lag without an enqueue probe; 0: none. */
 	__u32 due_key;
 	__u32 due_scale;
-	__u32 pad2;
+	/* Key index + 1 holding a display input event's type (0: none): a
+	 * span whose value v < 64 has bit v set in input_types handles input
+	 * and is recorded whatever its length. */
+	__u32 input_key;
+	__u64 input_types;
 	struct lt_key_spec keys[LT_MAX_KEYS];
 };
 
@@ -230,7 +237,11 @@ enum lt_counter {
 	 * not in lt_pending: enqueued before attach, or aged out of the full
 	 * table. Its delivery lag is unknown. */
 	LT_CNT_DELIVERY_UNMATCHED = 14,
-	LT_CNT_MAX = 15,
+	/* Reads of an X11 connection not framed into messages: tracing began
+	 * inside a message, or the stream went out of step; framing starts
+	 * again after a read that drained the socket. */
+	LT_CNT_X11_UNFRAMED = 15,
+	LT_CNT_MAX = 16,
 };
 
 struct lt_rec_header {
@@ -417,11 +428,13 @@ struct lt_frame {
 enum lt_chan_kind {
 	LT_CHAN_INPUT = 1, /* SOCK_SEQPACKET carrying InputMessages */
 	LT_CHAN_RAW = 2,   /* user-picked; any bytes are input */
+	LT_CHAN_X11 = 3,   /* an X11 client connection: framed (x11_wire.h) */
 };
 
 /* lt_chans values: why an inode is watched. */
 #define LT_WATCH_RAW 1u	 /* a raw channel the user picked */
 #define LT_WATCH_PEER 2u /* the peer end of a traced process's channel */
+#define LT_WATCH_X11 3u	 /* the client end of an X11 connection */
 
 /* Bytes read from the start of each message: the header and the time
  * fields (eventTime / consumeTime at 16), never the payload. */
@@ -436,7 +449,7 @@ struct lt_io_pending {
 	__u32 fd;
 	__u32 op;   /* LT_IO_* */
 	__u32 chan; /* enum lt_chan_kind; 0: no call in progress */
-	__u32 pad;
+	__u32 len;  /* bytes asked for (read, recv; recvmsg: iov[0]'s at return) */
 };
 
 /* One message moved on an input channel. hdr.ts_ns = when it moved: the
@@ -459,6 +472,17 @@ struct lt_io_rec {
 	__u8 head[LT_IO_HEAD]; /* an InputMessage's first bytes (fewer if
 				* short); zeros on raw channels: not read */
 	char comm[LT_COMM_LEN];
+};
+
+/* A read of an X11 connection (chan LT_CHAN_X11): the call, then the
+ * messages that ended in it, framed in the kernel (x11_wire.h); only
+ * their header fields, never a byte of a key. io.hdr.size is
+ * offsetof(msgs) + nmsgs * sizeof(struct lt_x11_msg). */
+struct lt_x11_rec {
+	struct lt_io_rec io;
+	__u32 nmsgs;
+	__u32 flags; /* LT_X11_REC_* */
+	struct lt_x11_msg msgs[LT_X11_MAX_MSGS];
 };
 
 /*

@@ -19,15 +19,12 @@
 #include <linux/types.h>
 #endif
 
-#ifndef LT_X11_READ
-#error "define LT_X11_READ(dst, src, n): 0 on success"
-#endif
-
 /* Header bytes a message's fields come from. */
 #define LT_X11_HDR 16
-/* Messages a chunk can give at most; the rest of the chunk is skipped and
- * the stream loses its framing (counted by the caller). */
-#define LT_X11_MAX_MSGS 64
+/* Messages a chunk can give at most (a 4 KiB read of 32-byte events); the
+ * rest of the chunk is skipped and the stream loses its framing (counted
+ * by the caller). */
+#define LT_X11_MAX_MSGS 128
 /* A reply or GenericEvent longer than this (in 4-byte units past 32
  * bytes) is taken as a stream out of step: 64 MiB. */
 #define LT_X11_MAX_UNITS (1u << 24)
@@ -44,7 +41,10 @@ struct lt_x11_state {
 	__u8 have;  /* header bytes of the current message held */
 	__u8 lost;  /* out of step: nothing more is framed */
 	__u8 pad[2];
-	__u8 hdr[LT_X11_HDR];
+	/* The header, in the first LT_X11_HDR bytes; twice as long so that a
+	 * read at any offset below LT_X11_HDR of up to LT_X11_HDR bytes stays
+	 * inside, as the BPF verifier proves it must. */
+	__u8 hdr[2 * LT_X11_HDR];
 };
 
 /* lt_x11_msg.flags */
@@ -64,6 +64,12 @@ struct lt_x11_msg {
 	__u8 flags;   /* LT_X11_* */
 	__u8 pad;
 };
+
+/* An X11 read as the BPF program records it (LT_REC_IO on LT_CHAN_X11):
+ * the call, then the messages that ended in it. io.hdr.size covers
+ * nmsgs of them. */
+#define LT_X11_REC_UNFRAMED 1 /* the read was not framed (stream not in step) */
+#define LT_X11_REC_LOST 2     /* the stream went out of step in this read */
 
 static inline __u32 lt_x11_u32(const __u8 *p)
 {
@@ -97,71 +103,115 @@ static inline void lt_x11_decode(const struct lt_x11_state *st, __u32 end, __u32
 	}
 }
 
+#endif /* LOOPTRACE_X11_WIRE_H */
+
+/* The framing itself, where the includer says how bytes are read (it may
+ * have included this header before, for the types only). */
+#if defined(LT_X11_READ) && !defined(LOOPTRACE_X11_FRAME)
+#define LOOPTRACE_X11_FRAME
+/* One framing of a chunk in progress. */
+struct lt_x11_framing {
+	struct lt_x11_state *st;
+	const __u8 *buf;
+	struct lt_x11_msg *out; /* LT_X11_MAX_MSGS of them */
+	__u32 n;		/* the chunk's bytes */
+	__u32 pos;		/* framed up to here */
+	__s32 count;		/* messages in out[] */
+	__u8 before;		/* the current message began in an earlier chunk */
+	__u8 done;		/* the chunk is framed (or the stream lost) */
+	__u8 pad[2];
+};
+
+/* One step: a message's header, or the rest of it; at most two per
+ * message. Returns 1 (and sets f->done) when the chunk is done. A BPF
+ * program runs it under bpf_loop, each step verified once. */
+static inline int lt_x11_step(struct lt_x11_framing *f)
+{
+	struct lt_x11_state *st = f->st;
+	__u32 take, len;
+
+	if (st->have == LT_X11_HDR) {
+		take = f->n - f->pos < st->skip ? f->n - f->pos : st->skip;
+		st->skip -= take;
+		f->pos += take;
+		if (st->skip)
+			goto done; /* its rest is in the next chunk */
+		if (f->count >= LT_X11_MAX_MSGS)
+			goto lost;
+		len = st->hdr[0] == LT_X11_REPLY || (st->hdr[0] & 0x7f) == LT_X11_GENERIC
+			  ? 32 + 4 * lt_x11_u32(st->hdr + 4)
+			  : 32;
+		lt_x11_decode(st, f->pos, len, f->before,
+			      &f->out[f->count & (LT_X11_MAX_MSGS - 1)]);
+		f->count++;
+		st->have = 0;
+		f->before = 0;
+		return 0;
+	}
+	if (f->pos >= f->n)
+		goto done;
+	take = LT_X11_HDR - (st->have & (LT_X11_HDR - 1));
+	if (take > f->n - f->pos)
+		take = f->n - f->pos;
+	if (take > LT_X11_HDR)
+		take = LT_X11_HDR;
+	if (LT_X11_READ(st->hdr + (st->have & (LT_X11_HDR - 1)), f->buf + f->pos, take))
+		goto lost;
+	st->have += take;
+	f->pos += take;
+	if (st->have < LT_X11_HDR)
+		goto done; /* its header ends in the next chunk */
+	st->skip = 32 - LT_X11_HDR;
+	if (st->hdr[0] == LT_X11_REPLY || (st->hdr[0] & 0x7f) == LT_X11_GENERIC) {
+		__u32 units = lt_x11_u32(st->hdr + 4);
+
+		if (units > LT_X11_MAX_UNITS)
+			goto lost;
+		st->skip += 4 * units;
+	}
+	return 0;
+lost:
+	st->lost = 1;
+done:
+	f->done = 1;
+	return 1;
+}
+
+/* Steps a chunk may need: two per message, and the last. */
+#define LT_X11_MAX_STEPS (2 * LT_X11_MAX_MSGS + 2)
+
+static inline void lt_x11_begin(struct lt_x11_framing *f, struct lt_x11_state *st, const __u8 *buf,
+				__u32 n, struct lt_x11_msg *out)
+{
+	f->st = st;
+	f->buf = buf;
+	f->out = out;
+	f->n = n;
+	f->pos = 0;
+	f->count = 0;
+	f->before = st->have > 0 || st->skip > 0;
+	f->done = st->lost;
+}
+
 /*
  * Frames the chunk `buf` of `n` bytes (little-endian server): fills out[]
  * with the messages that end in it, at most LT_X11_MAX_MSGS, and returns
  * how many; st carries a message cut by the chunk's end to the next one.
  * A stream that goes out of step (an absurd length, more messages than
- * out[] holds) sets st->lost and returns -1 after what it framed.
+ * out[] holds) sets st->lost; what came before is framed all the same.
+ * LT_X11_READ(dst, src, n), 0 on success, reads the chunk's bytes.
  */
 static inline int lt_x11_frame(struct lt_x11_state *st, const __u8 *buf, __u32 n,
 			       struct lt_x11_msg *out)
 {
-	__u32 pos = 0, i, take, len;
-	int count = 0;
-	/* Where the current message began: before this chunk, or here. */
-	__u8 before = st->have > 0 || st->skip > 0;
+	struct lt_x11_framing f;
+	__u32 i;
 
-	if (st->lost)
-		return -1;
-	/* Two steps per message at most (its header, its rest). */
-	for (i = 0; i < 2 * LT_X11_MAX_MSGS + 2; i++) {
-		if (st->have == LT_X11_HDR) {
-			take = n - pos < st->skip ? n - pos : st->skip;
-			st->skip -= take;
-			pos += take;
-			if (st->skip)
-				return count; /* its rest is in the next chunk */
-			if (count >= LT_X11_MAX_MSGS) {
-				st->lost = 1;
-				return -1;
-			}
-			len = st->hdr[0] == LT_X11_REPLY || (st->hdr[0] & 0x7f) == LT_X11_GENERIC
-				  ? 32 + 4 * lt_x11_u32(st->hdr + 4)
-				  : 32;
-			lt_x11_decode(st, pos, len, before, &out[count & (LT_X11_MAX_MSGS - 1)]);
-			count++;
-			st->have = 0;
-			before = 0;
-		}
-		if (pos >= n)
-			return count;
-		take = LT_X11_HDR - (st->have & (LT_X11_HDR - 1));
-		if (take > n - pos)
-			take = n - pos;
-		if (take > LT_X11_HDR)
-			take = LT_X11_HDR;
-		if (LT_X11_READ(st->hdr + (st->have & (LT_X11_HDR - 1)), buf + pos, take)) {
-			st->lost = 1;
-			return -1;
-		}
-		st->have += take;
-		pos += take;
-		if (st->have < LT_X11_HDR)
-			return count; /* its header ends in the next chunk */
-		st->skip = 32 - LT_X11_HDR;
-		if (st->hdr[0] == LT_X11_REPLY || (st->hdr[0] & 0x7f) == LT_X11_GENERIC) {
-			__u32 units = lt_x11_u32(st->hdr + 4);
-
-			if (units > LT_X11_MAX_UNITS) {
-				st->lost = 1;
-				return -1;
-			}
-			st->skip += 4 * units;
-		}
-	}
-	st->lost = 1;
-	return -1;
+	lt_x11_begin(&f, st, buf, n, out);
+	for (i = 0; i < LT_X11_MAX_STEPS && !f.done; i++)
+		lt_x11_step(&f);
+	if (!f.done)
+		st->lost = 1;
+	return f.count;
 }
-
-#endif /* LOOPTRACE_X11_WIRE_H */
+#endif /* LT_X11_READ */

@@ -1078,5 +1078,133 @@ TEST(InputBlameTest, ASeqReusedWhileItsBlameWaitsForItsHandlerIsANewEvent) {
   EXPECT_EQ(a.events[1].finish_received_ns, 406 * kMs);
 }
 
+// --- X11 channels -------------------------------------------------------
+
+// One X11 message as the kernel frames it.
+lt_x11_msg x11_msg(uint8_t type, uint32_t time, uint32_t len = 32,
+                   uint16_t evtype = 0) {
+  lt_x11_msg m{};
+  m.type = type;
+  m.time = time;
+  m.len = len;
+  m.evtype = evtype;
+  return m;
+}
+
+IoEvent x11_read(uint64_t ts, std::vector<lt_x11_msg> msgs) {
+  IoEvent e = raw_read(700, ts, kAppTid);
+  e.pid = kAppPid;
+  e.chan = LT_CHAN_X11;
+  e.head.fill(0);
+  e.x11 = std::move(msgs);
+  return e;
+}
+
+// gtk_main_do_event's span: keys type (GdkEventType) and time (ms).
+SpanEvent gdk_span(uint64_t id, uint64_t start, uint64_t end, int type,
+                   uint32_t time) {
+  SpanEvent s = span(kAppTid, id, start, end);
+  s.keys[0] = static_cast<uint32_t>(type);
+  s.keys[1] = time;
+  return s;
+}
+
+InputOptions gdk_options() {
+  InputOptions o;
+  ProbeDef::InputMatch m;
+  m.type_key = 1;
+  m.time_key = 2;
+  m.kinds = {{3, "motion"}, {8, "key_press"}, {9, "key_release"}};
+  o.display_dispatch[1] = m;
+  return o;
+}
+
+// A release and the next press in one read, with a reply between them:
+// two events, each consumed by the dispatch of its own type and time (not
+// the first dispatch after the read), the reply counted and never blamed.
+TEST(InputAnalysisTest, X11EventsAreMatchedToTheirOwnDispatch) {
+  const uint64_t read_at = 1006 * kMs;
+  InputAnalysis a = run({x11_read(read_at, {x11_msg(3, 1000), x11_msg(1, 0, 64),
+                                            x11_msg(2, 1005)}),
+                         gdk_span(1, 1007 * kMs, 1007 * kMs + 400'000, 9, 1000),
+                         gdk_span(2, 1008 * kMs, 1200 * kMs, 8, 1005)},
+                        gdk_options());
+  ASSERT_EQ(a.events.size(), 2u);
+  ASSERT_EQ(a.channels.size(), 1u);
+  EXPECT_EQ(a.channels[0].non_input, 1u);
+  EXPECT_EQ(a.channels[0].keys, 2u);
+  EXPECT_EQ(a.channels[0].unfinished, 0u);
+  const InputEventInfo& rel = a.events[0];
+  EXPECT_EQ(rel.type, InputType::kKeyRelease);
+  EXPECT_EQ(rel.position, 0u);
+  EXPECT_EQ(rel.received_ns, read_at);
+  EXPECT_EQ(rel.event_time_ns, static_cast<int64_t>(1000 * kMs));
+  EXPECT_EQ(rel.handling_start_ns, 1007 * kMs);
+  EXPECT_EQ(rel.finished_ns, 1007 * kMs + 400'000);
+  EXPECT_FALSE(rel.blame.has_value());
+  const InputEventInfo& press = a.events[1];
+  EXPECT_EQ(press.type, InputType::kKeyPress);
+  EXPECT_EQ(press.position, 2u);
+  EXPECT_EQ(press.handling_start_ns, 1008 * kMs);
+  EXPECT_EQ(press.finished_ns, 1200 * kMs);
+  // From the event's own time: 195 ms, handled slowly.
+  ASSERT_TRUE(press.blame.has_value());
+  EXPECT_EQ(press.blame->arrival_ns, 1005 * kMs);
+  EXPECT_TRUE(press.blame->own_handler);
+}
+
+// Motion compressed by the toolkit: the dispatch of the last motion passes
+// over the two before it (coalesced, never consumed, not charged to it); a
+// dispatch of another type consumes nothing; an event never dispatched
+// stays unfinished.
+TEST(InputAnalysisTest, X11MotionPassedOverIsCoalesced) {
+  InputAnalysis a =
+      run({x11_read(2003 * kMs,
+                    {x11_msg(6, 2001), x11_msg(6, 2002), x11_msg(6, 2003)}),
+           gdk_span(1, 2004 * kMs, 2005 * kMs, 2, 0),
+           gdk_span(2, 2005 * kMs, 2006 * kMs, 3, 2003),
+           x11_read(2010 * kMs, {x11_msg(2, 2009)})},
+          gdk_options());
+  ASSERT_EQ(a.events.size(), 4u);
+  EXPECT_TRUE(a.events[0].coalesced);
+  EXPECT_EQ(a.events[0].finished_ns, 0u);
+  EXPECT_TRUE(a.events[1].coalesced);
+  EXPECT_FALSE(a.events[2].coalesced);
+  EXPECT_EQ(a.events[2].handling_start_ns, 2005 * kMs);
+  EXPECT_FALSE(a.events[3].coalesced);
+  EXPECT_EQ(a.events[3].finished_ns, 0u);
+  ASSERT_EQ(a.channels.size(), 1u);
+  EXPECT_EQ(a.channels[0].coalesced, 2u);
+  EXPECT_EQ(a.channels[0].unfinished, 3u);
+  EXPECT_EQ(a.channels[0].motions, 3u);
+}
+
+// XInput 2 events are GenericEvents of at least 80 bytes; another
+// extension's GenericEvent of the same evtype (Present's 32-byte ones) is
+// not input.
+TEST(InputAnalysisTest, X11GenericEventsAreInputOnlyAsXI2DeviceEvents) {
+  InputAnalysis a = run({x11_read(3001 * kMs, {x11_msg(35, 3000, 120, 2),
+                                               x11_msg(35, 3000, 32, 2),
+                                               x11_msg(35, 3000, 120, 19)})},
+                        gdk_options());
+  ASSERT_EQ(a.events.size(), 2u);
+  EXPECT_EQ(a.events[0].type, InputType::kKeyPress);
+  EXPECT_EQ(a.events[1].type, InputType::kTouchUpdate);
+  ASSERT_EQ(a.channels.size(), 1u);
+  EXPECT_EQ(a.channels[0].non_input, 1u);
+}
+
+TEST(InputAnalysisTest, X11ServerTimeToMonotonic) {
+  // Same clock: the ms before the read.
+  EXPECT_EQ(x11_time_to_monotonic(5000, 5002 * kMs + 7),
+            static_cast<int64_t>(5000 * kMs));
+  // 32-bit ms wrap (every 49.7 days): the latest time with those bits.
+  const uint64_t received = (0x100000000ull + 10) * kMs;
+  EXPECT_EQ(x11_time_to_monotonic(0xfffffff0u, received),
+            static_cast<int64_t>((0x100000000ull - 16) * kMs));
+  // A clock that is evidently another one (hours off): unknown.
+  EXPECT_EQ(x11_time_to_monotonic(5000, 50'000'000 * kMs), 0);
+}
+
 }  // namespace
 }  // namespace looptrace

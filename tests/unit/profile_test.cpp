@@ -100,8 +100,16 @@ TEST(Profile, BuiltinGtk3HasGlibsProbesAndGdkEvents) {
   const ProbeDef& d = p->probes.back();
   EXPECT_EQ(d.binary, "libgtk-3.so.0");
   EXPECT_EQ(d.symbol, "gtk_main_do_event");
-  ASSERT_EQ(d.keys.size(), 2u);
+  ASSERT_EQ(d.keys.size(), 3u);
   EXPECT_EQ(d.keys[0].format, KeyFormat::kEnum);
+  // GdkEventKey/Button/Motion's time (guint32 at 20): the X server's.
+  EXPECT_EQ(d.keys[2].name, "time");
+  ASSERT_TRUE(d.input.has_value());
+  EXPECT_EQ(d.input->type_key, 1u);
+  EXPECT_EQ(d.input->time_key, 3u);
+  EXPECT_EQ(d.input->kinds.at(8), "key_press");
+  EXPECT_EQ(d.input->kinds.at(9), "key_release");
+  EXPECT_EQ(d.input->kinds.count(2), 0u);  // GDK_EXPOSE is not input
   EXPECT_EQ(d.keys[0].spec.size, 4);
   EXPECT_EQ(d.keys[0].names.at(8), "GDK_KEY_PRESS");
   EXPECT_EQ(d.keys[0].names.at(-1), "GDK_NOTHING");

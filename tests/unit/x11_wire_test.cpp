@@ -77,13 +77,13 @@ Framed frame(const Bytes& stream, std::vector<size_t> cuts) {
     lt_x11_msg out[LT_X11_MAX_MSGS];
     int n = lt_x11_frame(&st, stream.data() + from,
                          static_cast<uint32_t>(cuts[c] - from), out);
-    if (n < 0) {
-      f.lost = true;
-      break;
-    }
     for (int i = 0; i < n; ++i) {
       f.msgs.push_back(out[i]);
       f.chunk_of.push_back(c);
+    }
+    if (st.lost) {
+      f.lost = true;
+      break;
     }
     from = cuts[c];
   }
@@ -222,10 +222,10 @@ TEST(X11Wire, AnAbsurdLengthLosesTheStreamForGood) {
   lt_x11_state st{};
   lt_x11_msg out[LT_X11_MAX_MSGS];
   EXPECT_EQ(lt_x11_frame(&st, s.data(), static_cast<uint32_t>(s.size()), out),
-            -1);
+            1);  // what came before it was framed
   EXPECT_EQ(st.lost, 1);
-  EXPECT_EQ(out[0].time, 5u);  // what came before it was framed
-  EXPECT_EQ(lt_x11_frame(&st, s.data(), 32, out), -1);
+  EXPECT_EQ(out[0].time, 5u);
+  EXPECT_EQ(lt_x11_frame(&st, s.data(), 32, out), 0);
 }
 
 TEST(X11Wire, MoreMessagesThanOneChunkHoldsLosesTheStream) {
@@ -234,6 +234,7 @@ TEST(X11Wire, MoreMessagesThanOneChunkHoldsLosesTheStream) {
     s = cat({s, event(6, 0, static_cast<uint16_t>(i), 100u + i)});
   Framed f = frame(s, {});
   EXPECT_TRUE(f.lost);
+  EXPECT_EQ(f.msgs.size(), static_cast<size_t>(LT_X11_MAX_MSGS));
   // In two reads they all fit.
   Framed two = frame(s, {32 * 10});
   EXPECT_FALSE(two.lost);

@@ -9,7 +9,53 @@ namespace {
 
 uint64_t span_end(const SpanEvent& s) { return s.start_ns + s.duration_ns; }
 
+// An X11 message that is an input event: its kind. Core events 2-6, and
+// XInput 2's device events (a GenericEvent of at least the 80 bytes of
+// xXIDeviceEvent, evtypes as the core ones, and touches 18-20); the
+// extension's opcode is the server's choice, so the size tells XI2 apart
+// from other extensions' GenericEvents of those evtypes.
+std::optional<InputType> x11_input_type(const lt_x11_msg& m) {
+  uint32_t t = m.type;
+  if (m.type == LT_X11_GENERIC) {
+    if (m.len < 80) return std::nullopt;
+    t = m.evtype;
+  }
+  switch (t) {
+    case 2:
+      return InputType::kKeyPress;
+    case 3:
+      return InputType::kKeyRelease;
+    case 4:
+      return InputType::kButtonPress;
+    case 5:
+      return InputType::kButtonRelease;
+    case 6:
+      return InputType::kMotion;
+  }
+  if (m.type == LT_X11_GENERIC) {
+    if (t == 18) return InputType::kTouchBegin;
+    if (t == 19) return InputType::kTouchUpdate;
+    if (t == 20) return InputType::kTouchEnd;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+int64_t x11_time_to_monotonic(uint32_t server_ms, uint64_t received_ns) {
+  // The server's clock in ms, 32 bits: the latest time with those low bits
+  // not after the read (a little after: clocks read at different moments).
+  // Xvfb and Xorg read CLOCK_MONOTONIC; a server whose clock is not that is
+  // seen far off, and its times are not used.
+  const uint64_t received_ms = received_ns / 1'000'000;
+  const int32_t behind =
+      static_cast<int32_t>(static_cast<uint32_t>(received_ms) - server_ms);
+  if (behind < -1000 || behind > 3'600'000) return 0;
+  const int64_t ms = static_cast<int64_t>(received_ms) - behind;
+  return ms > 0 ? ms * 1'000'000 : 0;
+}
+
+namespace {}  // namespace
 
 std::string_view input_stage_name(InputStage s) {
   switch (s) {
@@ -181,6 +227,10 @@ void InputAnalyzer::on_io(const IoEvent& io) {
     on_raw(io);
     return;
   }
+  if (io.chan == LT_CHAN_X11) {
+    on_x11(io);
+    return;
+  }
   std::optional<InputMessageInfo> m =
       decode_input_message(io.head.data(), io.head.size(), io.bytes);
   if (!m) {
@@ -309,8 +359,103 @@ void InputAnalyzer::on_raw(const IoEvent& io) {
   raw_pending_[{io.pid, io.tid}].push_back(idx);
 }
 
+InputAnalyzer::Channel& InputAnalyzer::channel(uint64_t inode) {
+  std::unique_ptr<Channel>& cp = channels_[inode];
+  if (!cp) {
+    cp = std::make_unique<Channel>();
+    cp->summary.channel = inode;
+    for (int s = 0; s < kInputStages; ++s)
+      cp->values.emplace_back(spill_.get(), options_.spill_buffer);
+  }
+  return *cp;
+}
+
+void InputAnalyzer::on_x11(const IoEvent& io) {
+  if (io.is_send()) return;  // the client's requests
+  if (io.x11_flags & LT_X11_REC_UNFRAMED) ++stats_.unframed_reads;
+  if (io.x11_flags & LT_X11_REC_LOST) ++stats_.framing_lost;
+  Channel& ch = channel(io.inode);
+  ch.summary.chan_kind = LT_CHAN_X11;
+  if (ch.summary.peer == 0) ch.summary.peer = io.peer_inode;
+  for (size_t i = 0; i < io.x11.size(); ++i) {
+    const lt_x11_msg& m = io.x11[i];
+    std::optional<InputType> type = x11_input_type(m);
+    if (!type) {
+      ++ch.summary.non_input;  // replies, errors, window events: never blamed
+      continue;
+    }
+    uint64_t idx = next_idx_++;
+    InputEventInfo& e = live_[idx];
+    e.channel = io.inode;
+    e.peer = io.peer_inode;
+    e.chan_kind = LT_CHAN_X11;
+    e.seq = ++raw_seq_[io.inode];
+    e.type = *type;
+    e.pid = io.pid;
+    e.tid = io.tid;
+    e.comm = io.comm;
+    e.received_ns = io.exit_ns;
+    e.server_time_ms = m.time;
+    e.position = static_cast<uint32_t>(i);
+    e.event_time_ns = x11_time_to_monotonic(m.time, io.exit_ns);
+    display_pending_[{io.pid, io.tid}].push_back(idx);
+  }
+}
+
+// A dispatch of a display input event: the oldest waiting event of its
+// kind and time is the one it handled; older ones of that kind were
+// passed over.
+void InputAnalyzer::match_display(const SpanEvent& sp,
+                                  const ProbeDef::InputMatch& m) {
+  if (m.type_key == 0 || m.type_key > LT_MAX_KEYS) return;
+  const int64_t value =
+      static_cast<int32_t>(static_cast<uint32_t>(sp.keys[m.type_key - 1]));
+  auto kind_it = m.kinds.find(value);
+  if (kind_it == m.kinds.end()) return;
+  std::optional<InputType> kind = display_input_type(kind_it->second);
+  auto pit = display_pending_.find({sp.pid, sp.tid});
+  if (!kind || pit == display_pending_.end()) return;
+  std::deque<uint64_t>& q = pit->second;
+  const bool by_time = m.time_key != 0 && m.time_key <= LT_MAX_KEYS;
+  const uint32_t time =
+      by_time ? static_cast<uint32_t>(sp.keys[m.time_key - 1]) : 0;
+  auto same_kind = [&](uint64_t idx) {
+    const InputEventInfo& e = live_.at(idx);
+    return e.type == *kind && e.received_ns <= sp.start_ns;
+  };
+  auto hit = std::find_if(q.begin(), q.end(), [&](uint64_t idx) {
+    return same_kind(idx) && (!by_time || live_.at(idx).server_time_ms == time);
+  });
+  if (hit == q.end()) return;  // synthesized, or read before tracing began
+  std::vector<uint64_t> passed, consumed{*hit};
+  std::deque<uint64_t> left;
+  for (auto it = q.begin(); it != q.end(); ++it) {
+    if (it == hit) continue;
+    if (it < hit && same_kind(*it))
+      passed.push_back(*it);
+    else
+      left.push_back(*it);
+  }
+  InputEventInfo& e = live_.at(*hit);
+  e.finished_ns = span_end(sp);
+  e.handling_start_ns = sp.start_ns;
+  e.handling_span_id = sp.span_id;
+  e.handling_probe = sp.probe_id;
+  for (uint64_t idx : passed) live_.at(idx).coalesced = true;
+  if (left.empty())
+    display_pending_.erase(pit);
+  else
+    q = std::move(left);
+  for (uint64_t idx : passed) done(idx);
+  done(*hit);
+}
+
 void InputAnalyzer::on_span(const SpanEvent& sp) {
   ThreadKey tk{sp.pid, sp.tid};
+  if (!sp.in_flight && !options_.display_dispatch.empty()) {
+    auto m = options_.display_dispatch.find(sp.probe_id);
+    if (m != options_.display_dispatch.end()) match_display(sp, m->second);
+  }
   const bool blame_role =
       sp.role == LT_ROLE_DISPATCH || sp.role == LT_ROLE_IDLE;
   if (blame_role &&
@@ -455,13 +600,7 @@ void InputAnalyzer::finalize(uint64_t idx) {
     b.chain = std::move(chain);
   }
 
-  std::unique_ptr<Channel>& cp = channels_[e.channel];
-  if (!cp) {
-    cp = std::make_unique<Channel>();
-    for (int s = 0; s < kInputStages; ++s)
-      cp->values.emplace_back(spill_.get(), options_.spill_buffer);
-  }
-  Channel& ch = *cp;
+  Channel& ch = channel(e.channel);
   InputChannelSummary& c = ch.summary;
   c.channel = e.channel;
   if (c.peer == 0) c.peer = e.peer;
@@ -473,9 +612,12 @@ void InputAnalyzer::finalize(uint64_t idx) {
   }
   if (c.sender_pid == 0) c.sender_pid = e.sender_pid;
   ++c.events;
-  if (e.type == InputType::kKey) ++c.keys;
+  if (e.type == InputType::kKey || e.type == InputType::kKeyPress ||
+      e.type == InputType::kKeyRelease)
+    ++c.keys;
   if (e.type == InputType::kMotion) ++c.motions;
   if (e.finished_ns == 0) ++c.unfinished;
+  if (e.coalesced) ++c.coalesced;
   if (e.blame) ++c.blamed;
   for (int s = 0; s < kInputStages; ++s)
     if (auto v = e.stage(static_cast<InputStage>(s))) ch.values[s].add(*v);
@@ -564,6 +706,7 @@ InputAnalysis InputAnalyzer::finish() {
   // or it was never consumed.
   pending_blame_.clear();
   raw_pending_.clear();
+  display_pending_.clear();
   settling_.clear();
   settling_set_.clear();
   open_.clear();

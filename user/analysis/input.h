@@ -39,6 +39,10 @@ constexpr int kInputStages = static_cast<int>(InputStage::kCount);
 // "dispatch_latency_dur" etc.
 std::string_view input_stage_name(InputStage s);
 
+// An X11 server time (ms, 32 bits) as CLOCK_MONOTONIC ns, given when the
+// event was read; 0 if the server's clock is evidently another one.
+int64_t x11_time_to_monotonic(uint32_t server_ms, uint64_t received_ns);
+
 // A dispatch an input event waited behind (or was handled in).
 struct BlameSpan {
   SpanEvent span;
@@ -86,13 +90,27 @@ struct InputEventInfo {
   uint32_t handling_probe = 0;
   bool has_finish = false;  // a FINISHED message was seen
   bool handled = false;
+  // Display channels (X11): the server's timestamp (ms, its clock) and the
+  // message's place in the read that brought it; coalesced: a later event
+  // of its kind was handled and it never was (motion compression, a key
+  // the toolkit swallowed).
+  uint32_t server_time_ms = 0;
+  uint32_t position = 0;
+  bool coalesced = false;
   int64_t consume_time_ns = 0;  // from FINISHED (current layout)
   std::optional<InputBlame> blame;
 
   // A stage's duration, if both its ends were seen.
   std::optional<uint64_t> stage(InputStage s) const;
-  // Arrival at the app: sent if the sender was traced, else received.
-  uint64_t arrival_ns() const { return sent_ns ? sent_ns : received_ns; }
+  // Arrival at the app: sent if the sender was traced, else (a display
+  // event) the event's own time, else received.
+  uint64_t arrival_ns() const {
+    if (sent_ns) return sent_ns;
+    if (chan_kind == LT_CHAN_X11 && event_time_ns > 0 &&
+        static_cast<uint64_t>(event_time_ns) <= received_ns)
+      return static_cast<uint64_t>(event_time_ns);
+    return received_ns;
+  }
   // Consumed: FINISHED sent (or the consuming dispatch's end).
   uint64_t consumed_ns() const { return finished_ns; }
   // Arrival to consumption: what the app made the user wait.
@@ -121,6 +139,8 @@ struct InputChannelSummary {
   uint64_t events = 0;  // KEY and MOTION (or raw reads)
   uint64_t keys = 0, motions = 0;
   uint64_t unfinished = 0;  // never consumed while traced
+  uint64_t coalesced = 0;   // of those, passed over for a later one
+  uint64_t non_input = 0;   // display messages that are not input events
   uint64_t blamed = 0;      // over the threshold, with a blame
   std::array<Percentiles, kInputStages> stages{};
   // Consumed events, grouped; the worst groups first, at most
@@ -153,6 +173,10 @@ struct InputAnalysis {
   uint64_t other_messages = 0;  // FOCUS, CAPTURE, DRAG, TIMELINE, TOUCH_MODE
   uint64_t legacy_messages = 0;
   uint64_t undecodable = 0;  // records whose bytes did not decode
+  // X11 reads not framed (tracing began inside a message; the stream
+  // went out of step) and times the framing was lost.
+  uint64_t unframed_reads = 0;
+  uint64_t framing_lost = 0;
   // Dispatches dropped from the blame window (InputOptions::max_spans).
   uint64_t spans_dropped = 0;
   // Set when the temp file for stage durations failed: they were kept in
@@ -181,6 +205,8 @@ struct InputOptions {
   // Stage values held in memory per channel and stage before they go to
   // an unlinked temp file.
   size_t spill_buffer = 8192;
+  // Dispatch probes that handle display input events, by probe id.
+  std::map<uint32_t, ProbeDef::InputMatch> display_dispatch;
 };
 
 class InputAnalyzer {
@@ -201,6 +227,9 @@ class InputAnalyzer {
 
   void on_io(const IoEvent& io);
   void on_raw(const IoEvent& io);
+  void on_x11(const IoEvent& io);
+  void match_display(const SpanEvent& sp, const ProbeDef::InputMatch& m);
+  Channel& channel(uint64_t inode);
   void on_span(const SpanEvent& sp);
   uint64_t open_event(uint64_t channel, uint32_t seq);
   // An event that is consumed and acknowledged: final once the stream has
@@ -227,6 +256,9 @@ class InputAnalyzer {
   std::map<uint64_t, uint32_t> raw_seq_;
   // Raw reads waiting for their consuming dispatch, per thread.
   std::map<ThreadKey, std::vector<uint64_t>> raw_pending_;
+  // Display input events waiting for the dispatch that handles them, per
+  // thread, in arrival order.
+  std::map<ThreadKey, std::deque<uint64_t>> display_pending_;
   // Consumed events whose blame may be their own handling dispatch, not
   // yet seen, per thread.
   std::map<ThreadKey, std::vector<uint64_t>> pending_blame_;

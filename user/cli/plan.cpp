@@ -156,15 +156,19 @@ Status build_input(const RecordArgs& a, pid_t target,
           proc::display_connections(static_cast<uint32_t>(a.pid), *all);
       if (!conns.ok()) return conns.status();
       for (const proc::PeerSocket& c : *conns) {
-        log::info("input channel: socket {} connected to {}", c.inode, c.peer);
-        in->raw_inodes.push_back(c.inode);
+        const bool x11 = proc::is_x11_server_name(c.peer);
+        log::info("input channel: socket {} connected to {}{}", c.inode, c.peer,
+                  x11 ? " (X11, decoded message by message)" : "");
+        (x11 ? in->x11_inodes : in->raw_inodes).push_back(c.inode);
       }
       continue;
     }
     auto inos =
         proc::sockets_connected_to(static_cast<uint32_t>(a.pid), peer, *all);
     if (!inos.ok()) return inos.status();
-    for (uint64_t i : *inos) in->raw_inodes.push_back(i);
+    for (uint64_t i : *inos)
+      (proc::is_x11_server_name(peer) ? in->x11_inodes : in->raw_inodes)
+          .push_back(i);
   }
   return Status::Ok();
 }
@@ -257,10 +261,16 @@ Status build_probes(const RecordArgs& a, std::vector<ProbeDef>* probes,
   std::string profile = a.profile;
   if (!any_probe_option(a) && !a.command.empty())
     LT_RETURN_IF_ERROR(command_profiles(a, probes, note));
-  if (!any_probe_option(a) && a.pid > 0) {
+  // An input option alone still picks the process's runtime: its input is
+  // consumed by the loop the profile traces.
+  RecordArgs spans_only = a;
+  spans_only.input = false;
+  spans_only.input_fd.clear();
+  spans_only.input_peer.clear();
+  if (!any_probe_option(spans_only) && a.pid > 0) {
     auto found = detect_profile(static_cast<uint32_t>(a.pid), note);
     if (!found.ok()) return found.status();
-    if (found->empty())
+    if (found->empty() && !input_wanted(a))
       return Status::Error(
           fmt::format("nothing to trace: pid {} maps no runtime a built-in "
                       "profile knows ({}); give --profile NAME or --dispatch "
@@ -500,6 +510,33 @@ Status resolve_plan(const ResolveContext& rctx, Plan* p) {
 Status plan_input(const RecordArgs& a, const ResolveContext& rctx, pid_t target,
                   Plan* p) {
   p->opts.pid = target;
+  // A profile whose dispatch handles display input (gtk3) brings the
+  // process's X11 connections along, with no input option given.
+  const bool display = std::any_of(p->probes.begin(), p->probes.end(),
+                                   [](const ProbeDef& d) { return d.input; });
+  if (display && !input_wanted(a) && a.pid > 0) {
+    auto all = proc::unix_sockets();
+    auto conns =
+        all.ok() ? proc::display_connections(static_cast<uint32_t>(a.pid), *all)
+                 : Result<std::vector<proc::PeerSocket>>(all.status());
+    const bool x11 =
+        conns.ok() && std::any_of(conns->begin(), conns->end(),
+                                  [](const proc::PeerSocket& c) {
+                                    return proc::is_x11_server_name(c.peer);
+                                  });
+    if (!x11) {
+      log::info("input: pid {} has no X11 connection: input not traced", a.pid);
+    } else {
+      RecordArgs with = a;
+      with.input = true;
+      with.input_peer = {"auto"};
+      // libxcb reads with recvmsg, and the rest of a long reply with recv
+      // (recvfrom); Xlib without xcb, with read. Every byte must be seen:
+      // the framing follows the stream.
+      with.input_calls = {"recvmsg", "recvfrom", "read"};
+      return build_input(with, target, rctx, p->input_probes, &p->opts.input);
+    }
+  }
   return build_input(a, target, rctx, p->input_probes, &p->opts.input);
 }
 

@@ -24,6 +24,7 @@
 #include "base/log.h"
 #include "looptrace.skel.h"
 #include "proc/process.h"
+#include "proc/sockets.h"
 #include "symbolize/kernel_symbols.h"
 #include "trace/decode.h"
 
@@ -362,14 +363,38 @@ struct Tracer::Impl {
     for (uint64_t ino : in.raw_inodes)
       if (bpf_map_update_elem(cfd, &ino, &raw, BPF_ANY) != 0)
         return Status::Errno("filling lt_chans", errno);
+    uint32_t x11 = LT_WATCH_X11;
+    for (uint64_t ino : in.x11_inodes)
+      if (bpf_map_update_elem(cfd, &ino, &x11, BPF_ANY) != 0)
+        return Status::Errno("filling lt_chans", errno);
     uint32_t peer = LT_WATCH_PEER;
     for (uint64_t ino : in.peer_inodes)
       if (bpf_map_update_elem(cfd, &ino, &peer, BPF_NOEXIST) != 0 &&
           errno != EEXIST)
         return Status::Errno("filling lt_chans", errno);
-    skel->bss->lt_nwatch =
-        static_cast<uint32_t>(in.raw_inodes.size() + in.peer_inodes.size());
+    skel->bss->lt_nwatch = static_cast<uint32_t>(
+        in.raw_inodes.size() + in.x11_inodes.size() + in.peer_inodes.size());
     return Status::Ok();
+  }
+
+  // An X11 connection's framing starts out of step (a read may begin
+  // inside a message) until a read drains the socket. One found empty
+  // now, with the probes live, starts in step: its next byte begins a
+  // message. Unless a read came first and the kernel's state exists
+  // (BPF_NOEXIST): then that one knows better.
+  void sync_x11(const InputTrace& in) {
+    if (in.x11_inodes.empty()) return;
+    auto all = proc::unix_sockets();
+    if (!all.ok()) return;
+    int fd = bpf_map__fd(skel->maps.lt_x11_states);
+    for (uint64_t ino : in.x11_inodes) {
+      auto it = all->find(ino);
+      if (it == all->end() || it->second.queued != 0) continue;
+      lt_x11_state st{};
+      if (bpf_map_update_elem(fd, &ino, &st, BPF_NOEXIST) == 0)
+        log::debug("loader", "X11 socket {}: empty, framed from its next read",
+                   ino);
+    }
   }
 
   Status attach_sampler(uint32_t hz) {
@@ -470,6 +495,11 @@ Result<std::unique_ptr<Tracer>> Tracer::CreateWith(const TraceOptions& opts,
       }
       if (p.keys[k].format == KeyFormat::kString && pc.str_key == 0)
         pc.str_key = idx;
+    }
+    if (p.input && p.role == LT_ROLE_DISPATCH) {
+      pc.input_key = p.input->type_key;
+      for (const auto& [v, kind] : p.input->kinds)
+        if (v >= 0 && v < 64) pc.input_types |= 1ull << v;
     }
     pc.async_mask = p.async_mask;
     pc.flags = p.outermost ? LT_PROBE_OUTERMOST : 0;
@@ -585,6 +615,7 @@ Result<std::unique_ptr<Tracer>> Tracer::CreateWith(const TraceOptions& opts,
   if (!impl->rb) return Status::Errno("creating the ring buffer", errno);
 
   skel->bss->lt_ready = 1;
+  if (cfg.input_on) impl->sync_x11(in);
   return std::unique_ptr<Tracer>(new Tracer(std::move(impl)));
 }
 

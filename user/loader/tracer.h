@@ -49,6 +49,9 @@ struct InputTrace {
   std::vector<uint32_t> tgids;
   // Raw channels the user picked (socket inodes).
   std::vector<uint64_t> raw_inodes;
+  // X11 connections (the client's socket inodes): framed message by
+  // message in the kernel.
+  std::vector<uint64_t> x11_inodes;
   // Peer ends of the target's sockets: their processes' calls on them are
   // traced although those processes are not (a dispatcher elsewhere).
   std::vector<uint64_t> peer_inodes;

@@ -66,6 +66,9 @@ void Analysis::configure(const SessionEvent& s) {
     // Blame can name only spans that crossed the ring buffer: slow ones.
     i.min_span_ns = std::min(thresholds_.slow_ns[LT_ROLE_DISPATCH],
                              thresholds_.slow_ns[LT_ROLE_IDLE]);
+    for (const ProbeDef& p : session_.probes)
+      if (p.input && p.role == LT_ROLE_DISPATCH)
+        i.display_dispatch[p.id] = *p.input;
     input_ = std::make_unique<InputAnalyzer>(i);
   }
 }

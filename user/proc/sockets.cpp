@@ -75,7 +75,7 @@ Result<std::map<uint64_t, UnixSocket>> unix_sockets() {
   msg.nlh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
   msg.req.sdiag_family = AF_UNIX;
   msg.req.udiag_states = ~0u;
-  msg.req.udiag_show = UDIAG_SHOW_NAME | UDIAG_SHOW_PEER;
+  msg.req.udiag_show = UDIAG_SHOW_NAME | UDIAG_SHOW_PEER | UDIAG_SHOW_RQLEN;
   if (send(fd, &msg, sizeof(msg), 0) < 0) {
     int err = errno;
     close(fd);
@@ -116,6 +116,11 @@ Result<std::map<uint64_t, UnixSocket>> unix_sockets() {
           uint32_t peer;
           std::memcpy(&peer, data, sizeof(peer));
           s.peer = peer;
+        } else if (a->rta_type == UNIX_DIAG_RQLEN &&
+                   dlen >= sizeof(unix_diag_rqlen)) {
+          unix_diag_rqlen q;
+          std::memcpy(&q, data, sizeof(q));
+          s.queued = q.udiag_rqueue;
         }
       }
       out[m->udiag_ino] = std::move(s);
@@ -160,15 +165,20 @@ Result<std::vector<uint64_t>> sockets_connected_to(
   return out;
 }
 
-bool is_display_server_name(const std::string& name) {
+bool is_x11_server_name(const std::string& name) {
   std::string_view n = name;
   if (!n.empty() && n.front() == '@') n.remove_prefix(1);
   static constexpr std::string_view kX11 = "/tmp/.X11-unix/X";
-  if (n.substr(0, kX11.size()) == kX11) {
-    std::string_view display = n.substr(kX11.size());
-    return !display.empty() &&
-           display.find_first_not_of("0123456789") == std::string_view::npos;
-  }
+  if (n.substr(0, kX11.size()) != kX11) return false;
+  std::string_view display = n.substr(kX11.size());
+  return !display.empty() &&
+         display.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+bool is_display_server_name(const std::string& name) {
+  std::string_view n = name;
+  if (!n.empty() && n.front() == '@') n.remove_prefix(1);
+  if (n.substr(0, 15) == "/tmp/.X11-unix/") return is_x11_server_name(name);
   size_t slash = n.rfind('/');
   std::string_view base =
       slash == std::string_view::npos ? n : n.substr(slash + 1);

@@ -21,6 +21,9 @@ std::vector<uint64_t> socket_inodes(uint32_t pid);
 struct UnixSocket {
   std::string name;   // bound path; abstract names start with '@'; "" if none
   uint64_t peer = 0;  // the connected peer's inode, 0 if none
+  // Bytes waiting in its receive queue (a connected stream socket), or -1
+  // if the kernel did not say.
+  int64_t queued = -1;
 };
 
 // Every AF_UNIX socket on the machine (this network namespace) by inode.
@@ -36,6 +39,8 @@ Result<std::vector<uint64_t>> sockets_connected_to(
 // /tmp/.X11-unix/XN (or its abstract twin @/tmp/.X11-unix/XN) or a Wayland
 // compositor's socket (a file named wayland-*, usually in XDG_RUNTIME_DIR).
 bool is_display_server_name(const std::string& name);
+// Of those, X11's: /tmp/.X11-unix/XN or @/tmp/.X11-unix/XN.
+bool is_x11_server_name(const std::string& name);
 
 struct PeerSocket {
   uint64_t inode = 0;  // the process's socket

@@ -76,6 +76,16 @@ struct ProbeDef {
   // thread is part of that one, not a span (Qt's notify nests for events
   // sent from a handler).
   bool outermost = false;
+  // A dispatch that handles a display server's input events (profiles'
+  // "input"): which keys say the event's type and its server time, and
+  // which type values are input of which kind. Such a span is recorded
+  // whatever its length, and consumes the event it matches.
+  struct InputMatch {
+    uint32_t type_key = 0;                 // key index + 1
+    uint32_t time_key = 0;                 // key index + 1; 0: match by order
+    std::map<int64_t, std::string> kinds;  // value -> "key_press", ...
+  };
+  std::optional<InputMatch> input;
   // Set when the probe's binary is one its profile's version gate names.
   std::optional<VersionGate> gate;
   // Filled in by resolution when gated: "GLib 2.74".

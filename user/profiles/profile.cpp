@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "proc/process.h"
 #include "profiles/key_expr.h"
+#include "trace/input_message.h"
 
 namespace looptrace {
 namespace {
@@ -372,8 +373,14 @@ constexpr std::string_view kGtk3Profile = R"json({
             "46": "GDK_PAD_STRIP",
             "47": "GDK_PAD_GROUP_MODE"
           }},
-        {"name": "window", "expr": "*(arg0+8)", "format": "ptr"}
-      ]
+        {"name": "window", "expr": "*(arg0+8)", "format": "ptr"},
+        {"name": "time", "expr": "u32 *(arg0+20)", "format": "int"}
+      ],
+      "input": {"type": "type", "time": "time",
+        "kinds": {"3": "motion", "4": "button_press", "5": "button_press",
+          "6": "button_press", "7": "button_release", "8": "key_press",
+          "9": "key_release", "37": "touch_begin", "38": "touch_update",
+          "39": "touch_end"}}
     }
   ]
 })json";
@@ -626,6 +633,64 @@ class ProfileReader {
     return Status::Ok();
   }
 
+  // "input": {"type": KEY, "time": KEY, "kinds": {"8": "key_press", ...}}:
+  // the dispatch handles display input events; its key `type` says which
+  // (values 0..63: the kernel keeps the set as a 64-bit mask), `time`
+  // the event's server time to match it by.
+  Status input(const Json& jp, const std::string& where, ProbeDef* def) const {
+    auto it = jp.find("input");
+    if (it == jp.end()) return Status::Ok();
+    const std::string in_at = at(where, "input");
+    if (!it->is_object())
+      return error(in_at,
+                   fmt::format("expected an object, got {}", it->type_name()));
+    LT_RETURN_IF_ERROR(only_known(*it, in_at, {"type", "time", "kinds"}));
+    if (def->role != LT_ROLE_DISPATCH)
+      return error(in_at, "only for the dispatch role");
+    ProbeDef::InputMatch m;
+    for (auto [field, out] :
+         {std::pair<std::string_view, uint32_t*>{"type", &m.type_key},
+          {"time", &m.time_key}}) {
+      auto name = string(
+          *it, in_at, field,
+          field == "time" ? std::optional<std::string>("") : std::nullopt);
+      if (!name.ok()) return name.status();
+      if (name->empty() && field == "time") continue;
+      auto k = std::find_if(def->keys.begin(), def->keys.end(),
+                            [&](const KeyDef& d) { return d.name == *name; });
+      if (k == def->keys.end())
+        return error(at(in_at, field),
+                     fmt::format("\"{}\": no key of this probe has that name",
+                                 log::printable(*name, kQuoted)));
+      *out = static_cast<uint32_t>(k - def->keys.begin() + 1);
+    }
+    auto kinds = it->find("kinds");
+    if (kinds == it->end() || !kinds->is_object() || kinds->empty())
+      return error(at(in_at, "kinds"),
+                   "a non-empty object from type values to \"key_press\", "
+                   "\"key_release\", \"button_press\", \"button_release\", "
+                   "\"motion\", \"touch_begin\", \"touch_update\" or "
+                   "\"touch_end\" is required");
+    for (const auto& [value, kind] : kinds->items()) {
+      const std::string kind_at = at(at(in_at, "kinds"), value);
+      int64_t v = 0;
+      auto [end, ec] =
+          std::from_chars(value.data(), value.data() + value.size(), v);
+      if (value.empty() || ec != std::errc() ||
+          end != value.data() + value.size() || v < 0 || v > 63)
+        return error(kind_at, "expected a decimal integer 0..63 as the key");
+      if (!kind.is_string() ||
+          !display_input_type(kind.get_ref<const std::string&>()))
+        return error(kind_at,
+                     fmt::format("expected an input kind (\"key_press\", "
+                                 "\"motion\", ...), got {}",
+                                 log::printable(kind.dump(), kQuoted)));
+      m.kinds[v] = kind.get<std::string>();
+    }
+    def->input = std::move(m);
+    return Status::Ok();
+  }
+
   Result<ProbeDef> probe(const Json& jp, const std::string& where) const {
     if (!jp.is_object())
       return error(where,
@@ -633,7 +698,7 @@ class ProfileReader {
     LT_RETURN_IF_ERROR(
         only_known(jp, where,
                    {"role", "binary", "symbol", "label", "outermost",
-                    "async_mask", "buffer", "keys"}));
+                    "async_mask", "buffer", "keys", "input"}));
     ProbeDef def;
     auto role_text = string(jp, where, "role", "dispatch");
     if (!role_text.ok()) return role_text.status();
@@ -672,6 +737,7 @@ class ProfileReader {
       def.msghdr = *buffer == "msghdr";
     }
     LT_RETURN_IF_ERROR(keys(jp, where, &def));
+    LT_RETURN_IF_ERROR(input(jp, where, &def));
     return def;
   }
 

@@ -157,6 +157,19 @@ void put_io(Writer& w, const IoEvent& e) {
   w.put(e.span_id);
   w.put(e.span_probe);
   w.put_raw(e.head);
+  if (e.chan != LT_CHAN_X11) return;
+  w.put(e.x11_flags);
+  w.put<uint32_t>(static_cast<uint32_t>(e.x11.size()));
+  for (const lt_x11_msg& m : e.x11) w.put(m);
+}
+
+bool get_x11(Reader& r, IoEvent* e) {
+  uint32_t n = 0;
+  if (!r.get(&e->x11_flags) || !r.get(&n) || n > LT_X11_MAX_MSGS) return false;
+  e->x11.resize(n);
+  for (lt_x11_msg& m : e->x11)
+    if (!r.get(&m)) return false;
+  return r.done();
 }
 
 bool get_io(Reader& r, IoEvent* e) {
@@ -165,7 +178,8 @@ bool get_io(Reader& r, IoEvent* e) {
          r.get(&e->inode) && r.get(&e->peer_inode) && r.get(&e->bytes) &&
          r.get(&e->fd) && r.get(&e->op) && r.get(&e->chan) &&
          r.get(&e->depth) && r.get(&e->span_start_ns) && r.get(&e->span_id) &&
-         r.get(&e->span_probe) && r.get_raw(&e->head) && r.done();
+         r.get(&e->span_probe) && r.get_raw(&e->head) &&
+         (e->chan == LT_CHAN_X11 ? get_x11(r, e) : r.done());
 }
 
 // --- CBOR events -----------------------------------------------------------
@@ -183,18 +197,23 @@ json probe_json(const ProbeDef& p) {
                                  reinterpret_cast<const uint8_t*>(&k.spec) +
                                      sizeof k.spec))}});
   }
-  return {{"id", p.id},
-          {"outermost", p.outermost},
-          {"role", p.role},
-          {"binary", p.binary},
-          {"symbol", p.symbol},
-          {"label", p.label},
-          {"path", p.path},
-          {"resolved_symbol", p.resolved_symbol},
-          {"file_offset", p.file_offset},
-          {"async_mask", p.async_mask},
-          {"msghdr", p.msghdr},
-          {"keys", keys}};
+  json out = {{"id", p.id},
+              {"outermost", p.outermost},
+              {"role", p.role},
+              {"binary", p.binary},
+              {"symbol", p.symbol},
+              {"label", p.label},
+              {"path", p.path},
+              {"resolved_symbol", p.resolved_symbol},
+              {"file_offset", p.file_offset},
+              {"async_mask", p.async_mask},
+              {"msghdr", p.msghdr},
+              {"keys", keys}};
+  if (p.input)
+    out["input"] = {{"type_key", p.input->type_key},
+                    {"time_key", p.input->time_key},
+                    {"kinds", p.input->kinds}};
+  return out;
 }
 
 ProbeDef probe_from(const json& j) {
@@ -226,6 +245,17 @@ ProbeDef probe_from(const json& j) {
     if (bin.size() != sizeof d.spec) throw std::out_of_range("key spec size");
     std::memcpy(&d.spec, bin.data(), sizeof d.spec);
     p.keys.push_back(std::move(d));
+  }
+  if (j.contains("input")) {
+    const json& in = j.at("input");
+    ProbeDef::InputMatch m;
+    m.type_key = in.at("type_key").get<uint32_t>();
+    m.time_key = in.at("time_key").get<uint32_t>();
+    m.kinds = in.at("kinds").get<std::map<int64_t, std::string>>();
+    if (m.type_key == 0 || m.type_key > p.keys.size() ||
+        m.time_key > p.keys.size())
+      throw std::out_of_range("input key");
+    p.input = std::move(m);
   }
   return p;
 }

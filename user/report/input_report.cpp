@@ -23,10 +23,13 @@ std::string channel_name(uint64_t inode) {
 const char* mode_name(uint32_t chan_kind) {
   // How consumption is known: Android's FINISHED reply, or (raw channels)
   // the end of the dispatch that read the bytes.
+  // X11: the dispatch of the event's own type and time.
+  if (chan_kind == LT_CHAN_X11) return "dispatch_match";
   return chan_kind == LT_CHAN_RAW ? "dispatch_end" : "finished";
 }
 
-const char* layout_name(uint32_t layout) {
+const char* layout_name(uint32_t chan_kind, uint32_t layout) {
+  if (chan_kind == LT_CHAN_X11) return "x11";
   switch (layout) {
     case LT_LAYOUT_CURRENT:
       return "current";
@@ -37,8 +40,13 @@ const char* layout_name(uint32_t layout) {
   }
 }
 
-// The stages a channel can show: raw channels have no sender or ACK.
+// The stages a channel can show: raw channels have no sender or ACK; X11
+// events have their own time, and no ACK (the server's side is not traced).
 bool stage_applies(uint32_t chan_kind, InputStage s) {
+  if (chan_kind == LT_CHAN_X11)
+    return s == InputStage::kAgeAtReceive ||
+           s == InputStage::kWaitBeforeHandling ||
+           s == InputStage::kHandlingLatency;
   if (chan_kind != LT_CHAN_RAW) return true;
   return s == InputStage::kWaitBeforeHandling ||
          s == InputStage::kHandlingLatency;
@@ -127,6 +135,11 @@ json event_json(const InputEventInfo& e, const SpanIndex& idx,
       {"blame", std::move(blame)},
   };
   for (auto& [k, v] : stages.items()) j[k] = v;  // flat, as Perfetto has
+  if (e.chan_kind == LT_CHAN_X11) {
+    j["server_time_ms"] = e.server_time_ms;
+    j["position"] = e.position;  // its message's place in the read
+    j["coalesced"] = e.coalesced;
+  }
   return j;
 }
 
@@ -181,7 +194,7 @@ json input_summary_to_json(const InputAnalysis& a,
         {{"channel", channel_name(c.channel)},
          {"peer", c.peer ? json(channel_name(c.peer)) : json(nullptr)},
          {"mode", mode_name(c.chan_kind)},
-         {"layout", layout_name(c.layout)},
+         {"layout", layout_name(c.chan_kind, c.layout)},
          {"pid", c.pid},
          {"comm", c.comm},
          {"sender_pid", c.sender_pid ? json(c.sender_pid) : json(nullptr)},
@@ -189,6 +202,8 @@ json input_summary_to_json(const InputAnalysis& a,
          {"keys", c.keys},
          {"motions", c.motions},
          {"unfinished", c.unfinished},
+         {"coalesced", c.coalesced},
+         {"non_input", c.non_input},
          {"blamed", c.blamed},
          {"stages", stages},
          {"worst", worst_json(c, idx, ctx, names)}});
@@ -202,6 +217,8 @@ json input_summary_to_json(const InputAnalysis& a,
       {"other_messages", a.other_messages},
       {"legacy_messages", a.legacy_messages},
       {"undecodable_messages", a.undecodable},
+      {"x11_unframed_reads", a.unframed_reads},
+      {"x11_framing_lost", a.framing_lost},
       {"not_listed", a.not_listed},
       {"channels_not_listed", channels_omitted},
       // What the kernel filter let through and turned away.
@@ -262,16 +279,27 @@ void write_input_report(std::ostream& os, const InputAnalysis& a,
                 "{} of pid {} ({}){}", channel_name(c.channel), c.pid, c.comm,
                 c.sender_pid ? fmt::format(", sender pid {}", c.sender_pid)
                              : std::string()));
-    report::put(os, fmt::format("  {} event{} ({} key, {} motion), {} layout",
-                                c.events, c.events == 1 ? "" : "s", c.keys,
-                                c.motions, layout_name(c.layout)));
     report::put(
         os, fmt::format(
-                "  consumed = {}{}",
-                c.chan_kind == LT_CHAN_RAW ? "end of the dispatch that read it"
-                                           : "FINISHED sent by the app",
-                c.unfinished ? fmt::format("; {} never consumed", c.unfinished)
-                             : std::string()));
+                "  {} event{} ({} key, {} motion), {} layout{}", c.events,
+                c.events == 1 ? "" : "s", c.keys, c.motions,
+                layout_name(c.chan_kind, c.layout),
+                c.chan_kind == LT_CHAN_X11
+                    ? fmt::format("; {} other messages, not input", c.non_input)
+                    : std::string()));
+    report::put(
+        os,
+        fmt::format(
+            "  consumed = {}{}{}",
+            c.chan_kind == LT_CHAN_X11
+                ? "end of the dispatch of that event (its type and time)"
+            : c.chan_kind == LT_CHAN_RAW ? "end of the dispatch that read it"
+                                         : "FINISHED sent by the app",
+            c.unfinished ? fmt::format("; {} never consumed", c.unfinished)
+                         : std::string(),
+            c.coalesced
+                ? fmt::format(" ({} passed over for a later one)", c.coalesced)
+                : std::string()));
     report::put(os, fmt::format("  {:<26} {:>6} {:>9} {:>9} {:>9} {:>9}",
                                 "stage", "count", "p50", "p90", "p99", "max"));
     for (int s = 0; s < kInputStages; ++s) {

@@ -123,7 +123,10 @@ std::string format_target(const std::vector<RenderedKey>& keys,
   std::string out = probe.label;
   for (size_t i = 0; i < keys.size(); ++i) {
     const RenderedKey& k = keys[i];
-    if (k.omitted || k.format == KeyFormat::kPointer || due_key_scale(k.name))
+    // An input event's time matches it to its event; it names nothing.
+    const bool input_time = probe.input && probe.input->time_key == i + 1;
+    if (k.omitted || k.format == KeyFormat::kPointer || due_key_scale(k.name) ||
+        input_time)
       continue;
     if (!out.empty()) out += ' ';
     if (i == 0)

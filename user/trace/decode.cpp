@@ -3,6 +3,7 @@
 #include <linux/types.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <iterator>
 #include <memory>
@@ -196,10 +197,41 @@ bool decode_record(const void* data, size_t size, Event* out) {
     }
     case LT_REC_IO: {
       lt_io_rec r;
-      if (!read_rec(data, size, &r) || r.bytes <= 0 ||
-          (r.chan != LT_CHAN_INPUT && r.chan != LT_CHAN_RAW))
+      // An X11 read carries its messages after the call (lt_x11_rec).
+      constexpr size_t kX11Head = offsetof(lt_x11_rec, msgs);
+      if (size < sizeof(r)) return false;
+      std::memcpy(&r, data, sizeof(r));
+      const bool x11 = r.chan == LT_CHAN_X11;
+      uint32_t nmsgs = 0, x11_flags = 0;
+      if (x11) {
+        if (r.hdr.size < kX11Head || size < r.hdr.size ||
+            (r.hdr.size - kX11Head) % sizeof(lt_x11_msg) != 0)
+          return false;
+        std::memcpy(
+            &nmsgs,
+            static_cast<const char*>(data) + offsetof(lt_x11_rec, nmsgs),
+            sizeof(nmsgs));
+        std::memcpy(
+            &x11_flags,
+            static_cast<const char*>(data) + offsetof(lt_x11_rec, flags),
+            sizeof(x11_flags));
+        if (nmsgs > LT_X11_MAX_MSGS ||
+            r.hdr.size != kX11Head + nmsgs * sizeof(lt_x11_msg))
+          return false;
+      } else if (r.hdr.size != sizeof(r)) {
+        return false;
+      }
+      if (r.bytes <= 0 || (r.chan != LT_CHAN_INPUT && r.chan != LT_CHAN_RAW &&
+                           r.chan != LT_CHAN_X11))
         return false;
       IoEvent ev;
+      if (x11) {
+        ev.x11.resize(nmsgs);
+        if (nmsgs)
+          std::memcpy(ev.x11.data(), static_cast<const char*>(data) + kX11Head,
+                      nmsgs * sizeof(lt_x11_msg));
+        ev.x11_flags = x11_flags;
+      }
       ev.pid = r.hdr.pid;
       ev.tid = r.hdr.tid;
       ev.comm = comm_string(r.comm);

@@ -174,6 +174,10 @@ struct IoEvent {
   uint64_t span_id = 0;
   uint32_t span_probe = 0;
   std::array<uint8_t, LT_IO_HEAD> head{};  // first bytes of the message
+  // An X11 read (chan LT_CHAN_X11): the messages that ended in it, framed
+  // in the kernel (header fields only), and LT_X11_REC_* flags.
+  std::vector<lt_x11_msg> x11;
+  uint32_t x11_flags = 0;
   bool is_send() const { return (op & LT_IO_SEND) != 0; }
 };
 

@@ -38,8 +38,31 @@ std::string_view input_type_name(InputType t) {
       return "touch_mode";
     case InputType::kBytes:
       return "bytes";
+    case InputType::kKeyPress:
+      return "key_press";
+    case InputType::kKeyRelease:
+      return "key_release";
+    case InputType::kButtonPress:
+      return "button_press";
+    case InputType::kButtonRelease:
+      return "button_release";
+    case InputType::kTouchBegin:
+      return "touch_begin";
+    case InputType::kTouchUpdate:
+      return "touch_update";
+    case InputType::kTouchEnd:
+      return "touch_end";
   }
   return "unknown";
+}
+
+std::optional<InputType> display_input_type(std::string_view name) {
+  for (InputType t :
+       {InputType::kKeyPress, InputType::kKeyRelease, InputType::kButtonPress,
+        InputType::kButtonRelease, InputType::kMotion, InputType::kTouchBegin,
+        InputType::kTouchUpdate, InputType::kTouchEnd})
+    if (input_type_name(t) == name) return t;
+  return std::nullopt;
 }
 
 std::optional<InputMessageInfo> decode_input_message(const uint8_t* head,

@@ -21,9 +21,20 @@ enum class InputType {
   kTimeline,
   kTouchMode,
   kBytes,  // a raw channel's read: no message structure
+  // A display server's input events (X11; a dispatch's own event type):
+  // press and release apart.
+  kKeyPress,
+  kKeyRelease,
+  kButtonPress,
+  kButtonRelease,
+  kTouchBegin,
+  kTouchUpdate,
+  kTouchEnd,
 };
 
 std::string_view input_type_name(InputType t);
+// The display-event type of a name ("key_press"); nullopt for others.
+std::optional<InputType> display_input_type(std::string_view name);
 
 struct InputMessageInfo {
   uint32_t layout = 0;  // LT_LAYOUT_CURRENT or LT_LAYOUT_LEGACY
