@@ -9,8 +9,11 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "harness.h"
 
@@ -136,6 +139,143 @@ TEST(GtkEvents, KeyPressesNamedByEventType) {
   }
   EXPECT_EQ(stalled, 2u);
   EXPECT_EQ(slow.size(), stalled) << slow.dump();
+}
+
+// The key presses' X11 connection, traced with no option: keys typed while
+// a handler stalls 200 ms. Ground truth: the handler's own log (its start,
+// end and the event's X server time) and an LD_PRELOAD log of the app's
+// reads (tests/programs/x11_readlog.c frames the stream itself, from the
+// connection's first byte). Every press is one event, received when the
+// read log says, consumed at the end of its own handler; a press typed
+// during a stall waits at least the stall's rest, blamed on it; replies
+// and other messages are never blamed.
+TEST(GtkInput, X11KeyPressesReceivedAndConsumedByTheirOwnHandlers) {
+  LT_REQUIRE_BPF();
+  if (!have_gtk()) {
+    if (bpf_required())
+      FAIL() << "Xvfb, xdotool or GTK 3 typelibs missing (scripts/setup.sh)";
+    GTEST_SKIP() << "Xvfb, xdotool or GTK 3 typelibs missing";
+  }
+  TempDir dir;
+  Display display(dir);
+  ASSERT_FALSE(display.name().empty()) << read_file(dir.file("xvfb.err"));
+  const std::string log = dir.file("gtk.jsonl");
+  const std::string reads = dir.file("reads.jsonl");
+  const std::string json = dir.file("report.json");
+  Process app(
+      display.env({"X11_READLOG=" + reads,
+                   "LD_PRELOAD=" + std::string(LT_TEST_PROGRAMS_DIR) +
+                       "/x11_readlog.so",
+                   "/usr/bin/python3", tests_dir() + "/programs/gtk_keys.py",
+                   "--stall-keys", "b", "--stall-ms", "200", "--log", log}),
+      dir.file("app.out"), dir.file("app.err"));
+  ASSERT_TRUE(wait_for_text(dir.file("app.err"), "gtk_keys: ready", 15000))
+      << read_file(dir.file("app.err"));
+  const std::string ready = read_file(dir.file("app.err"));
+  const std::string window = ready.substr(
+      ready.find("window=") + 7,
+      ready.find('\n', ready.find("window=")) - ready.find("window=") - 7);
+  const int64_t steal_before = steal_ns();
+  Process lt({looptrace_bin(), "record", "-p", std::to_string(app.pid()),
+              "--slow", "20ms", "--slow-input", "20ms", "--json", json},
+             dir.file("lt.out"), dir.file("lt.err"));
+  ASSERT_TRUE(wait_for_text(dir.file("lt.err"), "tracing", 15000))
+      << read_file(dir.file("lt.err"));
+  RunResult focus =
+      run(display.env({"/usr/bin/xdotool", "windowfocus", "--sync", window}));
+  ASSERT_EQ(focus.exit_code, 0) << focus.err;
+  // b stalls 200 ms: its release and the next press arrive meanwhile.
+  RunResult keys = run(display.env({"/usr/bin/xdotool", "key", "--delay", "150",
+                                    "a", "b", "a", "c", "b", "q"}));
+  ASSERT_EQ(keys.exit_code, 0) << keys.err;
+  ASSERT_EQ(app.wait(15000), 0) << read_file(dir.file("app.err"));
+  ASSERT_EQ(lt.wait(15000), 0) << read_file(dir.file("lt.err"));
+  const int64_t tol = steal_ns() - steal_before;
+  const std::string err = read_file(dir.file("lt.err"));
+  EXPECT_NE(err.find("looptrace:   input X11: socket "), std::string::npos)
+      << err;
+  EXPECT_NE(err.find(", decoded message by message"), std::string::npos)
+      << err;
+
+  auto presses = events(read_jsonl(log), "key");
+  ASSERT_EQ(presses.size(), 6u) << read_file(log);
+  std::map<uint32_t, uint64_t> read_at;  // key press server time -> read
+  for (const auto& r : read_jsonl(reads))
+    if (r["type"] == "key_press") read_at[r["time"]] = r["read_ns"];
+  nlohmann::json report = read_json(json);
+  std::map<uint32_t, nlohmann::json> got;  // key presses by server time
+  for (const auto& e : report["input_events"]) {
+    const std::string type = e["type"];
+    EXPECT_TRUE(type == "key_press" || type == "key_release") << e.dump();
+    if (type != "key_press") continue;
+    EXPECT_TRUE(got.emplace(e["server_time_ms"].get<uint32_t>(), e).second)
+        << "twice: " << e.dump();
+  }
+  EXPECT_EQ(got.size(), presses.size()) << report["input_events"].dump();
+  // The stalled handlers, by the app's clock.
+  std::vector<std::pair<int64_t, int64_t>> stalls;
+  for (const auto& k : presses)
+    if (k["stalled"].get<bool>())
+      stalls.emplace_back(k["start_ns"].get<int64_t>(),
+                          k["end_ns"].get<int64_t>());
+  ASSERT_EQ(stalls.size(), 2u);
+  size_t typed_in_stall = 0;
+  for (const auto& k : presses) {
+    const uint32_t time = k["time"];
+    auto it = got.find(time);
+    if (it == got.end()) {
+      ADD_FAILURE() << "key press not reported: " << k.dump();
+      continue;
+    }
+    const nlohmann::json& e = it->second;
+    ASSERT_TRUE(read_at.count(time)) << "the read log lacks " << k.dump();
+    // Received: when the app's read returned (the 0.5 ms).
+    EXPECT_LE(std::llabs(diff(e["received_ns"], read_at[time])), 500'000 + tol)
+        << e.dump();
+    // Consumed: at the end of its own handler, never before (1 ms).
+    const int64_t end = k["end_ns"], start = k["start_ns"];
+    const int64_t fin = e["finished_ns"];
+    EXPECT_GE(fin, end) << e.dump() << "\n" << k.dump();
+    EXPECT_LE(fin - end, 1'000'000 + tol) << e.dump() << "\n" << k.dump();
+    EXPECT_LE(e["handling_start_ns"].get<int64_t>(), start) << e.dump();
+    // Typed during a stall: waited at least the stall's rest, named.
+    const int64_t at = e["event_time_ns"];
+    for (const auto& [s0, s1] : stalls) {
+      if (at <= s0 || at >= s1) continue;
+      ++typed_in_stall;
+      EXPECT_GE(e["wait_before_handling_dur"].get<int64_t>() +
+                    (e["received_ns"].get<int64_t>() - at),
+                s1 - at - 1'000'000)
+          << e.dump();
+      ASSERT_TRUE(e["blame"].is_object()) << e.dump();
+      EXPECT_EQ(e["blame"]["kind"], "waited_behind") << e.dump();
+      EXPECT_EQ(e["blame"]["target"], "GTK event GDK_KEY_PRESS") << e.dump();
+      EXPECT_LE(std::llabs(e["blame"]["start_ns"].get<int64_t>() - s0),
+                1'000'000 + tol)
+          << e.dump();
+    }
+  }
+  EXPECT_GE(typed_in_stall, 1u) << read_file(log);
+  // No false blame: every blamed event waited behind or was handled in a
+  // stalled handler.
+  for (const auto& e : report["input_events"]) {
+    if (!e["blame"].is_object()) continue;
+    const int64_t from = e["blame"]["arrival_ns"],
+                  to = e["handling_start_ns"].is_null()
+                           ? from
+                           : e["handling_start_ns"].get<int64_t>();
+    bool stalled = false;
+    for (const auto& [s0, s1] : stalls)
+      stalled = stalled || (s0 < e["finished_ns"].get<int64_t>() && s1 > from &&
+                            s0 <= std::max(to, from) + 1'000'000);
+    EXPECT_TRUE(stalled) << "blamed with no stall: " << e.dump();
+  }
+  ASSERT_EQ(report["input_channels"].size(), 1u);
+  const auto& c = report["input_channels"][0];
+  EXPECT_EQ(c["layout"], "x11");
+  EXPECT_GT(c["non_input"].get<uint64_t>(), 0u) << c.dump();
+  EXPECT_EQ(c["keys"].get<uint64_t>(), 12u) << c.dump();
+  EXPECT_EQ(report["input_summary"]["x11_framing_lost"], 0) << c.dump();
 }
 
 }  // namespace

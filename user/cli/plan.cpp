@@ -527,6 +527,12 @@ Status plan_input(const RecordArgs& a, const ResolveContext& rctx, pid_t target,
     if (!x11) {
       log::info("input: pid {} has no X11 connection: input not traced", a.pid);
     } else {
+      for (const proc::PeerSocket& c : *conns)
+        if (proc::is_x11_server_name(c.peer))
+          p->input_note += fmt::format(
+              "{}looptrace:   input X11: socket {} connected to {}, decoded "
+              "message by message",
+              p->input_note.empty() ? "" : "\n", c.inode, c.peer);
       RecordArgs with = a;
       with.input = true;
       with.input_peer = {"auto"};

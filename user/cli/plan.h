@@ -30,6 +30,9 @@ struct Plan {
   // "looptrace: profile glib: pid N maps /usr/lib/..." when the profile
   // was found from -p's libraries; empty otherwise.
   std::string profile_note;
+  // Input channels found, not asked for (a GTK process's X11 connections):
+  // a line each, printed after the probes.
+  std::string input_note;
 };
 
 // --fail-if expressions, parsed (a bad one is a usage error, before
