@@ -194,8 +194,7 @@ TEST(GtkInput, X11KeyPressesReceivedAndConsumedByTheirOwnHandlers) {
   const std::string err = read_file(dir.file("lt.err"));
   EXPECT_NE(err.find("looptrace:   input X11: socket "), std::string::npos)
       << err;
-  EXPECT_NE(err.find(", decoded message by message"), std::string::npos)
-      << err;
+  EXPECT_NE(err.find(", decoded message by message"), std::string::npos) << err;
 
   auto presses = events(read_jsonl(log), "key");
   ASSERT_EQ(presses.size(), 6u) << read_file(log);
