@@ -125,7 +125,7 @@ static __noinline void x11_read(struct lt_thread *st, struct lt_io_pending *p, _
 {
 	struct lt_x11_state fresh = {.lost = 1}, *xs;
 	struct lt_x11_rec *rec;
-	__u32 zero = 0, n = 0, size;
+	__u32 zero = 0, n = 0, size, framed = (__u32)ret;
 	__u8 was_lost;
 
 	xs = bpf_map_lookup_elem(&lt_x11_states, &p->inode);
@@ -145,9 +145,13 @@ static __noinline void x11_read(struct lt_thread *st, struct lt_io_pending *p, _
 	if (!was_lost) {
 		struct lt_x11_framing f;
 
-		lt_x11_begin(&f, xs, (const __u8 *)p->buf, (__u32)ret, rec->msgs);
+		/* recvmsg: iov[0] only (libxcb passes one); bytes past it
+		 * are not seen, so the stream is out of step after them. */
+		if (p->len && ret > p->len)
+			framed = p->len;
+		lt_x11_begin(&f, xs, (const __u8 *)p->buf, framed, rec->msgs);
 		bpf_loop(LT_X11_MAX_STEPS, x11_step, &f, 0);
-		if (!f.done)
+		if (!f.done || framed < ret)
 			xs->lost = 1;
 		n = (__u32)f.count;
 		if (xs->lost)
@@ -213,12 +217,11 @@ static __always_inline void io_exit(__s64 ret)
 			p.len = len > 0xffffffffull ? 0xffffffffu : (__u32)len;
 	}
 	if (p.chan == LT_CHAN_X11) {
-		/* The client's requests are not input. (recvmsg: iov[0] only,
-		 * as libxcb reads; a longer read is framed to iov[0]'s end.) */
+		/* The client's requests are not input. */
 		if (p.op & LT_IO_SEND)
 			return;
 		p.buf = buf;
-		x11_read(st, &p, ret < p.len || !p.len ? ret : p.len, now);
+		x11_read(st, &p, ret, now);
 		return;
 	}
 	/* The message's first bytes, read once: constant sizes keep the

@@ -1194,6 +1194,23 @@ TEST(InputAnalysisTest, X11GenericEventsAreInputOnlyAsXI2DeviceEvents) {
   EXPECT_EQ(a.channels[0].non_input, 1u);
 }
 
+// With no dispatch probe that handles display input (an X client that is
+// not GTK's, traced with --input-peer auto), the events are final at once:
+// received, never consumed; nothing waits for a match that cannot come.
+TEST(InputAnalysisTest, X11EventsWithNothingToMatchThemAreFinalAtOnce) {
+  InputAnalyzer an(InputOptions{});
+  an.consume(x11_read(4001 * kMs, {x11_msg(2, 4000), x11_msg(3, 4000)}));
+  an.consume(x11_read(4003 * kMs, {x11_msg(6, 4002)}));
+  InputAnalysis a = an.finish();
+  ASSERT_EQ(a.events.size(), 3u);
+  for (const InputEventInfo& e : a.events) {
+    EXPECT_EQ(e.finished_ns, 0u);
+    EXPECT_FALSE(e.coalesced);
+    EXPECT_FALSE(e.blame.has_value());
+  }
+  EXPECT_EQ(a.channels[0].unfinished, 3u);
+}
+
 TEST(InputAnalysisTest, X11ServerTimeToMonotonic) {
   // Same clock: the ms before the read.
   EXPECT_EQ(x11_time_to_monotonic(5000, 5002 * kMs + 7),

@@ -42,6 +42,9 @@ std::optional<InputType> x11_input_type(const lt_x11_msg& m) {
 
 }  // namespace
 
+// Display input events waiting per thread for their dispatch, at most.
+constexpr size_t kMaxDisplayPending = 4096;
+
 int64_t x11_time_to_monotonic(uint32_t server_ms, uint64_t received_ns) {
   // The server's clock in ms, 32 bits: the latest time with those low bits
   // not after the read (a little after: clocks read at different moments).
@@ -398,7 +401,20 @@ void InputAnalyzer::on_x11(const IoEvent& io) {
     e.server_time_ms = m.time;
     e.position = static_cast<uint32_t>(i);
     e.event_time_ns = x11_time_to_monotonic(m.time, io.exit_ns);
-    display_pending_[{io.pid, io.tid}].push_back(idx);
+    // No dispatch probe says which event it handles: it cannot be matched
+    // (its receive is all there is to know).
+    if (options_.display_dispatch.empty()) {
+      done(idx);
+      continue;
+    }
+    std::deque<uint64_t>& q = display_pending_[{io.pid, io.tid}];
+    q.push_back(idx);
+    // Events the loop never handled (not GTK's, or swallowed) must not
+    // pile up: the oldest are final, unconsumed.
+    if (q.size() > kMaxDisplayPending) {
+      done(q.front());
+      q.pop_front();
+    }
   }
 }
 
