@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * X11 framing of a server-to-client byte stream (docs/input.md, "Design:
- * display-server channels"): the reads of a connection, chunk by chunk,
+ * X11 framing of a server-to-client byte stream (docs/input.md, "X11
+ * connections"): the reads of a connection, chunk by chunk,
  * into whole messages, of which only the header fields the analysis uses
  * leave: type, sequence number, length, a GenericEvent's extension and
  * event type, and an input event's server time. Never a core key event's
