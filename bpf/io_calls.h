@@ -160,6 +160,8 @@ static __noinline void x11_read(struct lt_thread *st, struct lt_io_pending *p, _
 		rec->flags |= LT_X11_REC_UNFRAMED;
 		count(LT_CNT_X11_UNFRAMED);
 	}
+	if ((__u64)ret < p->len)
+		rec->flags |= LT_X11_REC_DRAINED;
 	if (xs->lost && (__u64)ret < p->len) {
 		xs->lost = 0;
 		xs->have = 0;
@@ -201,15 +203,23 @@ static __always_inline void io_exit(__s64 ret)
 		mark_consumer(st);
 		goto record;
 	}
+	/* The X server's writes to a watched client: when, and how many
+	 * bytes; its reads (the client's requests) are not input. */
+	if (p.chan == LT_CHAN_X11_SERVER) {
+		if (!(p.op & LT_IO_SEND))
+			return;
+		goto record;
+	}
 	buf = p.buf;
-	if (p.op & LT_IO_MSGHDR) {
-		struct iovec *iov = 0;
+	if (p.op & (LT_IO_MSGHDR | LT_IO_IOV)) {
+		struct iovec *iov = (struct iovec *)buf;
 		__u64 len = 0;
 
-		if (bpf_probe_read_user(
-			&iov, sizeof(iov),
-			(void *)(buf + __builtin_offsetof(struct user_msghdr, msg_iov))) ||
-		    !iov)
+		if ((p.op & LT_IO_MSGHDR) &&
+		    (bpf_probe_read_user(
+			     &iov, sizeof(iov),
+			     (void *)(buf + __builtin_offsetof(struct user_msghdr, msg_iov))) ||
+		     !iov))
 			return;
 		if (bpf_probe_read_user(&buf, sizeof(buf), &iov->iov_base))
 			return;

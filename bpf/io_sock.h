@@ -163,6 +163,10 @@ static __always_inline int classify_fd(__u32 fd, int traced, struct lt_io_pendin
 		p->chan = LT_CHAN_X11;
 		return 1;
 	}
+	if (watch && *watch == LT_WATCH_X11_SERVER) {
+		p->chan = LT_CHAN_X11_SERVER;
+		return 1;
+	}
 	if (o.is_unix && o.type == LT_SOCK_SEQPACKET) {
 		p->chan = LT_CHAN_INPUT;
 		return 1;

@@ -423,18 +423,23 @@ struct lt_frame {
 /* The call's direction and how it passes its buffer (attach cookie). */
 #define LT_IO_SEND 1u	   /* bit 0: send (else receive) */
 #define LT_IO_MSGHDR 2u	   /* bit 1: the buffer is a struct msghdr's iov[0] */
+#define LT_IO_IOV 4u	   /* bit 2: the buffer is an iovec array (readv, writev) */
 #define LT_IO_TRACED 0x80u /* lt_config.sys_op: the call is traced */
 
 enum lt_chan_kind {
 	LT_CHAN_INPUT = 1, /* SOCK_SEQPACKET carrying InputMessages */
 	LT_CHAN_RAW = 2,   /* user-picked; any bytes are input */
 	LT_CHAN_X11 = 3,   /* an X11 client connection: framed (x11_wire.h) */
+	/* The X server's end of one: its writes only (when, how many bytes),
+	 * to pair with the client's reads by stream offset. */
+	LT_CHAN_X11_SERVER = 4,
 };
 
 /* lt_chans values: why an inode is watched. */
 #define LT_WATCH_RAW 1u	 /* a raw channel the user picked */
 #define LT_WATCH_PEER 2u /* the peer end of a traced process's channel */
 #define LT_WATCH_X11 3u	 /* the client end of an X11 connection */
+#define LT_WATCH_X11_SERVER 4u /* the server end of a watched X11 connection */
 
 /* Bytes read from the start of each message: the header and the time
  * fields (eventTime / consumeTime at 16), never the payload. */

@@ -70,6 +70,7 @@ struct lt_x11_msg {
  * nmsgs of them. */
 #define LT_X11_REC_UNFRAMED 1 /* the read was not framed (stream not in step) */
 #define LT_X11_REC_LOST 2     /* the stream went out of step in this read */
+#define LT_X11_REC_DRAINED 4  /* it returned less than it asked: the socket is empty */
 
 static inline __u32 lt_x11_u32(const __u8 *p)
 {

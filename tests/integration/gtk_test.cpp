@@ -34,11 +34,10 @@ bool have_gtk() {
 // A display of its own: Xvfb picks a free number and writes it.
 class Display {
  public:
-  explicit Display(const TempDir& dir)
+  // `env`: VAR=VALUE settings for Xvfb (an LD_PRELOAD).
+  explicit Display(const TempDir& dir, std::vector<std::string> env = {})
       : out_(dir.file("xvfb.out")),
-        xvfb_({"/usr/bin/Xvfb", "-displayfd", "1", "-nolisten", "tcp",
-               "-screen", "0", "640x480x24"},
-              out_, dir.file("xvfb.err")) {
+        xvfb_(xvfb_argv(std::move(env)), out_, dir.file("xvfb.err")) {
     for (int i = 0; i < 500 && name_.empty(); ++i) {
       std::string n = read_file(out_);
       if (n.find('\n') != std::string::npos)
@@ -61,6 +60,16 @@ class Display {
   }
 
  private:
+  static std::vector<std::string> xvfb_argv(std::vector<std::string> env) {
+    std::vector<std::string> argv = {
+        "/usr/bin/Xvfb", "-displayfd", "1", "-nolisten",
+        "tcp",           "-screen",    "0", "640x480x24"};
+    if (!env.empty()) {
+      env.insert(env.begin(), "/usr/bin/env");
+      argv.insert(argv.begin(), env.begin(), env.end());
+    }
+    return argv;
+  }
   std::string out_;
   Process xvfb_;
   std::string name_;
@@ -143,12 +152,13 @@ TEST(GtkEvents, KeyPressesNamedByEventType) {
 
 // The key presses' X11 connection, traced with no option: keys typed while
 // a handler stalls 200 ms. Ground truth: the handler's own log (its start,
-// end and the event's X server time) and an LD_PRELOAD log of the app's
-// reads (tests/programs/x11_readlog.c frames the stream itself, from the
-// connection's first byte). Every press is one event, received when the
-// read log says, consumed at the end of its own handler; a press typed
-// during a stall waits at least the stall's rest, blamed on it; replies
-// and other messages are never blamed.
+// end and the event's X server time) and LD_PRELOAD logs of the app's
+// reads and of Xvfb's writes (tests/programs/x11_readlog.c frames the
+// streams itself, from the connection's first byte). Every press is one
+// event, sent and received when those logs say, consumed at the end of its
+// own handler; a press typed during a stall waits in the socket at least
+// the stall's rest, blamed on it; replies and other messages are never
+// blamed.
 TEST(GtkInput, X11KeyPressesReceivedAndConsumedByTheirOwnHandlers) {
   LT_REQUIRE_BPF();
   if (!have_gtk()) {
@@ -157,17 +167,18 @@ TEST(GtkInput, X11KeyPressesReceivedAndConsumedByTheirOwnHandlers) {
     GTEST_SKIP() << "Xvfb, xdotool or GTK 3 typelibs missing";
   }
   TempDir dir;
-  Display display(dir);
+  const std::string preload =
+      "LD_PRELOAD=" + std::string(LT_TEST_PROGRAMS_DIR) + "/x11_readlog.so";
+  const std::string writes = dir.file("writes.jsonl");
+  Display display(dir, {"X11_READLOG=" + writes, preload});
   ASSERT_FALSE(display.name().empty()) << read_file(dir.file("xvfb.err"));
   const std::string log = dir.file("gtk.jsonl");
   const std::string reads = dir.file("reads.jsonl");
   const std::string json = dir.file("report.json");
   Process app(
-      display.env({"X11_READLOG=" + reads,
-                   "LD_PRELOAD=" + std::string(LT_TEST_PROGRAMS_DIR) +
-                       "/x11_readlog.so",
-                   "/usr/bin/python3", tests_dir() + "/programs/gtk_keys.py",
-                   "--stall-keys", "b", "--stall-ms", "200", "--log", log}),
+      display.env({"X11_READLOG=" + reads, preload, "/usr/bin/python3",
+                   tests_dir() + "/programs/gtk_keys.py", "--stall-keys", "b",
+                   "--stall-ms", "200", "--log", log}),
       dir.file("app.out"), dir.file("app.err"));
   ASSERT_TRUE(wait_for_text(dir.file("app.err"), "gtk_keys: ready", 15000))
       << read_file(dir.file("app.err"));
@@ -201,6 +212,10 @@ TEST(GtkInput, X11KeyPressesReceivedAndConsumedByTheirOwnHandlers) {
   std::map<uint32_t, uint64_t> read_at;  // key press server time -> read
   for (const auto& r : read_jsonl(reads))
     if (r["type"] == "key_press") read_at[r["time"]] = r["read_ns"];
+  std::map<uint32_t, std::vector<int64_t>> written_at;  // Xvfb's writes
+  for (const auto& w : read_jsonl(writes))
+    if (w["type"] == "key_press")
+      written_at[w["time"]].push_back(w["write_ns"].get<int64_t>());
   nlohmann::json report = read_json(json);
   std::map<uint32_t, nlohmann::json> got;  // key presses by server time
   for (const auto& e : report["input_events"]) {
@@ -231,6 +246,14 @@ TEST(GtkInput, X11KeyPressesReceivedAndConsumedByTheirOwnHandlers) {
     // Received: when the app's read returned (the 0.5 ms).
     EXPECT_LE(std::llabs(diff(e["received_ns"], read_at[time])), 500'000 + tol)
         << e.dump();
+    // Sent: when Xvfb wrote it to the app (only the app selects keys).
+    ASSERT_EQ(written_at[time].size(), 1u) << "Xvfb's write log: " << time;
+    const int64_t sent = written_at[time][0];
+    ASSERT_TRUE(e["sent_ns"].is_number()) << e.dump();
+    EXPECT_LE(std::llabs(e["sent_ns"].get<int64_t>() - sent), 500'000 + tol)
+        << e.dump();
+    EXPECT_EQ(e["dispatch_latency_dur"].get<int64_t>(),
+              e["received_ns"].get<int64_t>() - e["sent_ns"].get<int64_t>());
     // Consumed: at the end of its own handler, never before (1 ms).
     const int64_t end = k["end_ns"], start = k["start_ns"];
     const int64_t fin = e["finished_ns"];
@@ -246,6 +269,11 @@ TEST(GtkInput, X11KeyPressesReceivedAndConsumedByTheirOwnHandlers) {
                     (e["received_ns"].get<int64_t>() - at),
                 s1 - at - 1'000'000)
           << e.dump();
+      // In the socket from Xvfb's write until the stall ended.
+      EXPECT_GE(e["dispatch_latency_dur"].get<int64_t>(),
+                s1 - sent - 1'000'000 - tol)
+          << e.dump();
+      EXPECT_EQ(e["blame"]["arrival_ns"], e["sent_ns"]) << e.dump();
       ASSERT_TRUE(e["blame"].is_object()) << e.dump();
       EXPECT_EQ(e["blame"]["kind"], "waited_behind") << e.dump();
       EXPECT_EQ(e["blame"]["target"], "GTK event GDK_KEY_PRESS") << e.dump();

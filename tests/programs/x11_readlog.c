@@ -1,4 +1,7 @@
-// LD_PRELOAD: an independent log of what an X11 client reads. Every read
+// LD_PRELOAD: an independent log of the X11 key events a client reads or
+// a server writes (a server: every write, writev or sendmsg to a client it
+// accepted on /tmp/.X11-unix/X*, timed right before the call, logged as
+// "write_key" with "write_ns"). In a client, every read
 // (read, recv, recvfrom, recvmsg) of a socket connected to an X server is
 // timed with CLOCK_MONOTONIC right after it returns, and its bytes framed
 // here, from the connection's first byte (its setup reply) on: each key
@@ -23,7 +26,8 @@
 #define MAX_FDS 1024
 
 struct conn {
-  int x;  // connected to an X server (seen at its connect)
+  int x;       // connected to an X server, or accepted by one
+  int server;  // the server's end: its writes are logged
   int setup_done;
   unsigned char hdr[32];
   size_t have;      // header bytes held
@@ -65,10 +69,11 @@ static void message_done(struct conn* c, int fd, uint64_t now) {
   }
   if (name == NULL || log_fd < 0) return;
   char line[200];
+  const char* what = c->server ? "write" : "read";
   int n = snprintf(line, sizeof(line),
-                   "{\"event\":\"read_key\",\"type\":\"%s\",\"time\":%u,"
-                   "\"read_ns\":%llu,\"fd\":%d}\n",
-                   name, time, (unsigned long long)now, fd);
+                   "{\"event\":\"%s_key\",\"type\":\"%s\",\"time\":%u,"
+                   "\"%s_ns\":%llu,\"fd\":%d}\n",
+                   what, name, time, what, (unsigned long long)now, fd);
   if (n > 0 && write(log_fd, line, (size_t)n) < 0) {
   }
 }
@@ -118,7 +123,16 @@ static uint64_t mono_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static void open_log(void) {
+  if (log_fd >= 0) return;
+  const char* path = getenv("X11_READLOG");
+  if (path)
+    log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+}
+
 static int x_fd(int fd) { return fd >= 0 && fd < MAX_FDS && conns[fd].x; }
+static int server_fd(int fd) { return x_fd(fd) && conns[fd].server; }
+static int client_fd(int fd) { return x_fd(fd) && !conns[fd].server; }
 
 int connect(int fd, const struct sockaddr* addr, socklen_t len) {
   static int (*real)(int, const struct sockaddr*, socklen_t);
@@ -127,12 +141,78 @@ int connect(int fd, const struct sockaddr* addr, socklen_t len) {
   if (r == 0 && fd >= 0 && fd < MAX_FDS && is_x_addr(addr, len)) {
     memset(&conns[fd], 0, sizeof(conns[fd]));
     conns[fd].x = 1;
-    if (log_fd < 0) {
-      const char* path = getenv("X11_READLOG");
-      if (path)
-        log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    }
+    open_log();
   }
+  return r;
+}
+
+// A client accepted on an X server's socket: the server's end.
+static void accepted(int listener, int fd) {
+  struct sockaddr_un a;
+  socklen_t len = sizeof(a);
+  memset(&a, 0, sizeof(a));
+  if (fd < 0 || fd >= MAX_FDS ||
+      getsockname(listener, (struct sockaddr*)&a, &len) != 0 ||
+      !is_x_addr((struct sockaddr*)&a, len))
+    return;
+  memset(&conns[fd], 0, sizeof(conns[fd]));
+  conns[fd].x = 1;
+  conns[fd].server = 1;
+  open_log();
+}
+
+int accept(int fd, struct sockaddr* addr, socklen_t* len) {
+  static int (*real)(int, struct sockaddr*, socklen_t*);
+  if (!real) real = dlsym(RTLD_NEXT, "accept");
+  int r = real(fd, addr, len);
+  accepted(fd, r);
+  return r;
+}
+
+int accept4(int fd, struct sockaddr* addr, socklen_t* len, int flags) {
+  static int (*real)(int, struct sockaddr*, socklen_t*, int);
+  if (!real) real = dlsym(RTLD_NEXT, "accept4");
+  int r = real(fd, addr, len, flags);
+  accepted(fd, r);
+  return r;
+}
+
+// What a server wrote, framed as the client will read it (only what the
+// call accepted: a short write leaves the rest for the next).
+static void feed_iov(int fd, const struct iovec* iov, size_t n, ssize_t r,
+                     uint64_t now) {
+  size_t left = r > 0 ? (size_t)r : 0;
+  for (size_t i = 0; i < n && left > 0; i++) {
+    size_t k = iov[i].iov_len < left ? iov[i].iov_len : left;
+    feed(fd, iov[i].iov_base, k, now);
+    left -= k;
+  }
+}
+
+ssize_t writev(int fd, const struct iovec* iov, int n) {
+  static ssize_t (*real)(int, const struct iovec*, int);
+  if (!real) real = dlsym(RTLD_NEXT, "writev");
+  const uint64_t now = mono_ns();
+  ssize_t r = real(fd, iov, n);
+  if (server_fd(fd)) feed_iov(fd, iov, (size_t)n, r, now);
+  return r;
+}
+
+ssize_t write(int fd, const void* buf, size_t len) {
+  static ssize_t (*real)(int, const void*, size_t);
+  if (!real) real = dlsym(RTLD_NEXT, "write");
+  const uint64_t now = mono_ns();
+  ssize_t r = real(fd, buf, len);
+  if (r > 0 && server_fd(fd)) feed(fd, buf, (size_t)r, now);
+  return r;
+}
+
+ssize_t sendmsg(int fd, const struct msghdr* msg, int flags) {
+  static ssize_t (*real)(int, const struct msghdr*, int);
+  if (!real) real = dlsym(RTLD_NEXT, "sendmsg");
+  const uint64_t now = mono_ns();
+  ssize_t r = real(fd, msg, flags);
+  if (server_fd(fd)) feed_iov(fd, msg->msg_iov, msg->msg_iovlen, r, now);
   return r;
 }
 
@@ -147,7 +227,7 @@ ssize_t recvmsg(int fd, struct msghdr* msg, int flags) {
   static ssize_t (*real)(int, struct msghdr*, int);
   if (!real) real = dlsym(RTLD_NEXT, "recvmsg");
   ssize_t r = real(fd, msg, flags);
-  if (r > 0 && !(flags & MSG_PEEK) && x_fd(fd)) {
+  if (r > 0 && !(flags & MSG_PEEK) && client_fd(fd)) {
     uint64_t now = mono_ns();
     size_t left = (size_t)r;
     for (size_t i = 0; i < msg->msg_iovlen && left > 0; i++) {
@@ -165,7 +245,7 @@ ssize_t recvfrom(int fd, void* buf, size_t len, int flags,
   static ssize_t (*real)(int, void*, size_t, int, struct sockaddr*, socklen_t*);
   if (!real) real = dlsym(RTLD_NEXT, "recvfrom");
   ssize_t r = real(fd, buf, len, flags, addr, alen);
-  if (r > 0 && !(flags & MSG_PEEK) && x_fd(fd))
+  if (r > 0 && !(flags & MSG_PEEK) && client_fd(fd))
     feed(fd, buf, (size_t)r, mono_ns());
   return r;
 }
@@ -178,6 +258,6 @@ ssize_t read(int fd, void* buf, size_t len) {
   static ssize_t (*real)(int, void*, size_t);
   if (!real) real = dlsym(RTLD_NEXT, "read");
   ssize_t r = real(fd, buf, len);
-  if (r > 0 && x_fd(fd)) feed(fd, buf, (size_t)r, mono_ns());
+  if (r > 0 && client_fd(fd)) feed(fd, buf, (size_t)r, mono_ns());
   return r;
 }

@@ -1211,6 +1211,68 @@ TEST(InputAnalysisTest, X11EventsWithNothingToMatchThemAreFinalAtOnce) {
   EXPECT_EQ(a.channels[0].unfinished, 3u);
 }
 
+// The X server's write to the client of x11_read (inode 700; its own end
+// is 701).
+IoEvent x11_write(uint64_t enter, int64_t bytes) {
+  IoEvent e = raw_read(701, enter + 20'000, 99);
+  e.pid = 99;
+  e.comm = "Xvfb";
+  e.enter_ns = enter;
+  e.ts_ns = enter;
+  e.peer_inode = 700;
+  e.chan = LT_CHAN_X11_SERVER;
+  e.op = LT_IO_SEND | LT_IO_IOV;
+  e.bytes = bytes;
+  e.head.fill(0);
+  return e;
+}
+
+lt_x11_msg ending_at(lt_x11_msg m, uint32_t end) {
+  m.end = end;
+  return m;
+}
+
+// Send paired with receive by stream offset: at a read that drains the
+// socket, the client has read all the server wrote; each event's last
+// byte then lies in one write, whose entry is its send. Bytes moved before
+// tracing (a read of 96 bytes, 32 of them written unseen) shift both
+// counts alike.
+TEST(InputAnalysisTest, X11SendsFoundByStreamOffset) {
+  InputOptions o = gdk_options();
+  std::vector<Event> evs = {
+      x11_write(100 * kMs, 64),
+      x11_read(101 * kMs, {ending_at(x11_msg(2, 100), 64),
+                           ending_at(x11_msg(3, 100), 96)}),
+      x11_write(200 * kMs, 32), x11_write(250 * kMs, 32),
+      x11_read(300 * kMs, {ending_at(x11_msg(2, 200), 32),
+                           ending_at(x11_msg(3, 250), 64)})};
+  auto& first = std::get<IoEvent>(evs[1]);
+  first.bytes = 96;
+  first.x11_flags = LT_X11_REC_DRAINED;
+  auto& second = std::get<IoEvent>(evs[4]);
+  second.bytes = 64;
+  second.x11_flags = LT_X11_REC_DRAINED;
+  InputAnalysis a = run(evs, o);
+  ASSERT_EQ(a.events.size(), 4u);
+  EXPECT_EQ(a.events[0].sent_ns, 100 * kMs);
+  EXPECT_EQ(a.events[1].sent_ns, 100 * kMs);
+  EXPECT_EQ(a.events[2].sent_ns, 200 * kMs);
+  EXPECT_EQ(a.events[3].sent_ns, 250 * kMs);
+  EXPECT_EQ(a.events[2].stage(InputStage::kDispatchLatency), 100 * kMs);
+  ASSERT_TRUE(a.events[3].stage(InputStage::kAgeAtDispatch).has_value());
+  EXPECT_EQ(*a.events[3].stage(InputStage::kAgeAtDispatch), 0u);
+}
+
+// With no read yet that drained the socket, the counts are not aligned:
+// no send is claimed.
+TEST(InputAnalysisTest, X11NoSendBeforeTheStreamsAreAligned) {
+  InputAnalysis a = run({x11_write(100 * kMs, 32),
+                         x11_read(101 * kMs, {ending_at(x11_msg(2, 100), 32)})},
+                        gdk_options());
+  ASSERT_EQ(a.events.size(), 1u);
+  EXPECT_EQ(a.events[0].sent_ns, 0u);
+}
+
 TEST(InputAnalysisTest, X11ServerTimeToMonotonic) {
   // Same clock: the ms before the read.
   EXPECT_EQ(x11_time_to_monotonic(5000, 5002 * kMs + 7),

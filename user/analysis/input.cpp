@@ -44,6 +44,8 @@ std::optional<InputType> x11_input_type(const lt_x11_msg& m) {
 
 // Display input events waiting per thread for their dispatch, at most.
 constexpr size_t kMaxDisplayPending = 4096;
+// An X server's writes to one client kept to find sends in, at most.
+constexpr size_t kMaxX11Writes = 65536;
 
 int64_t x11_time_to_monotonic(uint32_t server_ms, uint64_t received_ns) {
   // The server's clock in ms, 32 bits: the latest time with those low bits
@@ -234,6 +236,10 @@ void InputAnalyzer::on_io(const IoEvent& io) {
     on_x11(io);
     return;
   }
+  if (io.chan == LT_CHAN_X11_SERVER) {
+    on_x11_server(io);
+    return;
+  }
   std::optional<InputMessageInfo> m =
       decode_input_message(io.head.data(), io.head.size(), io.bytes);
   if (!m) {
@@ -373,8 +379,56 @@ InputAnalyzer::Channel& InputAnalyzer::channel(uint64_t inode) {
   return *cp;
 }
 
+void InputAnalyzer::on_x11_server(const IoEvent& io) {
+  // The X server's write to a client: the client's end names the stream.
+  if (!io.is_send() || io.peer_inode == 0 || io.bytes <= 0) return;
+  X11Stream& s = x11_streams_[io.peer_inode];
+  const uint64_t begin = s.write_off;
+  s.write_off += static_cast<uint64_t>(io.bytes);
+  s.writes.push_back({io.enter_ns, io.exit_ns, begin, s.write_off});
+  // Bounded: an event's send is found within the last writes (they are
+  // looked up within the reorder window of its read).
+  if (s.writes.size() > kMaxX11Writes)
+    s.writes.erase(s.writes.begin(),
+                   s.writes.begin() + static_cast<long>(kMaxX11Writes / 2));
+}
+
+// The server's write that sent e's last byte. At a read that drained the
+// socket, the client had read every byte the server had written: the two
+// counts differ by a constant from there on (their starts differ by what
+// moved before tracing).
+void InputAnalyzer::find_x11_send(InputEventInfo& e) {
+  auto it = x11_streams_.find(e.channel);
+  if (it == x11_streams_.end() || e.anchor_ns == 0 || e.stream_end == 0)
+    return;
+  const std::deque<X11Write>& w = it->second.writes;
+  if (w.empty()) return;
+  // Written by the anchor: the writes that had returned by then.
+  auto after = std::upper_bound(
+      w.begin(), w.end(), e.anchor_ns,
+      [](uint64_t t, const X11Write& x) { return t < x.exit_ns; });
+  if (after == w.begin()) return;  // the server's writes were not seen yet
+  const uint64_t written = std::prev(after)->end_off;
+  const uint64_t last = e.stream_end - 1 + written - e.anchor_off;
+  auto cover = std::upper_bound(
+      w.begin(), w.end(), last,
+      [](uint64_t off, const X11Write& x) { return off < x.end_off; });
+  // Not among the writes seen (written before them, or not yet seen), or
+  // after the read that got it: the counts are out of step.
+  if (cover == w.end() || cover->begin_off > last) return;
+  if (cover->enter_ns == 0 || cover->enter_ns > e.received_ns) return;
+  e.sent_ns = cover->enter_ns;
+}
+
 void InputAnalyzer::on_x11(const IoEvent& io) {
   if (io.is_send()) return;  // the client's requests
+  X11Stream& stream = x11_streams_[io.inode];
+  const uint64_t read_from = stream.read_off;
+  stream.read_off += static_cast<uint64_t>(io.bytes);
+  if (io.x11_flags & LT_X11_REC_DRAINED) {
+    stream.anchor_ns = io.exit_ns;
+    stream.anchor_off = stream.read_off;
+  }
   if (io.x11_flags & LT_X11_REC_UNFRAMED) ++stats_.unframed_reads;
   if (io.x11_flags & LT_X11_REC_LOST) ++stats_.framing_lost;
   Channel& ch = channel(io.inode);
@@ -401,6 +455,9 @@ void InputAnalyzer::on_x11(const IoEvent& io) {
     e.server_time_ms = m.time;
     e.position = static_cast<uint32_t>(i);
     e.event_time_ns = x11_time_to_monotonic(m.time, io.exit_ns);
+    e.stream_end = read_from + m.end;
+    e.anchor_ns = stream.anchor_ns;
+    e.anchor_off = stream.anchor_off;
     // No dispatch probe says which event it handles: it cannot be matched
     // (its receive is all there is to know).
     if (options_.display_dispatch.empty()) {
@@ -517,6 +574,7 @@ void InputAnalyzer::settle(uint64_t idx) {
   auto lit = live_.find(idx);
   if (lit == live_.end()) return;
   InputEventInfo& e = lit->second;
+  if (e.chan_kind == LT_CHAN_X11 && e.sent_ns == 0) find_x11_send(e);
   // Whatever it waited behind ended before its handling began, on its own
   // thread, so reached the stream before its FINISHED did. Only the
   // handling dispatch itself comes later: wait for it when it could be
@@ -592,6 +650,7 @@ void InputAnalyzer::finalize(uint64_t idx) {
     ++stats_.unmatched;
     return;
   }
+  if (e.chan_kind == LT_CHAN_X11 && e.sent_ns == 0) find_x11_send(e);
   static const std::vector<SpanEvent> kNone;
   auto sit = spans_.find({e.pid, e.tid});
   e.blame = select_blame(e, sit == spans_.end() ? kNone : sit->second,

@@ -97,6 +97,12 @@ struct InputEventInfo {
   uint32_t server_time_ms = 0;
   uint32_t position = 0;
   bool coalesced = false;
+  // Where its last byte is in the client's stream (bytes read since the
+  // channel was first seen), and the latest read before it that drained
+  // the socket (its return, the stream offset then): to find the server's
+  // write that sent it.
+  uint64_t stream_end = 0;
+  uint64_t anchor_ns = 0, anchor_off = 0;
   int64_t consume_time_ns = 0;  // from FINISHED (current layout)
   std::optional<InputBlame> blame;
 
@@ -228,6 +234,8 @@ class InputAnalyzer {
   void on_io(const IoEvent& io);
   void on_raw(const IoEvent& io);
   void on_x11(const IoEvent& io);
+  void on_x11_server(const IoEvent& io);
+  void find_x11_send(InputEventInfo& e);
   void match_display(const SpanEvent& sp, const ProbeDef::InputMatch& m);
   Channel& channel(uint64_t inode);
   void on_span(const SpanEvent& sp);
@@ -259,6 +267,18 @@ class InputAnalyzer {
   // Display input events waiting for the dispatch that handles them, per
   // thread, in arrival order.
   std::map<ThreadKey, std::deque<uint64_t>> display_pending_;
+  // An X11 connection's two byte counts: what the client read, what the
+  // server wrote (each write: its entry, return, and the count after it).
+  struct X11Write {
+    uint64_t enter_ns, exit_ns, begin_off, end_off;
+  };
+  struct X11Stream {
+    uint64_t read_off = 0;
+    uint64_t anchor_ns = 0, anchor_off = 0;  // 0: no draining read yet
+    uint64_t write_off = 0;
+    std::deque<X11Write> writes;
+  };
+  std::map<uint64_t, X11Stream> x11_streams_;  // by the client's inode
   // Consumed events whose blame may be their own handling dispatch, not
   // yet seen, per thread.
   std::map<ThreadKey, std::vector<uint64_t>> pending_blame_;

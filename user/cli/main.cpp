@@ -209,7 +209,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   rec->add_option("--input-calls", ra.input_calls,
                   "Socket calls to probe, comma-separated: recvfrom, sendto, "
-                  "recvmsg, sendmsg, read, write (default: the first four)")
+                  "recvmsg, sendmsg, read, write, readv, writev (default: the first "
+                  "four)")
       ->delimiter(',');
   rec->add_option("--input-binary", ra.input_binary,
                   "--input-mode uprobe: the ELF file with the socket "

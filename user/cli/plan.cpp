@@ -79,7 +79,7 @@ Status build_input(const RecordArgs& a, pid_t target,
     if (!input_call_op(c))
       return Status::Error(
           fmt::format("--input-calls: unknown call '{}' (recvfrom, sendto, "
-                      "recvmsg, sendmsg, read, write)",
+                      "recvmsg, sendmsg, read, write, readv, writev)",
                       c),
           ErrorKind::kUsage);
   }
@@ -150,6 +150,14 @@ Status build_input(const RecordArgs& a, pid_t target,
     if (it != all->end() && it->second.peer != 0)
       in->peer_inodes.push_back(it->second.peer);
   }
+  // An X11 connection, and the server's end of it: the server's writes
+  // there are traced although it is not.
+  auto add_x11 = [&](uint64_t ino) {
+    in->x11_inodes.push_back(ino);
+    auto it = all->find(ino);
+    if (it != all->end() && it->second.peer != 0)
+      in->x11_server_inodes.push_back(it->second.peer);
+  };
   for (const std::string& peer : a.input_peer) {
     if (peer == "auto") {
       auto conns =
@@ -159,16 +167,22 @@ Status build_input(const RecordArgs& a, pid_t target,
         const bool x11 = proc::is_x11_server_name(c.peer);
         log::info("input channel: socket {} connected to {}{}", c.inode, c.peer,
                   x11 ? " (X11, decoded message by message)" : "");
-        (x11 ? in->x11_inodes : in->raw_inodes).push_back(c.inode);
+        if (x11)
+          add_x11(c.inode);
+        else
+          in->raw_inodes.push_back(c.inode);
       }
       continue;
     }
     auto inos =
         proc::sockets_connected_to(static_cast<uint32_t>(a.pid), peer, *all);
     if (!inos.ok()) return inos.status();
-    for (uint64_t i : *inos)
-      (proc::is_x11_server_name(peer) ? in->x11_inodes : in->raw_inodes)
-          .push_back(i);
+    for (uint64_t i : *inos) {
+      if (proc::is_x11_server_name(peer))
+        add_x11(i);
+      else
+        in->raw_inodes.push_back(i);
+    }
   }
   return Status::Ok();
 }
@@ -538,8 +552,9 @@ Status plan_input(const RecordArgs& a, const ResolveContext& rctx, pid_t target,
       with.input_peer = {"auto"};
       // libxcb reads with recvmsg, and the rest of a long reply with recv
       // (recvfrom); Xlib without xcb, with read. Every byte must be seen:
-      // the framing follows the stream.
-      with.input_calls = {"recvmsg", "recvfrom", "read"};
+      // the framing follows the stream. The server writes with writev
+      // (Xorg, Xvfb) or sendmsg (with file descriptors).
+      with.input_calls = {"recvmsg", "recvfrom", "read", "writev", "sendmsg"};
       return build_input(with, target, rctx, p->input_probes, &p->opts.input);
     }
   }

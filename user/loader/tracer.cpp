@@ -103,6 +103,8 @@ std::optional<long> syscall_nr(const std::string& call) {
   if (call == "sendmsg") return SYS_sendmsg;
   if (call == "read") return SYS_read;
   if (call == "write") return SYS_write;
+  if (call == "readv") return SYS_readv;
+  if (call == "writev") return SYS_writev;
   return std::nullopt;
 }
 
@@ -160,6 +162,8 @@ std::optional<uint32_t> input_call_op(const std::string& name) {
   if (name == "send" || name == "sendto" || name == "write") return LT_IO_SEND;
   if (name == "recvmsg") return LT_IO_MSGHDR;
   if (name == "sendmsg") return LT_IO_SEND | LT_IO_MSGHDR;
+  if (name == "readv") return LT_IO_IOV;
+  if (name == "writev") return LT_IO_SEND | LT_IO_IOV;
   return std::nullopt;
 }
 
@@ -367,13 +371,18 @@ struct Tracer::Impl {
     for (uint64_t ino : in.x11_inodes)
       if (bpf_map_update_elem(cfd, &ino, &x11, BPF_ANY) != 0)
         return Status::Errno("filling lt_chans", errno);
+    uint32_t x11_server = LT_WATCH_X11_SERVER;
+    for (uint64_t ino : in.x11_server_inodes)
+      if (bpf_map_update_elem(cfd, &ino, &x11_server, BPF_ANY) != 0)
+        return Status::Errno("filling lt_chans", errno);
     uint32_t peer = LT_WATCH_PEER;
     for (uint64_t ino : in.peer_inodes)
       if (bpf_map_update_elem(cfd, &ino, &peer, BPF_NOEXIST) != 0 &&
           errno != EEXIST)
         return Status::Errno("filling lt_chans", errno);
     skel->bss->lt_nwatch = static_cast<uint32_t>(
-        in.raw_inodes.size() + in.x11_inodes.size() + in.peer_inodes.size());
+        in.raw_inodes.size() + in.x11_inodes.size() +
+        in.x11_server_inodes.size() + in.peer_inodes.size());
     return Status::Ok();
   }
 

@@ -42,7 +42,8 @@ enum class SyscallHook { kAuto, kRaw, kTracepoint };
 struct InputTrace {
   InputMode mode = InputMode::kOff;
   SyscallHook hook = SyscallHook::kAuto;
-  // kSyscall: syscall names (recvfrom, sendto, recvmsg, sendmsg, read, write)
+  // kSyscall: syscall names (recvfrom, sendto, recvmsg, sendmsg, read, write,
+  // readv, writev)
   std::vector<std::string> syscalls;
   std::vector<InputUprobe> uprobes;  // kUprobe
   // Traced processes (their children follow); empty: every process.
@@ -52,6 +53,8 @@ struct InputTrace {
   // X11 connections (the client's socket inodes): framed message by
   // message in the kernel.
   std::vector<uint64_t> x11_inodes;
+  // The X server's ends of those: its writes give each event's send.
+  std::vector<uint64_t> x11_server_inodes;
   // Peer ends of the target's sockets: their processes' calls on them are
   // traced although those processes are not (a dispatcher elsewhere).
   std::vector<uint64_t> peer_inodes;

@@ -41,12 +41,10 @@ const char* layout_name(uint32_t chan_kind, uint32_t layout) {
 }
 
 // The stages a channel can show: raw channels have no sender or ACK; X11
-// events have their own time, and no ACK (the server's side is not traced).
+// events have their own time and the server's send, and no ACK.
 bool stage_applies(uint32_t chan_kind, InputStage s) {
   if (chan_kind == LT_CHAN_X11)
-    return s == InputStage::kAgeAtReceive ||
-           s == InputStage::kWaitBeforeHandling ||
-           s == InputStage::kHandlingLatency;
+    return s != InputStage::kAckLatency && s != InputStage::kTotalLatency;
   if (chan_kind != LT_CHAN_RAW) return true;
   return s == InputStage::kWaitBeforeHandling ||
          s == InputStage::kHandlingLatency;
