@@ -217,8 +217,8 @@ static __always_inline void io_exit(__s64 ret)
 
 		if ((p.op & LT_IO_MSGHDR) &&
 		    (bpf_probe_read_user(
-			     &iov, sizeof(iov),
-			     (void *)(buf + __builtin_offsetof(struct user_msghdr, msg_iov))) ||
+			 &iov, sizeof(iov),
+			 (void *)(buf + __builtin_offsetof(struct user_msghdr, msg_iov))) ||
 		     !iov))
 			return;
 		if (bpf_probe_read_user(&buf, sizeof(buf), &iov->iov_base))
