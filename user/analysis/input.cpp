@@ -399,8 +399,7 @@ void InputAnalyzer::on_x11_server(const IoEvent& io) {
 // moved before tracing).
 void InputAnalyzer::find_x11_send(InputEventInfo& e) {
   auto it = x11_streams_.find(e.channel);
-  if (it == x11_streams_.end() || e.anchor_ns == 0 || e.stream_end == 0)
-    return;
+  if (it == x11_streams_.end() || e.anchor_ns == 0 || e.stream_end == 0) return;
   const std::deque<X11Write>& w = it->second.writes;
   if (w.empty()) return;
   // Written by the anchor: the writes that had returned by then.

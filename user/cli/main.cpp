@@ -207,10 +207,11 @@ int main(int argc, char** argv) {
                   "uprobe (libc functions)")
       ->check(CLI::IsMember({"syscall", "uprobe"}))
       ->capture_default_str();
-  rec->add_option("--input-calls", ra.input_calls,
-                  "Socket calls to probe, comma-separated: recvfrom, sendto, "
-                  "recvmsg, sendmsg, read, write, readv, writev (default: the first "
-                  "four)")
+  rec->add_option(
+         "--input-calls", ra.input_calls,
+         "Socket calls to probe, comma-separated: recvfrom, sendto, "
+         "recvmsg, sendmsg, read, write, readv, writev (default: the first "
+         "four)")
       ->delimiter(',');
   rec->add_option("--input-binary", ra.input_binary,
                   "--input-mode uprobe: the ELF file with the socket "

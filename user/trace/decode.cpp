@@ -221,8 +221,9 @@ bool decode_record(const void* data, size_t size, Event* out) {
       } else if (r.hdr.size != sizeof(r)) {
         return false;
       }
-      if (r.bytes <= 0 || (r.chan != LT_CHAN_INPUT && r.chan != LT_CHAN_RAW &&
-                           r.chan != LT_CHAN_X11 && r.chan != LT_CHAN_X11_SERVER))
+      if (r.bytes <= 0 ||
+          (r.chan != LT_CHAN_INPUT && r.chan != LT_CHAN_RAW &&
+           r.chan != LT_CHAN_X11 && r.chan != LT_CHAN_X11_SERVER))
         return false;
       IoEvent ev;
       if (x11) {
