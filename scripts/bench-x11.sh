@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# looptrace X11 channel benchmark: what framing an X11 connection's reads
+# in the kernel costs, and how many events per second the reader keeps up
+# with.
+#
+# The program (tests/bench/lt_bench_x11) is an X server's socket and its
+# client in one thread: per iteration the "server" writes a chunk of
+# 32-byte KeyPress events with writev and the "client" reads it with
+# recvmsg (4 KiB buffer, as libxcb). For each chunk size (1, 2 and 4 KiB:
+# 32, 64 and 128 events per read) it runs untraced, then under
+# `looptrace record -p PID --input --input-peer SOCKET --input-calls
+# recvmsg,writev` (the client's reads framed, the server's writes
+# recorded), alternating, --rounds times, and reports the medians of ns
+# per iteration (one writev, one recvmsg), the added ns per read and per
+# event, the time looptrace's BPF programs ran per iteration (bpf_stats:
+# the read's framing and the write's record, in the kernel), the events/s
+# of the traced runs and the records the ring buffer had no room for (the
+# reader fell behind). Each traced run is checked from its JSON: every
+# key press seen unless records were lost (counted), nothing unframed.
+#
+# Usage: sudo scripts/bench-x11.sh [options]
+#   -B, --build-dir DIR  build directory (default: <repo>/build-bench)
+#   --no-build           use the binaries already in the build directory
+#   --rounds N           runs per configuration (default 5)
+#   --iterations N       reads per run (default 20000)
+#   --keep               keep the work directory (raw outputs)
+# Exit status: 0 done, 1 a check failed, 2 usage, 3 not root.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD_DIR="$REPO/build-bench"
+DO_BUILD=1
+ROUNDS=5
+ITERS=20000
+CPU=""
+USE_BPFTRACE=0
+KEEP=0
+
+BENCH=bench-x11.sh
+# shellcheck source=lib/bench-common.sh
+source "$REPO/scripts/lib/bench-common.sh"
+usage() { sed -n '/^# Usage:/,/^# Exit status/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    -B|--build-dir|--rounds|--iterations)
+      [[ $# -ge 2 ]] || { echo "bench-x11.sh: $1 needs a value" >&2; usage; } ;;
+  esac
+  case "$1" in
+    -B|--build-dir) BUILD_DIR=$(realpath -m "$2"); shift 2 ;;
+    --no-build) DO_BUILD=0; shift ;;
+    --rounds) ROUNDS=$2; shift 2 ;;
+    --iterations) ITERS=$2; shift 2 ;;
+    --keep) KEEP=1; shift ;;
+    -h|--help) usage ;;
+    *) echo "bench-x11.sh: unknown option $1" >&2; usage ;;
+  esac
+done
+for v in ROUNDS:--rounds ITERS:--iterations; do
+  var=${v%%:*}
+  [[ ${!var} =~ ^[1-9][0-9]*$ ]] || die "${v#*:} must be a positive integer" 2
+done
+((ITERS >= 20)) || die "--iterations must be at least 20" 2
+
+bench_prepare "looptrace loads BPF programs" jq awk cmake
+bench_build
+LT=$BUILD_DIR/looptrace
+X11=$BUILD_DIR/tests/bench/lt_bench_x11
+for b in "$LT" "$X11"; do
+  [[ -x $b ]] || die "$b is missing: build the looptrace_bench target"
+done
+bench_workdir looptrace-bench-x11
+# A display number nobody uses: a socket bound where X servers bind theirs.
+mkdir -p /tmp/.X11-unix && chmod 1777 /tmp/.X11-unix
+SOCKET=/tmp/.X11-unix/X$((700 + RANDOM % 200))
+
+run_one() {  # run_one NAME CHUNK TRACED
+  local name=$1 chunk=$2 traced=$3 go=$WORK/$1.go lt=""
+  rm -f "$go"
+  taskset -c "$CPU" "$X11" --socket "$SOCKET" --chunk "$chunk" \
+    --iterations "$ITERS" --go-file "$go" >"$WORK/$name.res" 2>"$WORK/$name.err" &
+  local pid=$!
+  PIDS+=("$pid")
+  wait_for "$WORK/$name.err" "waiting" 10 || die "lt_bench_x11 did not start"
+  if [[ $traced -eq 1 ]]; then
+    "$LT" record -p "$pid" --input --input-peer "$SOCKET" \
+      --input-calls recvmsg,writev --json "$WORK/$name.json" \
+      >"$WORK/$name.lt.out" 2>"$WORK/$name.lt.err" &
+    lt=$!
+    PIDS+=("$lt")
+    wait_for "$WORK/$name.lt.err" "tracing" 30 || die "looptrace did not start: $(cat "$WORK/$name.lt.err")"
+    prog_stats "$lt" before >"$WORK/$name.stats"
+  fi
+  touch "$go"
+  wait "$pid" || die "lt_bench_x11 failed: $(cat "$WORK/$name.err")"
+  [[ -n $lt ]] || return 0
+  prog_stats "$lt" after >>"$WORK/$name.stats"
+  # ns the BPF programs ran, per iteration of the target.
+  awk -v n="$(jq -r .iterations "$WORK/$name.res")" '
+    $1 == "before" { t0 += $4 } $1 == "after" { t1 += $4 }
+    END { printf "%.0f\n", (t1 - t0) / n }' "$WORK/$name.stats" >"$WORK/$name.kns"
+  kill -INT "$lt"
+  wait "$lt" || fail "$name: looptrace exited $?"
+  local want seen rb unframed
+  want=$(jq -r .events "$WORK/$name.res")
+  seen=$(jq -r '.input_summary.events' "$WORK/$name.json")
+  rb=$(jq -r '.lost.ringbuf_full' "$WORK/$name.json")
+  unframed=$(jq -r '.input_summary.x11_unframed_reads' "$WORK/$name.json")
+  echo "$rb" >"$WORK/$name.rb"
+  if [[ $rb -eq 0 ]]; then
+    [[ $seen -eq $want ]] || fail "$name: $seen key presses reported, $want written, none lost"
+  else
+    [[ $seen -lt $want ]] || fail "$name: $seen key presses reported, $want written, $rb records lost"
+  fi
+  [[ $unframed -eq 0 ]] || fail "$name: $unframed reads unframed"
+}
+
+sysctl -q -w kernel.bpf_stats_enabled=1
+printf '%-6s %6s %12s %12s %10s %10s %10s %10s %8s\n' chunk ev/rd "untraced ns" "traced ns" "+ns/read" "+ns/event" "bpf ns/it" "events/s" "rb lost"
+for chunk in 1024 2048 4096; do
+  for ((r = 0; r < ROUNDS; r++)); do
+    if ((r % 2)); then order="1 0"; else order="0 1"; fi
+    for t in $order; do run_one "c$chunk-r$r-t$t" "$chunk" "$t"; done
+  done
+  u=$(for ((r = 0; r < ROUNDS; r++)); do jq -r .ns_per_iteration "$WORK/c$chunk-r$r-t0.res"; done | median)
+  t=$(for ((r = 0; r < ROUNDS; r++)); do jq -r .ns_per_iteration "$WORK/c$chunk-r$r-t1.res"; done | median)
+  k=$(for ((r = 0; r < ROUNDS; r++)); do cat "$WORK/c$chunk-r$r-t1.kns"; done | median)
+  eps=$(for ((r = 0; r < ROUNDS; r++)); do jq -r '.events / .seconds' "$WORK/c$chunk-r$r-t1.res"; done | median)
+  rb=$(for ((r = 0; r < ROUNDS; r++)); do cat "$WORK/c$chunk-r$r-t1.rb"; done | median)
+  per=$((chunk / 32))
+  printf '%-6s %6s %12s %12s %10s %10s %10s %10s %8s\n' "$chunk" "$per" "$u" "$t" \
+    "$(calc "$t - $u" 0)" "$(calc "($t - $u) / $per" 1)" "$k" "$(calc "$eps" 0)" "$rb"
+done
+exit "$FAILED"
