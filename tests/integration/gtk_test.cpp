@@ -75,6 +75,53 @@ class Display {
   std::string name_;
 };
 
+// One run of tests/programs/gtk_keys.py on `display` (after `app_env`,
+// VAR=VALUE settings), its key handler busy for `stall_ms` on b, traced by
+// `looptrace record -p PID --slow 20ms --json JSON` plus `lt_args`: keys
+// a b a c b q typed 150 ms apart once tracing, then both waited for.
+struct KeysRun {
+  std::string log, json, err;  // the app's log, the report, looptrace's stderr
+  int pid = 0;
+  int64_t steal = 0;  // ns the host stole meanwhile
+};
+
+void type_keys(const TempDir& dir, const Display& display,
+               std::vector<std::string> app_env, const std::string& stall_ms,
+               const std::vector<std::string>& lt_args, KeysRun* out) {
+  out->log = dir.file("gtk.jsonl");
+  out->json = dir.file("report.json");
+  std::vector<std::string> argv = std::move(app_env);
+  argv.insert(argv.end(),
+              {"/usr/bin/python3", tests_dir() + "/programs/gtk_keys.py",
+               "--stall-keys", "b", "--stall-ms", stall_ms, "--log", out->log});
+  Process app(display.env(argv), dir.file("app.out"), dir.file("app.err"));
+  out->pid = app.pid();
+  ASSERT_TRUE(wait_for_text(dir.file("app.err"), "gtk_keys: ready", 15000))
+      << read_file(dir.file("app.err"));
+  const std::string ready = read_file(dir.file("app.err"));
+  const std::string window = ready.substr(
+      ready.find("window=") + 7,
+      ready.find('\n', ready.find("window=")) - ready.find("window=") - 7);
+  const int64_t steal_before = steal_ns();
+  std::vector<std::string> lt_argv = {
+      looptrace_bin(), "record", "-p",     std::to_string(app.pid()),
+      "--slow",        "20ms",   "--json", out->json};
+  lt_argv.insert(lt_argv.end(), lt_args.begin(), lt_args.end());
+  Process lt(lt_argv, dir.file("lt.out"), dir.file("lt.err"));
+  ASSERT_TRUE(wait_for_text(dir.file("lt.err"), "tracing", 15000))
+      << read_file(dir.file("lt.err"));
+  RunResult focus =
+      run(display.env({"/usr/bin/xdotool", "windowfocus", "--sync", window}));
+  ASSERT_EQ(focus.exit_code, 0) << focus.err;
+  RunResult keys = run(display.env({"/usr/bin/xdotool", "key", "--delay", "150",
+                                    "a", "b", "a", "c", "b", "q"}));
+  ASSERT_EQ(keys.exit_code, 0) << keys.err;
+  ASSERT_EQ(app.wait(15000), 0) << read_file(dir.file("app.err"));
+  ASSERT_EQ(lt.wait(15000), 0) << read_file(dir.file("lt.err"));
+  out->steal = steal_ns() - steal_before;
+  out->err = read_file(dir.file("lt.err"));
+}
+
 // -p PID and no probe option: libgtk-3.so.0 chooses the gtk3 profile. Keys
 // typed into the window, two of them with a handler busy for 60 ms: both
 // found, nothing else slow, each as long as its handler within 1 ms,
@@ -89,43 +136,20 @@ TEST(GtkEvents, KeyPressesNamedByEventType) {
   TempDir dir;
   Display display(dir);
   ASSERT_FALSE(display.name().empty()) << read_file(dir.file("xvfb.err"));
-  const std::string log = dir.file("gtk.jsonl");
-  const std::string json = dir.file("report.json");
-  Process app(
-      display.env({"/usr/bin/python3", tests_dir() + "/programs/gtk_keys.py",
-                   "--stall-keys", "b", "--stall-ms", "60", "--log", log}),
-      dir.file("app.out"), dir.file("app.err"));
-  ASSERT_TRUE(wait_for_text(dir.file("app.err"), "gtk_keys: ready", 15000))
-      << read_file(dir.file("app.err"));
-  const std::string ready = read_file(dir.file("app.err"));
-  const std::string window = ready.substr(
-      ready.find("window=") + 7,
-      ready.find('\n', ready.find("window=")) - ready.find("window=") - 7);
-  const int64_t steal_before = steal_ns();
-  Process lt({looptrace_bin(), "record", "-p", std::to_string(app.pid()),
-              "--slow", "20ms", "--json", json},
-             dir.file("lt.out"), dir.file("lt.err"));
-  ASSERT_TRUE(wait_for_text(dir.file("lt.err"), "tracing", 15000))
-      << read_file(dir.file("lt.err"));
-  RunResult focus =
-      run(display.env({"/usr/bin/xdotool", "windowfocus", "--sync", window}));
-  ASSERT_EQ(focus.exit_code, 0) << focus.err;
-  RunResult keys = run(display.env({"/usr/bin/xdotool", "key", "--delay", "150",
-                                    "a", "b", "a", "c", "b", "q"}));
-  ASSERT_EQ(keys.exit_code, 0) << keys.err;
-  ASSERT_EQ(app.wait(15000), 0) << read_file(dir.file("app.err"));
-  ASSERT_EQ(lt.wait(15000), 0) << read_file(dir.file("lt.err"));
-  const int64_t tol = kToleranceNs + (steal_ns() - steal_before);
-  const std::string err = read_file(dir.file("lt.err"));
+  KeysRun r;
+  ASSERT_NO_FATAL_FAILURE(type_keys(dir, display, {}, "60", {}, &r));
+  const int64_t tol = kToleranceNs + r.steal;
+  const std::string& err = r.err;
+  const std::string& log = r.log;
   EXPECT_NE(
-      err.find(fmt::format("looptrace: profile gtk3: pid {} maps ", app.pid())),
+      err.find(fmt::format("looptrace: profile gtk3: pid {} maps ", r.pid)),
       std::string::npos)
       << err;
   EXPECT_NE(err.find("gtk_main_do_event at offset 0x"), std::string::npos)
       << err;
   auto presses = events(read_jsonl(log), "key");
   ASSERT_EQ(presses.size(), 6u) << read_file(log);
-  nlohmann::json report = read_json(json);
+  nlohmann::json report = read_json(r.json);
   const auto& slow = report["slow_dispatches"];
   size_t stalled = 0;
   for (const auto& k : presses) {
@@ -172,37 +196,15 @@ TEST(GtkInput, X11KeyPressesReceivedAndConsumedByTheirOwnHandlers) {
   const std::string writes = dir.file("writes.jsonl");
   Display display(dir, {"X11_READLOG=" + writes, preload});
   ASSERT_FALSE(display.name().empty()) << read_file(dir.file("xvfb.err"));
-  const std::string log = dir.file("gtk.jsonl");
   const std::string reads = dir.file("reads.jsonl");
-  const std::string json = dir.file("report.json");
-  Process app(
-      display.env({"X11_READLOG=" + reads, preload, "/usr/bin/python3",
-                   tests_dir() + "/programs/gtk_keys.py", "--stall-keys", "b",
-                   "--stall-ms", "200", "--log", log}),
-      dir.file("app.out"), dir.file("app.err"));
-  ASSERT_TRUE(wait_for_text(dir.file("app.err"), "gtk_keys: ready", 15000))
-      << read_file(dir.file("app.err"));
-  const std::string ready = read_file(dir.file("app.err"));
-  const std::string window = ready.substr(
-      ready.find("window=") + 7,
-      ready.find('\n', ready.find("window=")) - ready.find("window=") - 7);
-  const int64_t steal_before = steal_ns();
-  Process lt({looptrace_bin(), "record", "-p", std::to_string(app.pid()),
-              "--slow", "20ms", "--slow-input", "20ms", "--json", json},
-             dir.file("lt.out"), dir.file("lt.err"));
-  ASSERT_TRUE(wait_for_text(dir.file("lt.err"), "tracing", 15000))
-      << read_file(dir.file("lt.err"));
-  RunResult focus =
-      run(display.env({"/usr/bin/xdotool", "windowfocus", "--sync", window}));
-  ASSERT_EQ(focus.exit_code, 0) << focus.err;
+  KeysRun typed;
   // b stalls 200 ms: its release and the next press arrive meanwhile.
-  RunResult keys = run(display.env({"/usr/bin/xdotool", "key", "--delay", "150",
-                                    "a", "b", "a", "c", "b", "q"}));
-  ASSERT_EQ(keys.exit_code, 0) << keys.err;
-  ASSERT_EQ(app.wait(15000), 0) << read_file(dir.file("app.err"));
-  ASSERT_EQ(lt.wait(15000), 0) << read_file(dir.file("lt.err"));
-  const int64_t tol = steal_ns() - steal_before;
-  const std::string err = read_file(dir.file("lt.err"));
+  ASSERT_NO_FATAL_FAILURE(type_keys(dir, display,
+                                    {"X11_READLOG=" + reads, preload}, "200",
+                                    {"--slow-input", "20ms"}, &typed));
+  const int64_t tol = typed.steal;
+  const std::string& err = typed.err;
+  const std::string& log = typed.log;
   EXPECT_NE(err.find("looptrace:   input X11: socket "), std::string::npos)
       << err;
   EXPECT_NE(err.find(", decoded message by message"), std::string::npos) << err;
@@ -216,7 +218,7 @@ TEST(GtkInput, X11KeyPressesReceivedAndConsumedByTheirOwnHandlers) {
   for (const auto& w : read_jsonl(writes))
     if (w["type"] == "key_press")
       written_at[w["time"]].push_back(w["write_ns"].get<int64_t>());
-  nlohmann::json report = read_json(json);
+  nlohmann::json report = read_json(typed.json);
   std::map<uint32_t, nlohmann::json> got;  // key presses by server time
   for (const auto& e : report["input_events"]) {
     const std::string type = e["type"];
