@@ -52,12 +52,16 @@ int main(int argc, char** argv) {
   uint64_t iterations = 100000, slices = 20;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
-    if (a == "--socket") path = argv[i + 1];
-    else if (a == "--chunk") chunk = std::strtoul(argv[i + 1], nullptr, 10);
+    if (a == "--socket")
+      path = argv[i + 1];
+    else if (a == "--chunk")
+      chunk = std::strtoul(argv[i + 1], nullptr, 10);
     else if (a == "--iterations")
       iterations = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (a == "--slices") slices = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (a == "--go-file") go = argv[i + 1];
+    else if (a == "--slices")
+      slices = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (a == "--go-file")
+      go = argv[i + 1];
   }
   if (path.empty() || chunk < 32 || chunk > 4096 || chunk % 32 != 0 ||
       slices == 0 || iterations < slices) {
