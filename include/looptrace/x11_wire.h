@@ -123,14 +123,42 @@ struct lt_x11_framing {
 	__u8 pad[2];
 };
 
-/* One step: a message's header, or the rest of it; at most two per
- * message. Returns 1 (and sets f->done) when the chunk is done. A BPF
- * program runs it under bpf_loop, each step verified once. */
+/* One step: a whole message whose header starts in the chunk, or a
+ * message's header or its rest across chunks; at most two per message.
+ * Returns 1 (and sets f->done) when the chunk is done. A BPF program runs
+ * it under bpf_loop, each step verified once. */
 static inline int lt_x11_step(struct lt_x11_framing *f)
 {
 	struct lt_x11_state *st = f->st;
 	__u32 take, len;
 
+	/* A message that starts here with its header whole: one read of the
+	 * header, and the message in one step if it ends in this chunk. */
+	if (st->have == 0 && st->skip == 0 && f->n - f->pos >= LT_X11_HDR) {
+		if (LT_X11_READ(st->hdr, f->buf + f->pos, LT_X11_HDR))
+			goto lost;
+		len = 32;
+		if (st->hdr[0] == LT_X11_REPLY || (st->hdr[0] & 0x7f) == LT_X11_GENERIC) {
+			__u32 units = lt_x11_u32(st->hdr + 4);
+
+			if (units > LT_X11_MAX_UNITS)
+				goto lost;
+			len += 4 * units;
+		}
+		if (len > f->n - f->pos) {
+			/* Its rest comes in the next chunks. */
+			st->have = LT_X11_HDR;
+			st->skip = len - (f->n - f->pos);
+			f->pos = f->n;
+			goto done;
+		}
+		if (f->count >= LT_X11_MAX_MSGS)
+			goto lost;
+		f->pos += len;
+		lt_x11_decode(st, f->pos, len, 0, &f->out[f->count & (LT_X11_MAX_MSGS - 1)]);
+		f->count++;
+		return 0;
+	}
 	if (st->have == LT_X11_HDR) {
 		take = f->n - f->pos < st->skip ? f->n - f->pos : st->skip;
 		st->skip -= take;

@@ -499,7 +499,8 @@ void InputAnalyzer::match_display(const SpanEvent& sp,
     return same_kind(idx) && (!by_time || live_.at(idx).server_time_ms == time);
   });
   if (hit == q.end()) return;  // synthesized, or read before tracing began
-  std::vector<uint64_t> passed, consumed{*hit};
+  const uint64_t handled = *hit;
+  std::vector<uint64_t> passed;
   std::deque<uint64_t> left;
   for (auto it = q.begin(); it != q.end(); ++it) {
     if (it == hit) continue;
@@ -508,7 +509,7 @@ void InputAnalyzer::match_display(const SpanEvent& sp,
     else
       left.push_back(*it);
   }
-  InputEventInfo& e = live_.at(*hit);
+  InputEventInfo& e = live_.at(handled);
   e.finished_ns = span_end(sp);
   e.handling_start_ns = sp.start_ns;
   e.handling_span_id = sp.span_id;
@@ -518,8 +519,9 @@ void InputAnalyzer::match_display(const SpanEvent& sp,
     display_pending_.erase(pit);
   else
     q = std::move(left);
+  // q (and hit with it) may be gone now.
   for (uint64_t idx : passed) done(idx);
-  done(*hit);
+  done(handled);
 }
 
 void InputAnalyzer::on_span(const SpanEvent& sp) {
