@@ -104,11 +104,18 @@ static __always_inline void fill_io(struct lt_io_rec *rec, struct lt_thread *st,
 	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
 }
 
-static __always_inline __u64 io_wakeup(void)
+/* Input records wake the reader once, as the bytes waiting in the ring
+ * buffer cross lt_cfg.io_wakeup_bytes: below the mark its poll timeout
+ * collects them, above it the reader is awake already (it drains the
+ * buffer before it sleeps) or its timeout comes first. A wakeup per
+ * record is an IPI each, an APIC write that is a VM exit under a
+ * hypervisor: more than the record costs. `before` is what waited before
+ * this record of `size` bytes. */
+static __always_inline __u64 io_wakeup(__u64 before, __u32 size)
 {
-	return bpf_ringbuf_query(&lt_events, BPF_RB_AVAIL_DATA) >= lt_cfg.io_wakeup_bytes
-		   ? BPF_RB_FORCE_WAKEUP
-		   : BPF_RB_NO_WAKEUP;
+	__u64 mark = lt_cfg.io_wakeup_bytes;
+
+	return before < mark && before + size >= mark ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
 static long x11_step(__u32 i, void *f) { return lt_x11_step(f); }
@@ -174,7 +181,8 @@ static __noinline void x11_read(struct lt_thread *st, struct lt_io_pending *p, _
 	fill_io(&rec->io, st, p, ret, now, size);
 	__builtin_memset(rec->io.head, 0, sizeof(rec->io.head));
 	count(LT_CNT_IO);
-	if (bpf_ringbuf_output(&lt_events, rec, size, io_wakeup()))
+	if (bpf_ringbuf_output(&lt_events, rec, size,
+			       io_wakeup(bpf_ringbuf_query(&lt_events, BPF_RB_AVAIL_DATA), size)))
 		count(LT_CNT_RB_FULL);
 }
 
@@ -184,7 +192,7 @@ static __always_inline void io_exit(__s64 ret)
 	struct lt_io_pending p;
 	struct lt_io_rec *rec;
 	__u8 head[LT_IO_HEAD] = {};
-	__u64 buf, now;
+	__u64 buf, now, avail;
 	__u32 w[4];
 	long err = 0;
 
@@ -269,5 +277,8 @@ record:
 	fill_io(rec, st, &p, ret, now, sizeof(*rec));
 	__builtin_memcpy(rec->head, head, sizeof(rec->head));
 	count(LT_CNT_IO);
-	bpf_ringbuf_submit(rec, io_wakeup());
+	/* Reserved already: the waiting bytes include it. */
+	avail = bpf_ringbuf_query(&lt_events, BPF_RB_AVAIL_DATA);
+	bpf_ringbuf_submit(
+	    rec, io_wakeup(avail > sizeof(*rec) ? avail - sizeof(*rec) : 0, sizeof(*rec)));
 }
