@@ -174,9 +174,10 @@ struct lt_config {
 	/* 1: only processes in lt_tgids (and the peer ends of their channels,
 	 * in lt_chans); 0: every process. */
 	__u32 input_tgid_filter;
-	/* Input records wake the reader only once this many bytes wait in the
-	 * ring buffer (its poll timeout collects the rest): at high event
-	 * rates a wakeup per record costs more than the record. */
+	/* Input records wake the reader once, as the bytes waiting in the
+	 * ring buffer cross this many (its poll timeout collects the rest;
+	 * above the mark it is awake or its timeout comes first): a wakeup
+	 * per record costs more than the record. */
 	__u32 io_wakeup_bytes;
 	/* 1: spans only of processes in lt_tgids (-p, a command, and what they
 	 * fork); the uprobes are attached for every process, since the
