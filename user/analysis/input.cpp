@@ -60,8 +60,6 @@ int64_t x11_time_to_monotonic(uint32_t server_ms, uint64_t received_ns) {
   return ms > 0 ? ms * 1'000'000 : 0;
 }
 
-namespace {}  // namespace
-
 std::string_view input_stage_name(InputStage s) {
   switch (s) {
     case InputStage::kAgeAtDispatch:
