@@ -26,6 +26,36 @@ struct {
 	__type(value, struct lt_x11_rec);
 } lt_x11_scratch SEC(".maps");
 
+/* Wayland connections: the framing (wayland_wire.h) reads the user's
+ * buffers. */
+#define LT_WL_READ(dst, src, n) bpf_probe_read_user((dst), (n), (src))
+#include "looptrace/wayland_wire.h"
+
+/* Each Wayland connection's framing and input objects, by the client's
+ * socket inode. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u64);
+	__type(value, struct lt_wl_state);
+} lt_wl_states SEC(".maps");
+
+/* A Wayland read's record is built here; a new connection's state starts
+ * from the zeros here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lt_wl_rec);
+} lt_wl_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lt_wl_state);
+} lt_wl_zero SEC(".maps");
+
 static __always_inline void io_enter(__u32 fd, __u64 buf, __u64 len, __u32 op, const int typed)
 {
 	struct lt_io_pending p = {};
@@ -186,6 +216,135 @@ static __noinline void x11_read(struct lt_thread *st, struct lt_io_pending *p, _
 		count(LT_CNT_RB_FULL);
 }
 
+static long wl_step(__u32 i, void *f) { return lt_wl_step(f); }
+
+/*
+ * A call on a Wayland client connection: its bytes framed into messages,
+ * both ways. The requests (sends) teach the state which objects are the
+ * seat's keyboard, pointer and touch; nothing of them leaves. A read
+ * leaves as a record with its input events (kind, time, place; never a
+ * key or button code). libwayland moves bytes through a ring buffer:
+ * recvmsg and sendmsg get up to two iovecs.
+ */
+static __noinline void wl_io(struct lt_thread *st, struct lt_io_pending *p, __s64 ret, __u64 now)
+{
+	struct lt_wl_state *ws, *zero_state;
+	struct lt_wl_dir *dir;
+	struct lt_wl_rec *rec;
+	struct lt_wl_framing f;
+	struct iovec *iov = (struct iovec *)p->buf;
+	__u64 base[2] = {}, len[2] = {}, cnt = 1, asked, left = (__u64)ret, off = 0;
+	__u32 zero = 0, size, i;
+	int send = (p->op & LT_IO_SEND) != 0;
+
+	ws = bpf_map_lookup_elem(&lt_wl_states, &p->inode);
+	if (!ws) {
+		long e;
+
+		zero_state = bpf_map_lookup_elem(&lt_wl_zero, &zero);
+		if (!zero_state)
+			return;
+		e = bpf_map_update_elem(&lt_wl_states, &p->inode, zero_state, BPF_NOEXIST);
+		if (e == -LT_E2BIG)
+			count(LT_CNT_WATCH_FULL);
+		ws = bpf_map_lookup_elem(&lt_wl_states, &p->inode);
+		if (!ws)
+			return;
+		/* Tracing may begin inside an event; the requests are
+		 * written from a message's start (a whole flush). */
+		if (!e)
+			ws->in.lost = 1;
+	}
+	rec = bpf_map_lookup_elem(&lt_wl_scratch, &zero);
+	if (!rec)
+		return;
+	if (p->op & (LT_IO_MSGHDR | LT_IO_IOV)) {
+		if (p->op & LT_IO_MSGHDR) {
+			struct user_msghdr mh;
+
+			if (bpf_probe_read_user(&mh, sizeof(mh), (void *)p->buf))
+				return;
+			iov = mh.msg_iov;
+			cnt = mh.msg_iovlen;
+		} else {
+			cnt = p->len; /* readv, writev: iovcnt */
+		}
+		for (i = 0; i < 2; i++) {
+			struct iovec v;
+
+			if (i >= cnt || bpf_probe_read_user(&v, sizeof(v), &iov[i]))
+				break;
+			base[i] = (__u64)v.iov_base;
+			len[i] = v.iov_len;
+		}
+		asked = len[0] + len[1];
+	} else {
+		base[0] = p->buf;
+		len[0] = p->len;
+		asked = p->len;
+	}
+	dir = send ? &ws->out : &ws->in;
+	/* A write after one that lost the requests' framing starts at a
+	 * message again (a whole flush), unless the last was cut short. */
+	if (send && dir->lost) {
+		dir->lost = 0;
+		dir->have = 0;
+		dir->skip = 0;
+		dir->size = 0;
+	}
+	rec->flags = 0;
+	lt_wl_start(&f);
+	if (dir->lost) {
+		rec->flags |= LT_WL_REC_UNFRAMED;
+		count(LT_CNT_X11_UNFRAMED);
+	} else {
+		for (i = 0; i < 2; i++) {
+			__u64 n = len[i] < left ? len[i] : left;
+
+			if (!n)
+				continue;
+			lt_wl_begin(&f, ws, send, (const __u8 *)base[i], (__u32)n, (__u32)off,
+				    rec->msgs);
+			bpf_loop(LT_WL_MAX_STEPS, wl_step, &f, 0);
+			if (!f.done)
+				dir->lost = 1;
+			off += n;
+			left -= n;
+		}
+		/* Bytes in a third iovec are not seen. */
+		if (left)
+			dir->lost = 1;
+		if (dir->lost)
+			rec->flags |= LT_WL_REC_LOST;
+	}
+	if (send)
+		return;
+	if (cnt <= 2 && (__u64)ret < asked) {
+		rec->flags |= LT_WL_REC_DRAINED;
+		/* The server writes whole messages: the next read begins
+		 * with one. */
+		if (dir->lost) {
+			dir->lost = 0;
+			dir->have = 0;
+			dir->skip = 0;
+			dir->size = 0;
+		}
+	}
+	size = (__u32)f.count;
+	if (size > LT_WL_MAX_MSGS)
+		size = LT_WL_MAX_MSGS;
+	rec->nmsgs = size;
+	rec->other = f.other;
+	rec->pad = 0;
+	size = __builtin_offsetof(struct lt_wl_rec, msgs) + size * sizeof(struct lt_wl_msg);
+	fill_io(&rec->io, st, p, ret, now, size);
+	__builtin_memset(rec->io.head, 0, sizeof(rec->io.head));
+	count(LT_CNT_IO);
+	if (bpf_ringbuf_output(&lt_events, rec, size,
+			       io_wakeup(bpf_ringbuf_query(&lt_events, BPF_RB_AVAIL_DATA), size)))
+		count(LT_CNT_RB_FULL);
+}
+
 static __always_inline void io_exit(__s64 ret)
 {
 	struct lt_thread *st = thread_state(0);
@@ -217,6 +376,16 @@ static __always_inline void io_exit(__s64 ret)
 		if (!(p.op & LT_IO_SEND))
 			return;
 		goto record;
+	}
+	/* A Wayland server's writes to a watched client, as X11's. */
+	if (p.chan == LT_CHAN_WAYLAND_SERVER) {
+		if (!(p.op & LT_IO_SEND))
+			return;
+		goto record;
+	}
+	if (p.chan == LT_CHAN_WAYLAND) {
+		wl_io(st, &p, ret, now);
+		return;
 	}
 	buf = p.buf;
 	if (p.op & (LT_IO_MSGHDR | LT_IO_IOV)) {

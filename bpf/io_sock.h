@@ -167,6 +167,14 @@ static __always_inline int classify_fd(__u32 fd, int traced, struct lt_io_pendin
 		p->chan = LT_CHAN_X11_SERVER;
 		return 1;
 	}
+	if (watch && *watch == LT_WATCH_WAYLAND) {
+		p->chan = LT_CHAN_WAYLAND;
+		return 1;
+	}
+	if (watch && *watch == LT_WATCH_WAYLAND_SERVER) {
+		p->chan = LT_CHAN_WAYLAND_SERVER;
+		return 1;
+	}
 	if (o.is_unix && o.type == LT_SOCK_SEQPACKET) {
 		p->chan = LT_CHAN_INPUT;
 		return 1;

@@ -14,9 +14,10 @@
 #include <linux/types.h> /* BPF gets the same types from vmlinux.h */
 #endif
 
+#include "wayland_wire.h"
 #include "x11_wire.h"
 
-#define LT_ABI_VERSION 5
+#define LT_ABI_VERSION 6
 
 /* Key values read at span entry; 4 covers Android's target/callback/what
  * plus one spare. */
@@ -238,9 +239,9 @@ enum lt_counter {
 	 * not in lt_pending: enqueued before attach, or aged out of the full
 	 * table. Its delivery lag is unknown. */
 	LT_CNT_DELIVERY_UNMATCHED = 14,
-	/* Reads of an X11 connection not framed into messages: tracing began
-	 * inside a message, or the stream went out of step; framing starts
-	 * again after a read that drained the socket. */
+	/* Reads of an X11 or Wayland connection not framed into messages:
+	 * tracing began inside a message, or the stream went out of step;
+	 * framing starts again after a read that drained the socket. */
 	LT_CNT_X11_UNFRAMED = 15,
 	LT_CNT_MAX = 16,
 };
@@ -434,6 +435,10 @@ enum lt_chan_kind {
 	/* The X server's end of one: its writes only (when, how many bytes),
 	 * to pair with the client's reads by stream offset. */
 	LT_CHAN_X11_SERVER = 4,
+	/* A Wayland client connection: framed both ways (wayland_wire.h). */
+	LT_CHAN_WAYLAND = 5,
+	/* A Wayland server's end of one: its writes only, as X11's. */
+	LT_CHAN_WAYLAND_SERVER = 6,
 };
 
 /* lt_chans values: why an inode is watched. */
@@ -441,6 +446,8 @@ enum lt_chan_kind {
 #define LT_WATCH_PEER 2u       /* the peer end of a traced process's channel */
 #define LT_WATCH_X11 3u	       /* the client end of an X11 connection */
 #define LT_WATCH_X11_SERVER 4u /* the server end of a watched X11 connection */
+#define LT_WATCH_WAYLAND 5u    /* the client end of a Wayland connection */
+#define LT_WATCH_WAYLAND_SERVER 6u /* the server end of a watched one */
 
 /* Bytes read from the start of each message: the header and the time
  * fields (eventTime / consumeTime at 16), never the payload. */
@@ -489,6 +496,19 @@ struct lt_x11_rec {
 	__u32 nmsgs;
 	__u32 flags; /* LT_X11_REC_* */
 	struct lt_x11_msg msgs[LT_X11_MAX_MSGS];
+};
+
+/* A read of a Wayland connection (chan LT_CHAN_WAYLAND): the call, then
+ * its input events, framed in the kernel (wayland_wire.h); other messages
+ * only counted. io.hdr.size is offsetof(msgs) + nmsgs * sizeof(struct
+ * lt_wl_msg). */
+struct lt_wl_rec {
+	struct lt_io_rec io;
+	__u32 nmsgs;
+	__u32 flags; /* LT_WL_REC_* */
+	__u32 other; /* messages that ended in the read and are not input */
+	__u32 pad;
+	struct lt_wl_msg msgs[LT_WL_MAX_MSGS];
 };
 
 /*

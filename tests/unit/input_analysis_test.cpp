@@ -1248,10 +1248,10 @@ TEST(InputAnalysisTest, X11SendsFoundByStreamOffset) {
                            ending_at(x11_msg(3, 250), 64)})};
   auto& first = std::get<IoEvent>(evs[1]);
   first.bytes = 96;
-  first.x11_flags = LT_X11_REC_DRAINED;
+  first.frame_flags = LT_X11_REC_DRAINED;
   auto& second = std::get<IoEvent>(evs[4]);
   second.bytes = 64;
-  second.x11_flags = LT_X11_REC_DRAINED;
+  second.frame_flags = LT_X11_REC_DRAINED;
   InputAnalysis a = run(evs, o);
   ASSERT_EQ(a.events.size(), 4u);
   EXPECT_EQ(a.events[0].sent_ns, 100 * kMs);
@@ -1275,14 +1275,14 @@ TEST(InputAnalysisTest, X11NoSendBeforeTheStreamsAreAligned) {
 
 TEST(InputAnalysisTest, X11ServerTimeToMonotonic) {
   // Same clock: the ms before the read.
-  EXPECT_EQ(x11_time_to_monotonic(5000, 5002 * kMs + 7),
+  EXPECT_EQ(display_time_to_monotonic(5000, 5002 * kMs + 7),
             static_cast<int64_t>(5000 * kMs));
   // 32-bit ms wrap (every 49.7 days): the latest time with those bits.
   const uint64_t received = (0x100000000ull + 10) * kMs;
-  EXPECT_EQ(x11_time_to_monotonic(0xfffffff0u, received),
+  EXPECT_EQ(display_time_to_monotonic(0xfffffff0u, received),
             static_cast<int64_t>((0x100000000ull - 16) * kMs));
   // A clock that is evidently another one (hours off): unknown.
-  EXPECT_EQ(x11_time_to_monotonic(5000, 50'000'000 * kMs), 0);
+  EXPECT_EQ(display_time_to_monotonic(5000, 50'000'000 * kMs), 0);
 }
 
 }  // namespace

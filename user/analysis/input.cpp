@@ -40,18 +40,43 @@ std::optional<InputType> x11_input_type(const lt_x11_msg& m) {
   return std::nullopt;
 }
 
+// A Wayland input event's type.
+InputType wl_input_type(uint8_t kind) {
+  switch (kind) {
+    case LT_WL_KEY_PRESS:
+      return InputType::kKeyPress;
+    case LT_WL_KEY_RELEASE:
+      return InputType::kKeyRelease;
+    case LT_WL_BUTTON_PRESS:
+      return InputType::kButtonPress;
+    case LT_WL_BUTTON_RELEASE:
+      return InputType::kButtonRelease;
+    case LT_WL_TOUCH_DOWN:
+      return InputType::kTouchBegin;
+    case LT_WL_TOUCH_UP:
+      return InputType::kTouchEnd;
+    case LT_WL_TOUCH_MOTION:
+      return InputType::kTouchUpdate;
+    case LT_WL_AXIS:
+      return InputType::kScroll;
+    default:
+      return InputType::kMotion;
+  }
+}
+
 }  // namespace
 
 // Display input events waiting per thread for their dispatch, at most.
 constexpr size_t kMaxDisplayPending = 4096;
-// An X server's writes to one client kept to find sends in, at most.
-constexpr size_t kMaxX11Writes = 65536;
+// A display server's writes to one client kept to find sends in, at most.
+constexpr size_t kMaxDisplayWrites = 65536;
 
-int64_t x11_time_to_monotonic(uint32_t server_ms, uint64_t received_ns) {
+int64_t display_time_to_monotonic(uint32_t server_ms, uint64_t received_ns) {
   // The server's clock in ms, 32 bits: the latest time with those low bits
   // not after the read (a little after: clocks read at different moments).
-  // Xvfb and Xorg read CLOCK_MONOTONIC; a server whose clock is not that is
-  // seen far off, and its times are not used.
+  // Xvfb and Xorg read CLOCK_MONOTONIC, as Wayland compositors do (libinput's
+  // times); a server whose clock is not that is seen far off, and its times
+  // are not used.
   const uint64_t received_ms = received_ns / 1'000'000;
   const int32_t behind =
       static_cast<int32_t>(static_cast<uint32_t>(received_ms) - server_ms);
@@ -234,8 +259,12 @@ void InputAnalyzer::on_io(const IoEvent& io) {
     on_x11(io);
     return;
   }
-  if (io.chan == LT_CHAN_X11_SERVER) {
-    on_x11_server(io);
+  if (io.chan == LT_CHAN_WAYLAND) {
+    on_wayland(io);
+    return;
+  }
+  if (is_display_server_chan(io.chan)) {
+    on_display_server(io);
     return;
   }
   std::optional<InputMessageInfo> m =
@@ -377,39 +406,40 @@ InputAnalyzer::Channel& InputAnalyzer::channel(uint64_t inode) {
   return *cp;
 }
 
-void InputAnalyzer::on_x11_server(const IoEvent& io) {
-  // The X server's write to a client: the client's end names the stream.
+void InputAnalyzer::on_display_server(const IoEvent& io) {
+  // The server's write to a client: the client's end names the stream.
   if (!io.is_send() || io.peer_inode == 0 || io.bytes <= 0) return;
-  X11Stream& s = x11_streams_[io.peer_inode];
+  DisplayStream& s = display_streams_[io.peer_inode];
   const uint64_t begin = s.write_off;
   s.write_off += static_cast<uint64_t>(io.bytes);
   s.writes.push_back({io.enter_ns, io.exit_ns, begin, s.write_off});
   // Bounded: an event's send is found within the last writes (they are
   // looked up within the reorder window of its read).
-  if (s.writes.size() > kMaxX11Writes)
+  if (s.writes.size() > kMaxDisplayWrites)
     s.writes.erase(s.writes.begin(),
-                   s.writes.begin() + static_cast<long>(kMaxX11Writes / 2));
+                   s.writes.begin() + static_cast<long>(kMaxDisplayWrites / 2));
 }
 
 // The server's write that sent e's last byte. At a read that drained the
 // socket, the client had read every byte the server had written: the two
 // counts differ by a constant from there on (their starts differ by what
 // moved before tracing).
-void InputAnalyzer::find_x11_send(InputEventInfo& e) {
-  auto it = x11_streams_.find(e.channel);
-  if (it == x11_streams_.end() || e.anchor_ns == 0 || e.stream_end == 0) return;
-  const std::deque<X11Write>& w = it->second.writes;
+void InputAnalyzer::find_display_send(InputEventInfo& e) {
+  auto it = display_streams_.find(e.channel);
+  if (it == display_streams_.end() || e.anchor_ns == 0 || e.stream_end == 0)
+    return;
+  const std::deque<DisplayWrite>& w = it->second.writes;
   if (w.empty()) return;
   // Written by the anchor: the writes that had returned by then.
   auto after = std::upper_bound(
       w.begin(), w.end(), e.anchor_ns,
-      [](uint64_t t, const X11Write& x) { return t < x.exit_ns; });
+      [](uint64_t t, const DisplayWrite& x) { return t < x.exit_ns; });
   if (after == w.begin()) return;  // the server's writes were not seen yet
   const uint64_t written = std::prev(after)->end_off;
   const uint64_t last = e.stream_end - 1 + written - e.anchor_off;
   auto cover = std::upper_bound(
       w.begin(), w.end(), last,
-      [](uint64_t off, const X11Write& x) { return off < x.end_off; });
+      [](uint64_t off, const DisplayWrite& x) { return off < x.end_off; });
   // Not among the writes seen (written before them, or not yet seen), or
   // after the read that got it: the counts are out of step.
   if (cover == w.end() || cover->begin_off > last) return;
@@ -417,20 +447,69 @@ void InputAnalyzer::find_x11_send(InputEventInfo& e) {
   e.sent_ns = cover->enter_ns;
 }
 
-void InputAnalyzer::on_x11(const IoEvent& io) {
-  if (io.is_send()) return;  // the client's requests
-  X11Stream& stream = x11_streams_[io.inode];
-  const uint64_t read_from = stream.read_off;
+InputAnalyzer::DisplayStream& InputAnalyzer::display_read(const IoEvent& io,
+                                                          uint64_t* read_from) {
+  DisplayStream& stream = display_streams_[io.inode];
+  *read_from = stream.read_off;
   stream.read_off += static_cast<uint64_t>(io.bytes);
-  if (io.x11_flags & LT_X11_REC_DRAINED) {
+  if (io.frame_flags & LT_X11_REC_DRAINED) {
     stream.anchor_ns = io.exit_ns;
     stream.anchor_off = stream.read_off;
   }
-  if (io.x11_flags & LT_X11_REC_UNFRAMED) ++stats_.unframed_reads;
-  if (io.x11_flags & LT_X11_REC_LOST) ++stats_.framing_lost;
+  const bool wl = io.chan == LT_CHAN_WAYLAND;
+  if (io.frame_flags & LT_X11_REC_UNFRAMED)
+    ++(wl ? stats_.wl_unframed_reads : stats_.unframed_reads);
+  if (io.frame_flags & LT_X11_REC_LOST)
+    ++(wl ? stats_.wl_framing_lost : stats_.framing_lost);
   Channel& ch = channel(io.inode);
-  ch.summary.chan_kind = LT_CHAN_X11;
+  ch.summary.chan_kind = io.chan;
   if (ch.summary.peer == 0) ch.summary.peer = io.peer_inode;
+  return stream;
+}
+
+void InputAnalyzer::add_display_event(const IoEvent& io,
+                                      const DisplayStream& stream,
+                                      uint64_t read_from, InputType type,
+                                      uint32_t server_ms, uint32_t end,
+                                      uint32_t position) {
+  uint64_t idx = next_idx_++;
+  InputEventInfo& e = live_[idx];
+  e.channel = io.inode;
+  e.peer = io.peer_inode;
+  e.chan_kind = io.chan;
+  e.seq = ++raw_seq_[io.inode];
+  e.type = type;
+  e.pid = io.pid;
+  e.tid = io.tid;
+  e.comm = io.comm;
+  e.received_ns = io.exit_ns;
+  e.server_time_ms = server_ms;
+  e.position = position;
+  e.event_time_ns = display_time_to_monotonic(server_ms, io.exit_ns);
+  e.stream_end = read_from + end;
+  e.anchor_ns = stream.anchor_ns;
+  e.anchor_off = stream.anchor_off;
+  // No dispatch probe says which event it handles: it cannot be matched
+  // (its receive is all there is to know).
+  if (options_.display_dispatch.empty()) {
+    done(idx);
+    return;
+  }
+  std::deque<uint64_t>& q = display_pending_[{io.pid, io.tid}];
+  q.push_back(idx);
+  // Events the loop never handled (not the toolkit's, or swallowed) must
+  // not pile up: the oldest are final, unconsumed.
+  if (q.size() > kMaxDisplayPending) {
+    done(q.front());
+    q.pop_front();
+  }
+}
+
+void InputAnalyzer::on_x11(const IoEvent& io) {
+  if (io.is_send()) return;  // the client's requests
+  uint64_t read_from = 0;
+  DisplayStream& stream = display_read(io, &read_from);
+  Channel& ch = channel(io.inode);
   for (size_t i = 0; i < io.x11.size(); ++i) {
     const lt_x11_msg& m = io.x11[i];
     std::optional<InputType> type = x11_input_type(m);
@@ -438,38 +517,20 @@ void InputAnalyzer::on_x11(const IoEvent& io) {
       ++ch.summary.non_input;  // replies, errors, window events: never blamed
       continue;
     }
-    uint64_t idx = next_idx_++;
-    InputEventInfo& e = live_[idx];
-    e.channel = io.inode;
-    e.peer = io.peer_inode;
-    e.chan_kind = LT_CHAN_X11;
-    e.seq = ++raw_seq_[io.inode];
-    e.type = *type;
-    e.pid = io.pid;
-    e.tid = io.tid;
-    e.comm = io.comm;
-    e.received_ns = io.exit_ns;
-    e.server_time_ms = m.time;
-    e.position = static_cast<uint32_t>(i);
-    e.event_time_ns = x11_time_to_monotonic(m.time, io.exit_ns);
-    e.stream_end = read_from + m.end;
-    e.anchor_ns = stream.anchor_ns;
-    e.anchor_off = stream.anchor_off;
-    // No dispatch probe says which event it handles: it cannot be matched
-    // (its receive is all there is to know).
-    if (options_.display_dispatch.empty()) {
-      done(idx);
-      continue;
-    }
-    std::deque<uint64_t>& q = display_pending_[{io.pid, io.tid}];
-    q.push_back(idx);
-    // Events the loop never handled (not GTK's, or swallowed) must not
-    // pile up: the oldest are final, unconsumed.
-    if (q.size() > kMaxDisplayPending) {
-      done(q.front());
-      q.pop_front();
-    }
+    add_display_event(io, stream, read_from, *type, m.time, m.end,
+                      static_cast<uint32_t>(i));
   }
+}
+
+void InputAnalyzer::on_wayland(const IoEvent& io) {
+  // The client's requests are framed in the kernel, never recorded.
+  if (io.is_send()) return;
+  uint64_t read_from = 0;
+  DisplayStream& stream = display_read(io, &read_from);
+  channel(io.inode).summary.non_input += io.wl_other;
+  for (const lt_wl_msg& m : io.wl)
+    add_display_event(io, stream, read_from, wl_input_type(m.kind), m.time,
+                      m.end, m.index);
 }
 
 // A dispatch of a display input event: the oldest waiting event of its
@@ -573,7 +634,7 @@ void InputAnalyzer::settle(uint64_t idx) {
   auto lit = live_.find(idx);
   if (lit == live_.end()) return;
   InputEventInfo& e = lit->second;
-  if (e.chan_kind == LT_CHAN_X11 && e.sent_ns == 0) find_x11_send(e);
+  if (is_display_chan(e.chan_kind) && e.sent_ns == 0) find_display_send(e);
   // Whatever it waited behind ended before its handling began, on its own
   // thread, so reached the stream before its FINISHED did. Only the
   // handling dispatch itself comes later: wait for it when it could be
@@ -649,7 +710,7 @@ void InputAnalyzer::finalize(uint64_t idx) {
     ++stats_.unmatched;
     return;
   }
-  if (e.chan_kind == LT_CHAN_X11 && e.sent_ns == 0) find_x11_send(e);
+  if (is_display_chan(e.chan_kind) && e.sent_ns == 0) find_display_send(e);
   static const std::vector<SpanEvent> kNone;
   auto sit = spans_.find({e.pid, e.tid});
   e.blame = select_blame(e, sit == spans_.end() ? kNone : sit->second,

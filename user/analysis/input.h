@@ -39,9 +39,10 @@ constexpr int kInputStages = static_cast<int>(InputStage::kCount);
 // "dispatch_latency_dur" etc.
 std::string_view input_stage_name(InputStage s);
 
-// An X11 server time (ms, 32 bits) as CLOCK_MONOTONIC ns, given when the
-// event was read; 0 if the server's clock is evidently another one.
-int64_t x11_time_to_monotonic(uint32_t server_ms, uint64_t received_ns);
+// A display server's event time (ms, 32 bits: X11's server time,
+// Wayland's event time) as CLOCK_MONOTONIC ns, given when the event was
+// read; 0 if the server's clock is evidently another one.
+int64_t display_time_to_monotonic(uint32_t server_ms, uint64_t received_ns);
 
 // A dispatch an input event waited behind (or was handled in).
 struct BlameSpan {
@@ -90,8 +91,8 @@ struct InputEventInfo {
   uint32_t handling_probe = 0;
   bool has_finish = false;  // a FINISHED message was seen
   bool handled = false;
-  // Display channels (X11): the server's timestamp (ms, its clock) and the
-  // message's place in the read that brought it; coalesced: a later event
+  // Display channels (X11, Wayland): the server's timestamp (ms, its clock) and
+  // the message's place in the read that brought it; coalesced: a later event
   // of its kind was handled and it never was (motion compression, a key
   // the toolkit swallowed).
   uint32_t server_time_ms = 0;
@@ -112,7 +113,7 @@ struct InputEventInfo {
   // event) the event's own time, else received.
   uint64_t arrival_ns() const {
     if (sent_ns) return sent_ns;
-    if (chan_kind == LT_CHAN_X11 && event_time_ns > 0 &&
+    if (is_display_chan(chan_kind) && event_time_ns > 0 &&
         static_cast<uint64_t>(event_time_ns) <= received_ns)
       return static_cast<uint64_t>(event_time_ns);
     return received_ns;
@@ -180,9 +181,11 @@ struct InputAnalysis {
   uint64_t legacy_messages = 0;
   uint64_t undecodable = 0;  // records whose bytes did not decode
   // X11 reads not framed (tracing began inside a message; the stream
-  // went out of step) and times the framing was lost.
+  // went out of step) and times the framing was lost; Wayland's the same.
   uint64_t unframed_reads = 0;
   uint64_t framing_lost = 0;
+  uint64_t wl_unframed_reads = 0;
+  uint64_t wl_framing_lost = 0;
   // Dispatches dropped from the blame window (InputOptions::max_spans).
   uint64_t spans_dropped = 0;
   // Set when the temp file for stage durations failed: they were kept in
@@ -234,8 +237,18 @@ class InputAnalyzer {
   void on_io(const IoEvent& io);
   void on_raw(const IoEvent& io);
   void on_x11(const IoEvent& io);
-  void on_x11_server(const IoEvent& io);
-  void find_x11_send(InputEventInfo& e);
+  void on_wayland(const IoEvent& io);
+  void on_display_server(const IoEvent& io);
+  void find_display_send(InputEventInfo& e);
+  struct DisplayStream;
+  // A display read's start (its stream offset before it), its flags
+  // counted; the stream of the client's end.
+  DisplayStream& display_read(const IoEvent& io, uint64_t* read_from);
+  // One input event of a display read: type, server time, where it ends in
+  // the read, its place among the read's messages.
+  void add_display_event(const IoEvent& io, const DisplayStream& stream,
+                         uint64_t read_from, InputType type, uint32_t server_ms,
+                         uint32_t end, uint32_t position);
   void match_display(const SpanEvent& sp, const ProbeDef::InputMatch& m);
   Channel& channel(uint64_t inode);
   void on_span(const SpanEvent& sp);
@@ -267,18 +280,18 @@ class InputAnalyzer {
   // Display input events waiting for the dispatch that handles them, per
   // thread, in arrival order.
   std::map<ThreadKey, std::deque<uint64_t>> display_pending_;
-  // An X11 connection's two byte counts: what the client read, what the
-  // server wrote (each write: its entry, return, and the count after it).
-  struct X11Write {
+  // A display connection's two byte counts: what the client read, what
+  // the server wrote (each write: its entry, return, and the count after).
+  struct DisplayWrite {
     uint64_t enter_ns, exit_ns, begin_off, end_off;
   };
-  struct X11Stream {
+  struct DisplayStream {
     uint64_t read_off = 0;
     uint64_t anchor_ns = 0, anchor_off = 0;  // 0: no draining read yet
     uint64_t write_off = 0;
-    std::deque<X11Write> writes;
+    std::deque<DisplayWrite> writes;
   };
-  std::map<uint64_t, X11Stream> x11_streams_;  // by the client's inode
+  std::map<uint64_t, DisplayStream> display_streams_;  // by client inode
   // Consumed events whose blame may be their own handling dispatch, not
   // yet seen, per thread.
   std::map<ThreadKey, std::vector<uint64_t>> pending_blame_;

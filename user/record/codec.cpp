@@ -157,17 +157,36 @@ void put_io(Writer& w, const IoEvent& e) {
   w.put(e.span_id);
   w.put(e.span_probe);
   w.put_raw(e.head);
+  if (e.chan == LT_CHAN_WAYLAND) {
+    w.put(e.frame_flags);
+    w.put(e.wl_other);
+    w.put<uint32_t>(static_cast<uint32_t>(e.wl.size()));
+    for (const lt_wl_msg& m : e.wl) w.put(m);
+    return;
+  }
   if (e.chan != LT_CHAN_X11) return;
-  w.put(e.x11_flags);
+  w.put(e.frame_flags);
   w.put<uint32_t>(static_cast<uint32_t>(e.x11.size()));
   for (const lt_x11_msg& m : e.x11) w.put(m);
 }
 
 bool get_x11(Reader& r, IoEvent* e) {
   uint32_t n = 0;
-  if (!r.get(&e->x11_flags) || !r.get(&n) || n > LT_X11_MAX_MSGS) return false;
+  if (!r.get(&e->frame_flags) || !r.get(&n) || n > LT_X11_MAX_MSGS)
+    return false;
   e->x11.resize(n);
   for (lt_x11_msg& m : e->x11)
+    if (!r.get(&m)) return false;
+  return r.done();
+}
+
+bool get_wl(Reader& r, IoEvent* e) {
+  uint32_t n = 0;
+  if (!r.get(&e->frame_flags) || !r.get(&e->wl_other) || !r.get(&n) ||
+      n > LT_WL_MAX_MSGS)
+    return false;
+  e->wl.resize(n);
+  for (lt_wl_msg& m : e->wl)
     if (!r.get(&m)) return false;
   return r.done();
 }
@@ -179,7 +198,9 @@ bool get_io(Reader& r, IoEvent* e) {
          r.get(&e->fd) && r.get(&e->op) && r.get(&e->chan) &&
          r.get(&e->depth) && r.get(&e->span_start_ns) && r.get(&e->span_id) &&
          r.get(&e->span_probe) && r.get_raw(&e->head) &&
-         (e->chan == LT_CHAN_X11 ? get_x11(r, e) : r.done());
+         (e->chan == LT_CHAN_X11       ? get_x11(r, e)
+          : e->chan == LT_CHAN_WAYLAND ? get_wl(r, e)
+                                       : r.done());
 }
 
 // --- CBOR events -----------------------------------------------------------

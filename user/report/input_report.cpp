@@ -23,13 +23,14 @@ std::string channel_name(uint64_t inode) {
 const char* mode_name(uint32_t chan_kind) {
   // How consumption is known: Android's FINISHED reply, or (raw channels)
   // the end of the dispatch that read the bytes.
-  // X11: the dispatch of the event's own type and time.
-  if (chan_kind == LT_CHAN_X11) return "dispatch_match";
+  // X11, Wayland: the dispatch of the event's own type and time.
+  if (is_display_chan(chan_kind)) return "dispatch_match";
   return chan_kind == LT_CHAN_RAW ? "dispatch_end" : "finished";
 }
 
 const char* layout_name(uint32_t chan_kind, uint32_t layout) {
   if (chan_kind == LT_CHAN_X11) return "x11";
+  if (chan_kind == LT_CHAN_WAYLAND) return "wayland";
   switch (layout) {
     case LT_LAYOUT_CURRENT:
       return "current";
@@ -40,10 +41,10 @@ const char* layout_name(uint32_t chan_kind, uint32_t layout) {
   }
 }
 
-// The stages a channel can show: raw channels have no sender or ACK; X11
-// events have their own time and the server's send, and no ACK.
+// The stages a channel can show: raw channels have no sender or ACK;
+// display events have their own time and the server's send, and no ACK.
 bool stage_applies(uint32_t chan_kind, InputStage s) {
-  if (chan_kind == LT_CHAN_X11)
+  if (is_display_chan(chan_kind))
     return s != InputStage::kAckLatency && s != InputStage::kTotalLatency;
   if (chan_kind != LT_CHAN_RAW) return true;
   return s == InputStage::kWaitBeforeHandling ||
@@ -133,7 +134,7 @@ json event_json(const InputEventInfo& e, const SpanIndex& idx,
       {"blame", std::move(blame)},
   };
   for (auto& [k, v] : stages.items()) j[k] = v;  // flat, as Perfetto has
-  if (e.chan_kind == LT_CHAN_X11) {
+  if (is_display_chan(e.chan_kind)) {
     j["server_time_ms"] = e.server_time_ms;
     j["position"] = e.position;  // its message's place in the read
     j["coalesced"] = e.coalesced;
@@ -217,6 +218,8 @@ json input_summary_to_json(const InputAnalysis& a,
       {"undecodable_messages", a.undecodable},
       {"x11_unframed_reads", a.unframed_reads},
       {"x11_framing_lost", a.framing_lost},
+      {"wayland_unframed_reads", a.wl_unframed_reads},
+      {"wayland_framing_lost", a.wl_framing_lost},
       {"not_listed", a.not_listed},
       {"channels_not_listed", channels_omitted},
       // What the kernel filter let through and turned away.
@@ -282,14 +285,14 @@ void write_input_report(std::ostream& os, const InputAnalysis& a,
                 "  {} event{} ({} key, {} motion), {} layout{}", c.events,
                 c.events == 1 ? "" : "s", c.keys, c.motions,
                 layout_name(c.chan_kind, c.layout),
-                c.chan_kind == LT_CHAN_X11
+                is_display_chan(c.chan_kind)
                     ? fmt::format("; {} other messages, not input", c.non_input)
                     : std::string()));
     report::put(
         os,
         fmt::format(
             "  consumed = {}{}{}",
-            c.chan_kind == LT_CHAN_X11
+            is_display_chan(c.chan_kind)
                 ? "end of the dispatch of that event (its type and time)"
             : c.chan_kind == LT_CHAN_RAW ? "end of the dispatch that read it"
                                          : "FINISHED sent by the app",

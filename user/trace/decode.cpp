@@ -197,13 +197,27 @@ bool decode_record(const void* data, size_t size, Event* out) {
     }
     case LT_REC_IO: {
       lt_io_rec r;
-      // An X11 read carries its messages after the call (lt_x11_rec).
+      // An X11 read carries its messages after the call (lt_x11_rec), a
+      // Wayland read its input events (lt_wl_rec).
       constexpr size_t kX11Head = offsetof(lt_x11_rec, msgs);
+      constexpr size_t kWlHead = offsetof(lt_wl_rec, msgs);
       if (size < sizeof(r)) return false;
       std::memcpy(&r, data, sizeof(r));
       const bool x11 = r.chan == LT_CHAN_X11;
-      uint32_t nmsgs = 0, x11_flags = 0;
-      if (x11) {
+      const bool wl = r.chan == LT_CHAN_WAYLAND;
+      uint32_t nmsgs = 0, frame_flags = 0, wl_other = 0;
+      const char* bytes = static_cast<const char*>(data);
+      if (wl) {
+        if (r.hdr.size < kWlHead || size < r.hdr.size) return false;
+        std::memcpy(&nmsgs, bytes + offsetof(lt_wl_rec, nmsgs), sizeof(nmsgs));
+        std::memcpy(&frame_flags, bytes + offsetof(lt_wl_rec, flags),
+                    sizeof(frame_flags));
+        std::memcpy(&wl_other, bytes + offsetof(lt_wl_rec, other),
+                    sizeof(wl_other));
+        if (nmsgs > LT_WL_MAX_MSGS ||
+            r.hdr.size != kWlHead + nmsgs * sizeof(lt_wl_msg))
+          return false;
+      } else if (x11) {
         if (r.hdr.size < kX11Head || size < r.hdr.size ||
             (r.hdr.size - kX11Head) % sizeof(lt_x11_msg) != 0)
           return false;
@@ -212,9 +226,9 @@ bool decode_record(const void* data, size_t size, Event* out) {
             static_cast<const char*>(data) + offsetof(lt_x11_rec, nmsgs),
             sizeof(nmsgs));
         std::memcpy(
-            &x11_flags,
+            &frame_flags,
             static_cast<const char*>(data) + offsetof(lt_x11_rec, flags),
-            sizeof(x11_flags));
+            sizeof(frame_flags));
         if (nmsgs > LT_X11_MAX_MSGS ||
             r.hdr.size != kX11Head + nmsgs * sizeof(lt_x11_msg))
           return false;
@@ -223,15 +237,23 @@ bool decode_record(const void* data, size_t size, Event* out) {
       }
       if (r.bytes <= 0 ||
           (r.chan != LT_CHAN_INPUT && r.chan != LT_CHAN_RAW &&
-           r.chan != LT_CHAN_X11 && r.chan != LT_CHAN_X11_SERVER))
+           r.chan != LT_CHAN_X11 && r.chan != LT_CHAN_X11_SERVER &&
+           r.chan != LT_CHAN_WAYLAND && r.chan != LT_CHAN_WAYLAND_SERVER))
         return false;
       IoEvent ev;
+      if (wl) {
+        ev.wl.resize(nmsgs);
+        if (nmsgs)
+          std::memcpy(ev.wl.data(), bytes + kWlHead, nmsgs * sizeof(lt_wl_msg));
+        ev.wl_other = wl_other;
+        ev.frame_flags = frame_flags;
+      }
       if (x11) {
         ev.x11.resize(nmsgs);
         if (nmsgs)
           std::memcpy(ev.x11.data(), static_cast<const char*>(data) + kX11Head,
                       nmsgs * sizeof(lt_x11_msg));
-        ev.x11_flags = x11_flags;
+        ev.frame_flags = frame_flags;
       }
       ev.pid = r.hdr.pid;
       ev.tid = r.hdr.tid;

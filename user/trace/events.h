@@ -175,11 +175,25 @@ struct IoEvent {
   uint32_t span_probe = 0;
   std::array<uint8_t, LT_IO_HEAD> head{};  // first bytes of the message
   // An X11 read (chan LT_CHAN_X11): the messages that ended in it, framed
-  // in the kernel (header fields only), and LT_X11_REC_* flags.
+  // in the kernel (header fields only).
   std::vector<lt_x11_msg> x11;
-  uint32_t x11_flags = 0;
+  // A Wayland read (chan LT_CHAN_WAYLAND): its input events, and how many
+  // other messages ended in it.
+  std::vector<lt_wl_msg> wl;
+  uint32_t wl_other = 0;
+  // Either's LT_X11_REC_* / LT_WL_REC_* flags (the same bits).
+  uint32_t frame_flags = 0;
   bool is_send() const { return (op & LT_IO_SEND) != 0; }
 };
+
+// A display server's connection (X11, Wayland), decoded message by message.
+inline bool is_display_chan(uint32_t chan) {
+  return chan == LT_CHAN_X11 || chan == LT_CHAN_WAYLAND;
+}
+// The server's end of one: its writes give the events' sends.
+inline bool is_display_server_chan(uint32_t chan) {
+  return chan == LT_CHAN_X11_SERVER || chan == LT_CHAN_WAYLAND_SERVER;
+}
 
 // A traced process exec'd another program: its mappings are new.
 struct ExecEvent {

@@ -52,6 +52,8 @@ std::string_view input_type_name(InputType t) {
       return "touch_update";
     case InputType::kTouchEnd:
       return "touch_end";
+    case InputType::kScroll:
+      return "scroll";
   }
   return "unknown";
 }
@@ -60,7 +62,7 @@ std::optional<InputType> display_input_type(std::string_view name) {
   for (InputType t :
        {InputType::kKeyPress, InputType::kKeyRelease, InputType::kButtonPress,
         InputType::kButtonRelease, InputType::kMotion, InputType::kTouchBegin,
-        InputType::kTouchUpdate, InputType::kTouchEnd})
+        InputType::kTouchUpdate, InputType::kTouchEnd, InputType::kScroll})
     if (input_type_name(t) == name) return t;
   return std::nullopt;
 }

@@ -30,6 +30,7 @@ enum class InputType {
   kTouchBegin,
   kTouchUpdate,
   kTouchEnd,
+  kScroll,  // Wayland's wl_pointer.axis
 };
 
 std::string_view input_type_name(InputType t);
