@@ -19,6 +19,7 @@ packages=(
   python3-pyqt5 # the Qt profile tests: PyQt5 and PyQt6 with
   python3-pyqt6 #   QT_QPA_PLATFORM=offscreen
   gir1.2-gtk-3.0 xvfb xdotool # the GTK profile test: keys typed under Xvfb
+  libwayland-dev # the Wayland test: a client and server built from libwayland
 )
 
 missing=()

@@ -442,11 +442,11 @@ enum lt_chan_kind {
 };
 
 /* lt_chans values: why an inode is watched. */
-#define LT_WATCH_RAW 1u	       /* a raw channel the user picked */
-#define LT_WATCH_PEER 2u       /* the peer end of a traced process's channel */
-#define LT_WATCH_X11 3u	       /* the client end of an X11 connection */
-#define LT_WATCH_X11_SERVER 4u /* the server end of a watched X11 connection */
-#define LT_WATCH_WAYLAND 5u    /* the client end of a Wayland connection */
+#define LT_WATCH_RAW 1u		   /* a raw channel the user picked */
+#define LT_WATCH_PEER 2u	   /* the peer end of a traced process's channel */
+#define LT_WATCH_X11 3u		   /* the client end of an X11 connection */
+#define LT_WATCH_X11_SERVER 4u	   /* the server end of a watched X11 connection */
+#define LT_WATCH_WAYLAND 5u	   /* the client end of a Wayland connection */
 #define LT_WATCH_WAYLAND_SERVER 6u /* the server end of a watched one */
 
 /* Bytes read from the start of each message: the header and the time

@@ -268,7 +268,7 @@ static inline void lt_wl_request(struct lt_wl_state *s, const __u8 *hdr, __u32 l
 /* One framing of a chunk in progress. */
 struct lt_wl_framing {
 	struct lt_wl_state *s;
-	struct lt_wl_dir *d;	/* &s->in or &s->out */
+	struct lt_wl_dir *d; /* &s->in or &s->out */
 	const __u8 *buf;
 	struct lt_wl_msg *out; /* LT_WL_MAX_MSGS of them; events only */
 	__u32 n;	       /* the chunk's bytes */
@@ -294,8 +294,7 @@ static inline int lt_wl_emit(struct lt_wl_framing *f, __u32 size, int whole)
 
 	f->index++;
 	if (f->send) {
-		if (whole && size >= 12 &&
-		    LT_WL_READ(&last, f->buf + f->pos - 4, sizeof(last)))
+		if (whole && size >= 12 && LT_WL_READ(&last, f->buf + f->pos - 4, sizeof(last)))
 			return 1;
 		lt_wl_request(f->s, d->hdr, last);
 		return 0;

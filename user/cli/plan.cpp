@@ -158,31 +158,58 @@ Status build_input(const RecordArgs& a, pid_t target,
     if (it != all->end() && it->second.peer != 0)
       in->x11_server_inodes.push_back(it->second.peer);
   };
+  // A Wayland connection, the compositor's end, and (once) the input
+  // objects the client made before tracing began, from its memory.
+  bool wl_scanned = false;
+  auto add_wayland = [&](uint64_t ino) {
+    in->wl_inodes.push_back(ino);
+    auto it = all->find(ino);
+    if (it != all->end() && it->second.peer != 0)
+      in->wl_server_inodes.push_back(it->second.peer);
+    if (wl_scanned) return;
+    wl_scanned = true;
+    auto objs = proc::find_wayland_objects(static_cast<uint32_t>(a.pid));
+    if (!objs.ok()) {
+      log::info(
+          "input: pid {}: its Wayland input objects are not known ({}): only "
+          "those it makes from now on are decoded",
+          a.pid, objs.status().message());
+      return;
+    }
+    in->wl_objects = *objs;
+    log::debug("loader",
+               "pid {}: Wayland keyboards {}, pointers {}, touches {} (from "
+               "its memory)",
+               a.pid, objs->keyboard.size(), objs->pointer.size(),
+               objs->touch.size());
+  };
+  auto add = [&](uint64_t ino, const std::string& peer) {
+    if (proc::is_x11_server_name(peer))
+      add_x11(ino);
+    else if (proc::is_wayland_server_name(peer))
+      add_wayland(ino);
+    else
+      in->raw_inodes.push_back(ino);
+  };
   for (const std::string& peer : a.input_peer) {
     if (peer == "auto") {
       auto conns =
           proc::display_connections(static_cast<uint32_t>(a.pid), *all);
       if (!conns.ok()) return conns.status();
       for (const proc::PeerSocket& c : *conns) {
-        const bool x11 = proc::is_x11_server_name(c.peer);
-        log::info("input channel: socket {} connected to {}{}", c.inode, c.peer,
-                  x11 ? " (X11, decoded message by message)" : "");
-        if (x11)
-          add_x11(c.inode);
-        else
-          in->raw_inodes.push_back(c.inode);
+        log::info(
+            "input channel: socket {} connected to {} ({}, decoded "
+            "message by message)",
+            c.inode, c.peer,
+            proc::is_x11_server_name(c.peer) ? "X11" : "Wayland");
+        add(c.inode, c.peer);
       }
       continue;
     }
     auto inos =
         proc::sockets_connected_to(static_cast<uint32_t>(a.pid), peer, *all);
     if (!inos.ok()) return inos.status();
-    for (uint64_t i : *inos) {
-      if (proc::is_x11_server_name(peer))
-        add_x11(i);
-      else
-        in->raw_inodes.push_back(i);
-    }
+    for (uint64_t i : *inos) add(i, peer);
   }
   return Status::Ok();
 }
@@ -525,7 +552,8 @@ Status plan_input(const RecordArgs& a, const ResolveContext& rctx, pid_t target,
                   Plan* p) {
   p->opts.pid = target;
   // A profile whose dispatch handles display input (gtk3) brings the
-  // process's X11 connections along, with no input option given.
+  // process's X11 and Wayland connections along, with no input option
+  // given.
   const bool display = std::any_of(p->probes.begin(), p->probes.end(),
                                    [](const ProbeDef& d) { return d.input; });
   if (display && !input_wanted(a) && a.pid > 0) {
@@ -533,27 +561,27 @@ Status plan_input(const RecordArgs& a, const ResolveContext& rctx, pid_t target,
     auto conns =
         all.ok() ? proc::display_connections(static_cast<uint32_t>(a.pid), *all)
                  : Result<std::vector<proc::PeerSocket>>(all.status());
-    const bool x11 =
-        conns.ok() && std::any_of(conns->begin(), conns->end(),
-                                  [](const proc::PeerSocket& c) {
-                                    return proc::is_x11_server_name(c.peer);
-                                  });
-    if (!x11) {
-      log::info("input: pid {} has no X11 connection: input not traced", a.pid);
+    if (!conns.ok() || conns->empty()) {
+      log::info(
+          "input: pid {} has no X11 or Wayland connection: input not "
+          "traced",
+          a.pid);
     } else {
       for (const proc::PeerSocket& c : *conns)
-        if (proc::is_x11_server_name(c.peer))
-          p->input_note += fmt::format(
-              "{}looptrace:   input X11: socket {} connected to {}, decoded "
-              "message by message",
-              p->input_note.empty() ? "" : "\n", c.inode, c.peer);
+        p->input_note += fmt::format(
+            "{}looptrace:   input {}: socket {} connected to {}, decoded "
+            "message by message",
+            p->input_note.empty() ? "" : "\n",
+            proc::is_x11_server_name(c.peer) ? "X11" : "Wayland", c.inode,
+            c.peer);
       RecordArgs with = a;
       with.input = true;
       with.input_peer = {"auto"};
       // libxcb reads with recvmsg, and the rest of a long reply with recv
       // (recvfrom); Xlib without xcb, with read. Every byte must be seen:
       // the framing follows the stream. The server writes with writev
-      // (Xorg, Xvfb) or sendmsg (with file descriptors).
+      // (Xorg, Xvfb) or sendmsg (with file descriptors); libwayland reads
+      // and writes with recvmsg and sendmsg.
       with.input_calls = {"recvmsg", "recvfrom", "read", "writev", "sendmsg"};
       return build_input(with, target, rctx, p->input_probes, &p->opts.input);
     }

@@ -285,9 +285,10 @@ void RecordSession::print_banner() const {
           p.path.c_str(), p.symbol.c_str(),
           static_cast<unsigned long long>(p.file_offset),
           p.version.empty() ? "" : (" (" + p.version + ")").c_str());
-    if (!plan_.input_note.empty())
-      std::fprintf(stderr, "%s\n", plan_.input_note.c_str());
   }
+  // Display connections a profile brought along: which, and how decoded.
+  if (!plan_.input_note.empty())
+    std::fprintf(stderr, "%s\n", plan_.input_note.c_str());
   std::fprintf(stderr,
                "looptrace: tracing %zu probe%s%s in %s%s; Ctrl-C to stop\n",
                plan_.probes.size(), plan_.probes.size() == 1 ? "" : "s",

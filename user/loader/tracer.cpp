@@ -375,6 +375,14 @@ struct Tracer::Impl {
     for (uint64_t ino : in.x11_server_inodes)
       if (bpf_map_update_elem(cfd, &ino, &x11_server, BPF_ANY) != 0)
         return Status::Errno("filling lt_chans", errno);
+    uint32_t wl = LT_WATCH_WAYLAND;
+    for (uint64_t ino : in.wl_inodes)
+      if (bpf_map_update_elem(cfd, &ino, &wl, BPF_ANY) != 0)
+        return Status::Errno("filling lt_chans", errno);
+    uint32_t wl_server = LT_WATCH_WAYLAND_SERVER;
+    for (uint64_t ino : in.wl_server_inodes)
+      if (bpf_map_update_elem(cfd, &ino, &wl_server, BPF_ANY) != 0)
+        return Status::Errno("filling lt_chans", errno);
     uint32_t peer = LT_WATCH_PEER;
     for (uint64_t ino : in.peer_inodes)
       if (bpf_map_update_elem(cfd, &ino, &peer, BPF_NOEXIST) != 0 &&
@@ -382,7 +390,8 @@ struct Tracer::Impl {
         return Status::Errno("filling lt_chans", errno);
     skel->bss->lt_nwatch = static_cast<uint32_t>(
         in.raw_inodes.size() + in.x11_inodes.size() +
-        in.x11_server_inodes.size() + in.peer_inodes.size());
+        in.x11_server_inodes.size() + in.wl_inodes.size() +
+        in.wl_server_inodes.size() + in.peer_inodes.size());
     return Status::Ok();
   }
 
@@ -392,9 +401,10 @@ struct Tracer::Impl {
   // message. Unless a read came first and the kernel's state exists
   // (BPF_NOEXIST): then that one knows better.
   void sync_x11(const InputTrace& in) {
-    if (in.x11_inodes.empty()) return;
+    if (in.x11_inodes.empty() && in.wl_inodes.empty()) return;
     auto all = proc::unix_sockets();
     if (!all.ok()) return;
+    sync_wayland(in, *all);
     int fd = bpf_map__fd(skel->maps.lt_x11_states);
     for (uint64_t ino : in.x11_inodes) {
       auto it = all->find(ino);
@@ -403,6 +413,33 @@ struct Tracer::Impl {
       if (bpf_map_update_elem(fd, &ino, &st, BPF_NOEXIST) == 0)
         log::debug("loader", "X11 socket {}: empty, framed from its next read",
                    ino);
+    }
+  }
+
+  // A Wayland connection's state: the input objects its client's memory
+  // holds, and its events' framing in step if the socket is empty now. A
+  // state the kernel made first (a call came before) gets the objects.
+  void sync_wayland(const InputTrace& in,
+                    const std::map<uint64_t, proc::UnixSocket>& all) {
+    int fd = bpf_map__fd(skel->maps.lt_wl_states);
+    for (uint64_t ino : in.wl_inodes) {
+      auto it = all.find(ino);
+      lt_wl_state st{};
+      st.in.lost = it == all.end() || it->second.queued != 0;
+      const bool made = bpf_map_lookup_elem(fd, &ino, &st) == 0;
+      const proc::WaylandObjects& o = in.wl_objects;
+      for (uint32_t id : o.registry) lt_wl_add(st.registry, id);
+      for (uint32_t id : o.seat) lt_wl_add(st.seat, id);
+      for (uint32_t id : o.keyboard) lt_wl_add(st.keyboard, id);
+      for (uint32_t id : o.pointer) lt_wl_add(st.pointer, id);
+      for (uint32_t id : o.touch) lt_wl_add(st.touch, id);
+      if (bpf_map_update_elem(fd, &ino, &st, made ? BPF_EXIST : BPF_NOEXIST) ==
+          0)
+        log::debug("loader",
+                   "Wayland socket {}: {} keyboard(s), {} pointer(s), {} "
+                   "touch(es) known{}",
+                   ino, o.keyboard.size(), o.pointer.size(), o.touch.size(),
+                   st.in.lost ? "" : "; empty, framed from its next read");
     }
   }
 

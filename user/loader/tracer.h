@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "proc/wayland_objects.h"
 #include "profiles/probe.h"
 #include "trace/events.h"
 
@@ -55,6 +56,13 @@ struct InputTrace {
   std::vector<uint64_t> x11_inodes;
   // The X server's ends of those: its writes give each event's send.
   std::vector<uint64_t> x11_server_inodes;
+  // Wayland connections (the client's socket inodes), framed both ways in
+  // the kernel, and the compositor's ends of them.
+  std::vector<uint64_t> wl_inodes;
+  std::vector<uint64_t> wl_server_inodes;
+  // The input objects of the Wayland clients' connections, read from their
+  // memory (set up before tracing; proc/wayland_objects.h).
+  proc::WaylandObjects wl_objects;
   // Peer ends of the target's sockets: their processes' calls on them are
   // traced although those processes are not (a dispatcher elsewhere).
   std::vector<uint64_t> peer_inodes;

@@ -179,6 +179,12 @@ bool is_display_server_name(const std::string& name) {
   std::string_view n = name;
   if (!n.empty() && n.front() == '@') n.remove_prefix(1);
   if (n.substr(0, 15) == "/tmp/.X11-unix/") return is_x11_server_name(name);
+  return is_wayland_server_name(name);
+}
+
+bool is_wayland_server_name(const std::string& name) {
+  std::string_view n = name;
+  if (!n.empty() && n.front() == '@') n.remove_prefix(1);
   size_t slash = n.rfind('/');
   std::string_view base =
       slash == std::string_view::npos ? n : n.substr(slash + 1);

@@ -41,6 +41,8 @@ Result<std::vector<uint64_t>> sockets_connected_to(
 bool is_display_server_name(const std::string& name);
 // Of those, X11's: /tmp/.X11-unix/XN or @/tmp/.X11-unix/XN.
 bool is_x11_server_name(const std::string& name);
+// Of those, Wayland's: a socket named wayland-* (not its .lock).
+bool is_wayland_server_name(const std::string& name);
 
 struct PeerSocket {
   uint64_t inode = 0;  // the process's socket
