@@ -28,7 +28,17 @@ else()
   set(LOOPTRACE_BPF_ARCH ${_arch})
 endif()
 
-file(GLOB _bpf_headers CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/bpf/*.h)
+file(GLOB _bpf_headers CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/bpf/*.h
+     ${CMAKE_SOURCE_DIR}/include/looptrace/*.h)
+
+# Warnings are errors where the project's own scripts and CI ask for it
+# (LOOPTRACE_WERROR), as for the C++: a packager's newer clang must not
+# fail the build on a new warning.
+if(LOOPTRACE_WERROR)
+  set(_bpf_werror -Werror)
+else()
+  set(_bpf_werror)
+endif()
 
 function(looptrace_bpf_skeleton name src)
   set(obj ${LOOPTRACE_BPF_GEN_DIR}/${name}.bpf.o)
@@ -36,13 +46,13 @@ function(looptrace_bpf_skeleton name src)
   add_custom_command(
     OUTPUT ${obj}
     COMMAND ${CLANG_EXE} -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_${LOOPTRACE_BPF_ARCH}
-            -Wall -Werror -Wno-unused-function
+            -Wall ${_bpf_werror} -Wno-unused-function
             -I${LOOPTRACE_BPF_GEN_DIR} -I${CMAKE_SOURCE_DIR}/include
             -I${CMAKE_SOURCE_DIR}/bpf -c ${src} -o ${obj}.tmp
     # bpftool's static linker drops DWARF, keeping the skeleton small.
     COMMAND ${BPFTOOL_EXE} gen object ${obj} ${obj}.tmp
     DEPENDS ${src} ${LOOPTRACE_BPF_GEN_DIR}/vmlinux.h
-            ${CMAKE_SOURCE_DIR}/include/looptrace/abi.h ${_bpf_headers}
+            ${_bpf_headers}
     COMMENT "BPF ${name}")
   add_custom_command(
     OUTPUT ${skel}
