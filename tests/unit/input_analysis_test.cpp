@@ -1273,6 +1273,110 @@ TEST(InputAnalysisTest, X11NoSendBeforeTheStreamsAreAligned) {
   EXPECT_EQ(a.events[0].sent_ns, 0u);
 }
 
+// --- Wayland channels ---------------------------------------------------
+
+lt_wl_msg wl_msg(uint8_t kind, uint32_t time, uint32_t end, uint16_t index) {
+  lt_wl_msg m{};
+  m.kind = kind;
+  m.time = time;
+  m.end = end;
+  m.len = 24;
+  m.index = index;
+  return m;
+}
+
+IoEvent wl_read(uint64_t ts, int64_t bytes, std::vector<lt_wl_msg> msgs,
+                uint32_t other) {
+  IoEvent e = raw_read(800, ts, kAppTid);
+  e.pid = kAppPid;
+  e.chan = LT_CHAN_WAYLAND;
+  e.op = LT_IO_MSGHDR;
+  e.bytes = bytes;
+  e.head.fill(0);
+  e.wl = std::move(msgs);
+  e.wl_other = other;
+  e.frame_flags = LT_WL_REC_DRAINED;
+  return e;
+}
+
+// The compositor's write to the client of wl_read (inode 800).
+IoEvent wl_write(uint64_t enter, int64_t bytes) {
+  IoEvent e = x11_write(enter, bytes);
+  e.comm = "compositor";
+  e.inode = 801;
+  e.peer_inode = 800;
+  e.chan = LT_CHAN_WAYLAND_SERVER;
+  e.op = LT_IO_SEND | LT_IO_MSGHDR;
+  return e;
+}
+
+// A key's handler as a client's wl_keyboard listener: state (1 pressed)
+// and time.
+InputOptions wl_key_options() {
+  InputOptions o;
+  ProbeDef::InputMatch m;
+  m.type_key = 1;
+  m.time_key = 2;
+  m.kinds = {{1, "key_press"}, {0, "key_release"}};
+  o.display_dispatch[1] = m;
+  return o;
+}
+
+// A press and its release in one read, with a modifiers event: two events
+// matched to their own handlers (not to the first dispatch after the
+// read), sent by the compositor's writes, the other message counted.
+TEST(InputAnalysisTest, WaylandEventsAreMatchedAndSent) {
+  InputAnalysis a = run({wl_write(500 * kMs, 28), wl_write(540 * kMs, 24),
+                         wl_read(541 * kMs, 76,
+                                 {wl_msg(LT_WL_KEY_PRESS, 500, 52, 1),
+                                  wl_msg(LT_WL_KEY_RELEASE, 540, 76, 2)},
+                                 1),
+                         gdk_span(1, 542 * kMs, 700 * kMs, 1, 500),
+                         gdk_span(2, 701 * kMs, 702 * kMs, 0, 540)},
+                        wl_key_options());
+  ASSERT_EQ(a.events.size(), 2u);
+  ASSERT_EQ(a.channels.size(), 1u);
+  EXPECT_EQ(a.channels[0].chan_kind, static_cast<uint32_t>(LT_CHAN_WAYLAND));
+  EXPECT_EQ(a.channels[0].non_input, 1u);
+  const InputEventInfo& press = a.events[0];
+  EXPECT_EQ(press.type, InputType::kKeyPress);
+  EXPECT_EQ(press.position, 1u);
+  EXPECT_EQ(press.server_time_ms, 500u);
+  EXPECT_EQ(press.event_time_ns, static_cast<int64_t>(500 * kMs));
+  EXPECT_EQ(press.finished_ns, 700 * kMs);
+  // The 24 bytes written before the writes seen (the modifiers) shift
+  // both counts alike.
+  EXPECT_EQ(press.sent_ns, 500 * kMs);
+  const InputEventInfo& rel = a.events[1];
+  EXPECT_EQ(rel.type, InputType::kKeyRelease);
+  EXPECT_EQ(rel.handling_start_ns, 701 * kMs);
+  EXPECT_EQ(rel.finished_ns, 702 * kMs);
+  EXPECT_EQ(rel.sent_ns, 540 * kMs);
+  // Waited behind the press's 158 ms handler, from its send.
+  ASSERT_TRUE(rel.blame.has_value());
+  EXPECT_EQ(rel.blame->arrival_ns, 540 * kMs);
+  EXPECT_FALSE(rel.blame->own_handler);
+}
+
+// Every kind the kernel tells apart has its type.
+TEST(InputAnalysisTest, WaylandKindsAreInputTypes) {
+  std::vector<lt_wl_msg> msgs;
+  const uint8_t kinds[] = {
+      LT_WL_KEY_PRESS,      LT_WL_KEY_RELEASE, LT_WL_BUTTON_PRESS,
+      LT_WL_BUTTON_RELEASE, LT_WL_MOTION,      LT_WL_AXIS,
+      LT_WL_TOUCH_DOWN,     LT_WL_TOUCH_UP,    LT_WL_TOUCH_MOTION};
+  for (uint16_t i = 0; i < std::size(kinds); ++i)
+    msgs.push_back(wl_msg(kinds[i], 900, 24 * (i + 1u), i));
+  InputAnalysis a = run({wl_read(901 * kMs, 24 * 9, msgs, 0)}, InputOptions{});
+  ASSERT_EQ(a.events.size(), 9u);
+  const InputType want[] = {InputType::kKeyPress,    InputType::kKeyRelease,
+                            InputType::kButtonPress, InputType::kButtonRelease,
+                            InputType::kMotion,      InputType::kScroll,
+                            InputType::kTouchBegin,  InputType::kTouchEnd,
+                            InputType::kTouchUpdate};
+  for (size_t i = 0; i < 9; ++i) EXPECT_EQ(a.events[i].type, want[i]) << i;
+}
+
 TEST(InputAnalysisTest, X11ServerTimeToMonotonic) {
   // Same clock: the ms before the read.
   EXPECT_EQ(display_time_to_monotonic(5000, 5002 * kMs + 7),
