@@ -18,6 +18,11 @@ static_assert(offsetof(lt_span_rec, keys) % 8 == 0);
 static_assert(sizeof(lt_sample_rec) == 24 + 16 + 8 * LT_MAX_STACK);
 static_assert(sizeof(lt_hist) == 32 + 24 + 8 * LT_HIST_SLOTS);
 static_assert(sizeof(lt_exec_rec) == sizeof(lt_rec_header));
+// A Wayland read's events follow the call at an 8-byte boundary, 16 bytes
+// each (the decoder and the recording codec copy them as they are).
+static_assert(sizeof(lt_wl_msg) == 16);
+static_assert(offsetof(lt_wl_rec, msgs) == sizeof(lt_io_rec) + 16);
+static_assert(sizeof(lt_wl_state) == 2 * (8 + 2 * LT_WL_HDR) + 6 * 4 * LT_WL_SLOTS);
 // A record with a stack copy is the record, then the copy: the decoder
 // tells them apart by hdr.size.
 static_assert(sizeof(lt_ucopy) ==
