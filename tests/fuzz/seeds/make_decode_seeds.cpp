@@ -4,11 +4,13 @@
 // ABI header so they follow its layout (rerun make_seeds.sh when it
 // changes). The records carrying a stack copy are ~9 KB: the decoder takes
 // only their exact size, and libFuzzer grows no input past its largest seed.
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "looptrace/abi.h"
@@ -22,6 +24,14 @@ void append(std::vector<uint8_t>* out, const T& rec) {
   out->insert(out->end(), p, p + sizeof len);
   p = reinterpret_cast<const uint8_t*>(&rec);
   out->insert(out->end(), p, p + sizeof(T));
+}
+
+// A record of variable length: its first `len` bytes.
+void append_bytes(std::vector<uint8_t>* out, const void* rec, uint16_t len) {
+  const auto* p = reinterpret_cast<const uint8_t*>(&len);
+  out->insert(out->end(), p, p + sizeof len);
+  p = static_cast<const uint8_t*>(rec);
+  out->insert(out->end(), p, p + len);
 }
 
 template <typename T>
@@ -115,6 +125,34 @@ int main(int argc, char** argv) {
 
   auto exec = with_header<lt_exec_rec>(LT_REC_EXEC);
 
+  // A display read: the call, then its messages (X11: a key press and a
+  // reply; Wayland: a key press and a button release), as long as they.
+  auto x11 = std::make_unique<lt_x11_rec>();
+  std::memset(x11.get(), 0, sizeof *x11);
+  x11->io = io;
+  x11->io.chan = LT_CHAN_X11;
+  x11->io.bytes = 76;
+  x11->nmsgs = 2;
+  x11->flags = LT_X11_REC_DRAINED;
+  x11->msgs[0] = {32, 32, 1000, 7, 0, 2, 0, 0, 0};
+  x11->msgs[1] = {76, 44, 0, 8, 0, 1, 0, 0, 0};
+  const auto x11_len = static_cast<uint16_t>(offsetof(lt_x11_rec, msgs) +
+                                             2 * sizeof(lt_x11_msg));
+  x11->io.hdr.size = x11_len;
+  auto wl = std::make_unique<lt_wl_rec>();
+  std::memset(wl.get(), 0, sizeof *wl);
+  wl->io = io;
+  wl->io.chan = LT_CHAN_WAYLAND;
+  wl->io.bytes = 76;
+  wl->nmsgs = 2;
+  wl->other = 1;
+  wl->flags = LT_WL_REC_DRAINED;
+  wl->msgs[0] = {52, 1000, 24, 1, LT_WL_KEY_PRESS, 0, {0, 0}};
+  wl->msgs[1] = {76, 1005, 24, 2, LT_WL_BUTTON_RELEASE, 0, {0, 0}};
+  const auto wl_len = static_cast<uint16_t>(offsetof(lt_wl_rec, msgs) +
+                                            2 * sizeof(lt_wl_msg));
+  wl->io.hdr.size = wl_len;
+
   // 9 KB each, on the heap.
   auto ustack = std::make_unique<lt_ustack_rec>();
   std::memset(ustack.get(), 0, sizeof *ustack);
@@ -194,6 +232,15 @@ int main(int argc, char** argv) {
   alone("wake_copy", *wake_copy);
   alone("wake_irq", wake_irq);
   both("woken", woken);
+  for (auto [name, rec, len] :
+       {std::tuple<const char*, const void*, uint16_t>{"io_x11", x11.get(),
+                                                      x11_len},
+        {"io_wayland", wl.get(), wl_len}}) {
+    std::vector<uint8_t> one;
+    append_bytes(&one, rec, len);
+    save(dir, name, one);
+    append_bytes(&all, rec, len);
+  }
   save(dir, "all_types", all);
   return 0;
 }

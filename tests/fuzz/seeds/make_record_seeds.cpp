@@ -146,6 +146,21 @@ std::vector<std::pair<std::string, Event>> events() {
   io.chan = LT_CHAN_INPUT;
   io.head[4] = 1;
   out.emplace_back("io", io);
+  // Display reads: their framed messages follow the call.
+  IoEvent x11 = io;
+  x11.chan = LT_CHAN_X11;
+  x11.head.fill(0);
+  x11.frame_flags = LT_X11_REC_DRAINED;
+  x11.x11 = {{32, 32, 1000, 7, 0, 2, 0, 0, 0}, {76, 44, 0, 8, 0, 1, 0, 0, 0}};
+  out.emplace_back("io_x11", x11);
+  IoEvent wl = io;
+  wl.chan = LT_CHAN_WAYLAND;
+  wl.head.fill(0);
+  wl.frame_flags = LT_WL_REC_DRAINED;
+  wl.wl_other = 1;
+  wl.wl = {{52, 1000, 24, 1, LT_WL_KEY_PRESS, 0, {0, 0}},
+           {76, 1005, 24, 2, LT_WL_BUTTON_RELEASE, 0, {0, 0}}};
+  out.emplace_back("io_wayland", wl);
 
   out.emplace_back("exec", ExecEvent{1234, 1234, 980'000'000});
 
