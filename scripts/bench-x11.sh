@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# looptrace X11 channel benchmark: what framing an X11 connection's reads
-# in the kernel costs, and how many events per second the reader keeps up
-# with.
+# looptrace display channel benchmark: what framing an X11 or a Wayland
+# connection's reads in the kernel costs, and how many events per second
+# the reader keeps up with.
 #
-# The program (tests/bench/lt_bench_x11) is an X server's socket and its
-# client in one thread: per iteration the "server" writes a chunk of
-# 32-byte KeyPress events with writev and the "client" reads it with
-# recvmsg (4 KiB buffer, as libxcb). For each chunk size (1, 2 and 4 KiB:
-# 32, 64 and 128 events per read) it runs untraced, then under
+# The program (tests/bench/lt_bench_x11) is a display server's socket and
+# its client in one thread: per iteration the "server" writes a chunk of
+# key presses and the "client" reads it with recvmsg (4 KiB buffer). X11:
+# 32-byte KeyPress events written with writev, as Xorg does; Wayland:
+# 24-byte wl_keyboard.key events written with sendmsg, as libwayland-server
+# does (the client's keyboard made by its requests once traced). For each
+# protocol and chunk size (1, 2 and 4 KiB: 32, 64 and 128 X11 events, 42,
+# 85 and 170 Wayland events per read) it runs untraced, then under
 # `looptrace record -p PID --input --input-peer SOCKET --input-calls
-# recvmsg,writev` (the client's reads framed, the server's writes
+# recvmsg,writev,sendmsg` (the client's reads framed, the server's writes
 # recorded), alternating, --rounds times, and reports the medians of ns
 # per iteration (one writev, one recvmsg), the added ns per read and per
 # event, the time looptrace's BPF programs ran per iteration (bpf_stats:
@@ -23,6 +26,7 @@
 #   --no-build           use the binaries already in the build directory
 #   --rounds N           runs per configuration (default 5)
 #   --iterations N       reads per run (default 20000)
+#   --protocols LIST     x11, wayland or both (default x11,wayland)
 #   --keep               keep the work directory (raw outputs)
 # Exit status: 0 done, 1 a check failed, 2 usage, 3 not root.
 set -euo pipefail
@@ -35,6 +39,7 @@ ITERS=20000
 CPU=""
 USE_BPFTRACE=0
 KEEP=0
+PROTOCOLS=x11,wayland
 
 BENCH=bench-x11.sh
 # shellcheck source=lib/bench-common.sh
@@ -43,7 +48,7 @@ usage() { sed -n '/^# Usage:/,/^# Exit status/p' "$0" | sed 's/^# \{0,1\}//' >&2
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    -B|--build-dir|--rounds|--iterations)
+    -B|--build-dir|--rounds|--iterations|--protocols)
       [[ $# -ge 2 ]] || { echo "bench-x11.sh: $1 needs a value" >&2; usage; } ;;
   esac
   case "$1" in
@@ -51,6 +56,7 @@ while [[ $# -gt 0 ]]; do
     --no-build) DO_BUILD=0; shift ;;
     --rounds) ROUNDS=$2; shift 2 ;;
     --iterations) ITERS=$2; shift 2 ;;
+    --protocols) PROTOCOLS=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
     -h|--help) usage ;;
     *) echo "bench-x11.sh: unknown option $1" >&2; usage ;;
@@ -61,6 +67,8 @@ for v in ROUNDS:--rounds ITERS:--iterations; do
   [[ ${!var} =~ ^[1-9][0-9]*$ ]] || die "${v#*:} must be a positive integer" 2
 done
 ((ITERS >= 20)) || die "--iterations must be at least 20" 2
+[[ $PROTOCOLS =~ ^(x11|wayland)(,(x11|wayland))?$ ]] ||
+  die "--protocols takes x11, wayland or both" 2
 
 bench_prepare "looptrace loads BPF programs" jq awk cmake
 bench_build
@@ -72,19 +80,23 @@ done
 bench_workdir looptrace-bench-x11
 # A display number nobody uses: a socket bound where X servers bind theirs.
 mkdir -p /tmp/.X11-unix && chmod 1777 /tmp/.X11-unix
-SOCKET=/tmp/.X11-unix/X$((700 + RANDOM % 200))
+X11_SOCKET=/tmp/.X11-unix/X$((700 + RANDOM % 200))
+# A compositor's socket is named wayland-*.
+WL_SOCKET=$WORK/wayland-bench
 
-run_one() {  # run_one NAME CHUNK TRACED
-  local name=$1 chunk=$2 traced=$3 go=$WORK/$1.go lt=""
+run_one() {  # run_one NAME CHUNK TRACED PROTOCOL
+  local name=$1 chunk=$2 traced=$3 proto=$4 go=$WORK/$1.go lt="" flag=""
+  SOCKET=$X11_SOCKET
+  if [[ $proto == wayland ]]; then SOCKET=$WL_SOCKET; flag=--wayland; fi
   rm -f "$go"
-  taskset -c "$CPU" "$X11" --socket "$SOCKET" --chunk "$chunk" \
+  taskset -c "$CPU" "$X11" --socket "$SOCKET" --chunk "$chunk" $flag \
     --iterations "$ITERS" --go-file "$go" >"$WORK/$name.res" 2>"$WORK/$name.err" &
   local pid=$!
   PIDS+=("$pid")
   wait_for "$WORK/$name.err" "waiting" 10 || die "lt_bench_x11 did not start"
   if [[ $traced -eq 1 ]]; then
     "$LT" record -p "$pid" --input --input-peer "$SOCKET" \
-      --input-calls recvmsg,writev --json "$WORK/$name.json" \
+      --input-calls recvmsg,writev,sendmsg --json "$WORK/$name.json" \
       >"$WORK/$name.lt.out" 2>"$WORK/$name.lt.err" &
     lt=$!
     PIDS+=("$lt")
@@ -105,7 +117,7 @@ run_one() {  # run_one NAME CHUNK TRACED
   want=$(jq -r .events "$WORK/$name.res")
   seen=$(jq -r '.input_summary.events' "$WORK/$name.json")
   rb=$(jq -r '.lost.ringbuf_full' "$WORK/$name.json")
-  unframed=$(jq -r '.input_summary.x11_unframed_reads' "$WORK/$name.json")
+  unframed=$(jq -r ".input_summary.${proto}_unframed_reads" "$WORK/$name.json")
   echo "$rb" >"$WORK/$name.rb"
   if [[ $rb -eq 0 ]]; then
     [[ $seen -eq $want ]] || fail "$name: $seen key presses reported, $want written, none lost"
@@ -116,19 +128,24 @@ run_one() {  # run_one NAME CHUNK TRACED
 }
 
 sysctl -q -w kernel.bpf_stats_enabled=1
-printf '%-6s %6s %12s %12s %10s %10s %10s %10s %8s\n' chunk ev/rd "untraced ns" "traced ns" "+ns/read" "+ns/event" "bpf ns/it" "events/s" "rb lost"
-for chunk in 1024 2048 4096; do
-  for ((r = 0; r < ROUNDS; r++)); do
-    if ((r % 2)); then order="1 0"; else order="0 1"; fi
-    for t in $order; do run_one "c$chunk-r$r-t$t" "$chunk" "$t"; done
+printf '%-8s %-6s %6s %12s %12s %10s %10s %10s %10s %8s\n' protocol chunk ev/rd "untraced ns" "traced ns" "+ns/read" "+ns/event" "bpf ns/it" "events/s" "rb lost"
+for proto in ${PROTOCOLS//,/ }; do
+  size=32
+  [[ $proto == wayland ]] && size=24
+  for chunk in 1024 2048 4096; do
+    p=$proto-c$chunk
+    for ((r = 0; r < ROUNDS; r++)); do
+      if ((r % 2)); then order="1 0"; else order="0 1"; fi
+      for t in $order; do run_one "$p-r$r-t$t" "$chunk" "$t" "$proto"; done
+    done
+    u=$(for ((r = 0; r < ROUNDS; r++)); do jq -r .ns_per_iteration "$WORK/$p-r$r-t0.res"; done | median)
+    t=$(for ((r = 0; r < ROUNDS; r++)); do jq -r .ns_per_iteration "$WORK/$p-r$r-t1.res"; done | median)
+    k=$(for ((r = 0; r < ROUNDS; r++)); do cat "$WORK/$p-r$r-t1.kns"; done | median)
+    eps=$(for ((r = 0; r < ROUNDS; r++)); do jq -r '.events / .seconds' "$WORK/$p-r$r-t1.res"; done | median)
+    rb=$(for ((r = 0; r < ROUNDS; r++)); do cat "$WORK/$p-r$r-t1.rb"; done | median)
+    per=$((chunk / size))
+    printf '%-8s %-6s %6s %12s %12s %10s %10s %10s %10s %8s\n' "$proto" "$chunk" "$per" "$u" "$t" \
+      "$(calc "$t - $u" 0)" "$(calc "($t - $u) / $per" 1)" "$k" "$(calc "$eps" 0)" "$rb"
   done
-  u=$(for ((r = 0; r < ROUNDS; r++)); do jq -r .ns_per_iteration "$WORK/c$chunk-r$r-t0.res"; done | median)
-  t=$(for ((r = 0; r < ROUNDS; r++)); do jq -r .ns_per_iteration "$WORK/c$chunk-r$r-t1.res"; done | median)
-  k=$(for ((r = 0; r < ROUNDS; r++)); do cat "$WORK/c$chunk-r$r-t1.kns"; done | median)
-  eps=$(for ((r = 0; r < ROUNDS; r++)); do jq -r '.events / .seconds' "$WORK/c$chunk-r$r-t1.res"; done | median)
-  rb=$(for ((r = 0; r < ROUNDS; r++)); do cat "$WORK/c$chunk-r$r-t1.rb"; done | median)
-  per=$((chunk / 32))
-  printf '%-6s %6s %12s %12s %10s %10s %10s %10s %8s\n' "$chunk" "$per" "$u" "$t" \
-    "$(calc "$t - $u" 0)" "$(calc "($t - $u) / $per" 1)" "$k" "$(calc "$eps" 0)" "$rb"
 done
 exit "$FAILED"
