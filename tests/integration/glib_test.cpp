@@ -387,6 +387,53 @@ INSTANTIATE_TEST_SUITE_P(
       return n;
     });
 
+// A source kind of the program's own (a PyGObject GLib.Source subclass:
+// PyGObject's GSourceFuncs, whose dispatch function no symbol names),
+// attached before looptrace: found in the process's memory with -p and no
+// option, each stall one "GLib custom" span named by the source's name,
+// within 1 ms of the callback's own clock; nothing else slow.
+TEST(GlibSources, ACustomSourceKindIsFoundAndTimed) {
+  LT_REQUIRE_BPF();
+  LT_REQUIRE_SYSTEM_PYTHON();
+  TempDir dir;
+  const std::string log = dir.file("glib.jsonl");
+  const std::string json = dir.file("report.json");
+  Process app(
+      {"/usr/bin/python3", tests_dir() + "/programs/glib_loop.py", "--source",
+       "custom", "--start-delay", "2000", "--stall", "busy:40@300", "--stall",
+       "sleep:60@700", "--duration", "1200", "--log", log},
+      dir.file("app.out"), dir.file("app.err"));
+  ASSERT_TRUE(wait_for_text(dir.file("app.err"), "glib_loop: ready", 10000));
+  const int64_t steal_before = steal_ns();
+  RunResult r = run(without_tracefs({looptrace_bin(), "record", "-p",
+                                     std::to_string(app.pid()), "--slow",
+                                     "20ms", "--json", json}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(app.wait(10000), 0);
+  const int64_t stolen = steal_ns() - steal_before;
+  EXPECT_NE(r.err.find("looptrace:   dispatch GLib custom: "),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("_gi."), std::string::npos) << r.err;  // PyGObject's
+  auto lines = read_jsonl(log);
+  auto stalls = events(lines, "stall");
+  auto summary = events(lines, "summary");
+  ASSERT_EQ(stalls.size(), 2u);
+  ASSERT_EQ(summary.size(), 1u);
+  const int64_t run_delay =
+      std::max<int64_t>(0, summary[0]["run_delay_ns"].get<int64_t>());
+  nlohmann::json report = read_json(json);
+  const auto& slow = report["slow_dispatches"];
+  EXPECT_EQ(slow.size(), stalls.size()) << slow.dump();
+  for (const auto& st : stalls) {
+    ASSERT_EQ(st["source"], "custom");
+    const nlohmann::json* m = span_holding(slow, st);
+    ASSERT_NE(m, nullptr) << st.dump() << "\n" << slow.dump();
+    EXPECT_EQ((*m)["target"], "GLib custom name=lt-custom") << m->dump();
+    expect_callback_time(*m, st, kToleranceNs + run_delay + stolen);
+  }
+}
+
 // -p PID and no probe option: the process's libraries choose the built-in
 // glib profile, looptrace says so and where it attached, and each stall is
 // one GLib timeout span within 1 ms of the callback's own clock.

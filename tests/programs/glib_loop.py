@@ -10,7 +10,9 @@ libglib-2.0.so.0:g_main_context_dispatch, whose span covers the callback plus
 a little GLib/PyGObject overhead. With --source idle|io|unix-fd a stall runs
 in another kind of GLib source: its timeout at AT_MS only hands it over (an
 idle source, or a byte written to a pipe that an I/O watch, a
-GIOChannel's, or a unix fd source watches), and returns.
+GIOChannel's, or a unix fd source watches; custom: a GLib.Source
+subclass, PyGObject's own GSourceFuncs, named "lt-custom" and attached
+before the loop runs, made ready), and returns.
 
 Ground truth (--log, JSON lines, CLOCK_MONOTONIC ns; stall lines are kept in
 memory and written when the loop ends, so no file I/O lengthens a dispatch):
@@ -37,7 +39,7 @@ memory and written when the loop ends, so no file I/O lengthens a dispatch):
 
 Usage:
   glib_loop.py [--duration MS] [--kind sleep|busy] [--stall [KIND:]MS@AT_MS]...
-               [--sleep-pieces N] [--source timeout|idle|io|unix-fd]
+               [--sleep-pieces N] [--source timeout|idle|io|unix-fd|custom]
                [--nested-loop MS@AT_MS] [--start-delay MS] [--log FILE]
 Prints "glib_loop: ready pid=N" to stderr at startup. Exit 0 at the end and
 after SIGTERM/SIGINT, 2 on bad arguments (one line on stderr).
@@ -104,6 +106,27 @@ def busy_for(ns):
     return x
 
 
+class CustomSource(GLib.Source):
+    """A source kind of the program's own: ready when a stall is handed
+    over, its dispatch runs the stall."""
+
+    def __init__(self, app):
+        super().__init__()
+        self.app = app
+        self.ready = []
+
+    def prepare(self):
+        return (bool(self.ready), -1)
+
+    def check(self):
+        return bool(self.ready)
+
+    def dispatch(self, callback, data):
+        start = now_ns()
+        self.app.stall(self.ready.pop(0), start)
+        return GLib.SOURCE_CONTINUE
+
+
 class App:
     def __init__(self, args, stalls):
         self.args = args
@@ -120,6 +143,11 @@ class App:
         self.pipe = None
         if args.source in ("io", "unix-fd"):
             self.pipe = os.pipe()
+        self.custom = None
+        if args.source == "custom":
+            self.custom = CustomSource(self)
+            self.custom.set_name("lt-custom")
+            self.custom.attach(None)
 
     def write(self, record):
         if self.log:
@@ -172,6 +200,8 @@ class App:
         """The timeout at AT_MS: the stall runs in a source of --source."""
         if self.args.source == "idle":
             GLib.idle_add(self.stall, index)
+        elif self.args.source == "custom":
+            self.custom.ready.append(index)
         else:
             os.write(self.pipe[1], bytes([index]))
         return GLib.SOURCE_REMOVE
@@ -267,7 +297,8 @@ def main():
                         "(repeatable)")
     p.add_argument("--sleep-pieces", type=int, default=1, metavar="N",
                    help="a sleep stall is N sleeps of MS/N each (default 1)")
-    p.add_argument("--source", choices=("timeout", "idle", "io", "unix-fd"),
+    p.add_argument("--source",
+                   choices=("timeout", "idle", "io", "unix-fd", "custom"),
                    default="timeout",
                    help="the kind of GLib source a stall runs in "
                         "(default timeout)")

@@ -22,7 +22,8 @@ static_assert(sizeof(lt_exec_rec) == sizeof(lt_rec_header));
 // each (the decoder and the recording codec copy them as they are).
 static_assert(sizeof(lt_wl_msg) == 16);
 static_assert(offsetof(lt_wl_rec, msgs) == sizeof(lt_io_rec) + 16);
-static_assert(sizeof(lt_wl_state) == 2 * (8 + 2 * LT_WL_HDR) + 6 * 4 * LT_WL_SLOTS);
+static_assert(sizeof(lt_wl_state) ==
+              2 * (8 + 2 * LT_WL_HDR) + 6 * 4 * LT_WL_SLOTS);
 // A record with a stack copy is the record, then the copy: the decoder
 // tells them apart by hdr.size.
 static_assert(sizeof(lt_ucopy) ==

@@ -723,6 +723,23 @@ TEST(InputBlameTest, ANestedDispatchIsPartOfTheOneAroundIt) {
   EXPECT_EQ(b->waited_ns, 150 * kMs);
 }
 
+// A dispatch that is only a wrapper (GDK's event source around
+// gtk_main_do_event): the one nested in it that holds nearly all of its
+// time (90 %) is named, the deepest such.
+TEST(InputBlameTest, AWrapperNamesTheDispatchInsideIt) {
+  std::vector<SpanEvent> spans = {
+      span(kAppTid, 5, 50 * kMs, 250 * kMs, 0),
+      span(kAppTid, 6, 51 * kMs, 249 * kMs, 1),
+      span(kAppTid, 7, 52 * kMs, 248 * kMs, 2),
+      span(kAppTid, 9, 251 * kMs, 252 * kMs),
+  };
+  auto b = select_blame(slow_event(), spans, kBlame);
+  ASSERT_TRUE(b.has_value());
+  ASSERT_EQ(b->chain.size(), 1u);
+  EXPECT_EQ(b->chain[0].span.span_id, 7u);
+  EXPECT_TRUE(b->chain[0].running_at_arrival);
+}
+
 TEST(InputBlameTest, TheHandlingDispatchItselfSlow) {
   InputEventInfo e = slow_event();
   e.sent_ns = 100 * kMs;

@@ -164,13 +164,25 @@ std::optional<InputBlame> select_blame(const InputEventInfo& ev,
               return x->start_ns != y->start_ns ? x->start_ns < y->start_ns
                                                 : x->depth < y->depth;
             });
-  // Outermost only: a nested dispatch is part of the one around it.
+  // Outermost only: a nested dispatch is part of the one around it (a
+  // nested main loop's). Unless one nested in it holds nearly all of its
+  // time (90 %): then that one is what ran, the outer a wrapper (GDK's
+  // event source around gtk_main_do_event); the deepest such is named.
+  auto specific = [&](const SpanEvent* outer) {
+    const SpanEvent* best = outer;
+    for (const SpanEvent* s : cand)
+      if (s->depth > best->depth && s->start_ns >= outer->start_ns &&
+          span_end(*s) <= span_end(*outer) &&
+          s->duration_ns * 10 >= outer->duration_ns * 9)
+        best = s;
+    return best;
+  };
   uint64_t covered_to = 0;
   for (const SpanEvent* s : cand) {
     if (!b.chain.empty() && span_end(*s) <= covered_to) continue;
     BlameSpan bs;
-    bs.span = *s;
-    bs.running_at_arrival = s->start_ns <= a && a < span_end(*s);
+    bs.span = *specific(s);
+    bs.running_at_arrival = bs.span.start_ns <= a && a < span_end(bs.span);
     b.chain.push_back(std::move(bs));
     covered_to = std::max(covered_to, span_end(*s));
   }

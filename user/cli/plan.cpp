@@ -11,6 +11,7 @@
 #include "base/duration.h"
 #include "base/log.h"
 #include "elf/resolve.h"
+#include "proc/gsources.h"
 #include "proc/sockets.h"
 #include "profiles/key_expr.h"
 #include "profiles/profile.h"
@@ -531,8 +532,56 @@ Status parse_plan(const RecordArgs& a, Plan* p) {
   return build_probes(a, &p->probes, &p->profile_note);
 }
 
+namespace {
+
+// GLib sources of a program's own kinds (-p with the glib profile): a
+// probe at each one's dispatch function, found in the process's memory
+// (proc/gsources.h), keyed as GLib's own kinds are.
+void add_custom_gsources(pid_t pid, std::vector<ProbeDef>* probes) {
+  auto model =
+      std::find_if(probes->begin(), probes->end(), [](const ProbeDef& d) {
+        return d.symbol == "*(g_io_watch_funcs+16)" && !d.path.empty();
+      });
+  if (model == probes->end()) return;
+  const ProbeDef base = *model;
+  auto found = proc::find_custom_gsources(static_cast<uint32_t>(pid));
+  if (!found.ok()) {
+    log::info("glib: pid {}: its own source kinds are not known ({})", pid,
+              found.status().message());
+    return;
+  }
+  for (const proc::CustomGSource& c : *found) {
+    const bool have =
+        std::any_of(probes->begin(), probes->end(), [&](const ProbeDef& d) {
+          return d.path == c.path && d.file_offset == c.file_offset;
+        });
+    if (have) continue;
+    if (probes->size() >= LT_MAX_PROBES) {
+      log::info(
+          "glib: pid {}: more source kinds than the {} probes the "
+          "kernel's table holds: {} not traced",
+          pid, LT_MAX_PROBES, c.path);
+      continue;
+    }
+    ProbeDef d = base;
+    d.binary = c.path;
+    d.symbol = fmt::format("{:#x}", c.file_offset);
+    d.label = "GLib custom";
+    d.path = c.path;
+    d.file_offset = c.file_offset;
+    d.resolved_symbol =
+        fmt::format("dispatch of the GSourceFuncs at {:#x}", c.funcs);
+    d.gate.reset();
+    d.version.clear();
+    probes->push_back(std::move(d));
+  }
+}
+
+}  // namespace
+
 Status resolve_plan(const ResolveContext& rctx, Plan* p) {
   LT_RETURN_IF_ERROR(resolve_probes(&p->probes, rctx));
+  if (rctx.pid > 0) add_custom_gsources(rctx.pid, &p->probes);
   // Input roles are socket-call probes, not spans: they take no slot in the
   // kernel's probe table.
   std::vector<ProbeDef> spans;

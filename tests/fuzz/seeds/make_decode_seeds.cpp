@@ -149,8 +149,8 @@ int main(int argc, char** argv) {
   wl->flags = LT_WL_REC_DRAINED;
   wl->msgs[0] = {52, 1000, 24, 1, LT_WL_KEY_PRESS, 0, {0, 0}};
   wl->msgs[1] = {76, 1005, 24, 2, LT_WL_BUTTON_RELEASE, 0, {0, 0}};
-  const auto wl_len = static_cast<uint16_t>(offsetof(lt_wl_rec, msgs) +
-                                            2 * sizeof(lt_wl_msg));
+  const auto wl_len =
+      static_cast<uint16_t>(offsetof(lt_wl_rec, msgs) + 2 * sizeof(lt_wl_msg));
   wl->io.hdr.size = wl_len;
 
   // 9 KB each, on the heap.
@@ -232,10 +232,9 @@ int main(int argc, char** argv) {
   alone("wake_copy", *wake_copy);
   alone("wake_irq", wake_irq);
   both("woken", woken);
-  for (auto [name, rec, len] :
-       {std::tuple<const char*, const void*, uint16_t>{"io_x11", x11.get(),
-                                                      x11_len},
-        {"io_wayland", wl.get(), wl_len}}) {
+  for (auto [name, rec, len] : {std::tuple<const char*, const void*, uint16_t>{
+                                    "io_x11", x11.get(), x11_len},
+                                {"io_wayland", wl.get(), wl_len}}) {
     std::vector<uint8_t> one;
     append_bytes(&one, rec, len);
     save(dir, name, one);
