@@ -122,7 +122,8 @@ run_one() {  # run_one NAME CHUNK TRACED PROTOCOL
   if [[ $rb -eq 0 ]]; then
     [[ $seen -eq $want ]] || fail "$name: $seen key presses reported, $want written, none lost"
   else
-    [[ $seen -lt $want ]] || fail "$name: $seen key presses reported, $want written, $rb records lost"
+    # Lost records take their events with them, but never all of them.
+    [[ $seen -lt $want && $seen -gt 0 ]] || fail "$name: $seen key presses reported, $want written, $rb records lost"
   fi
   [[ $unframed -eq 0 ]] || fail "$name: $unframed reads unframed"
 }
