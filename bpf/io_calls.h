@@ -148,6 +148,20 @@ static __always_inline __u64 io_wakeup(__u64 before, __u32 size)
 	return before < mark && before + size >= mark ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
+/* A framed read's record (X11's, Wayland's), built in a per-CPU scratch
+ * whose call part is io: out as long as its messages make it. */
+static __always_inline void emit_framed(void *rec, struct lt_io_rec *io, __u32 size,
+					struct lt_thread *st, struct lt_io_pending *p, __s64 ret,
+					__u64 now)
+{
+	fill_io(io, st, p, ret, now, size);
+	__builtin_memset(io->head, 0, sizeof(io->head));
+	count(LT_CNT_IO);
+	if (bpf_ringbuf_output(&lt_events, rec, size,
+			       io_wakeup(bpf_ringbuf_query(&lt_events, BPF_RB_AVAIL_DATA), size)))
+		count(LT_CNT_RB_FULL);
+}
+
 static long x11_step(__u32 i, void *f) { return lt_x11_step(f); }
 
 /*
@@ -208,12 +222,7 @@ static __noinline void x11_read(struct lt_thread *st, struct lt_io_pending *p, _
 		n = LT_X11_MAX_MSGS;
 	rec->nmsgs = n;
 	size = __builtin_offsetof(struct lt_x11_rec, msgs) + n * sizeof(struct lt_x11_msg);
-	fill_io(&rec->io, st, p, ret, now, size);
-	__builtin_memset(rec->io.head, 0, sizeof(rec->io.head));
-	count(LT_CNT_IO);
-	if (bpf_ringbuf_output(&lt_events, rec, size,
-			       io_wakeup(bpf_ringbuf_query(&lt_events, BPF_RB_AVAIL_DATA), size)))
-		count(LT_CNT_RB_FULL);
+	emit_framed(rec, &rec->io, size, st, p, ret, now);
 }
 
 static long wl_step(__u32 i, void *f) { return lt_wl_step(f); }
@@ -337,12 +346,7 @@ static __noinline void wl_io(struct lt_thread *st, struct lt_io_pending *p, __s6
 	rec->other = f.other;
 	rec->pad = 0;
 	size = __builtin_offsetof(struct lt_wl_rec, msgs) + size * sizeof(struct lt_wl_msg);
-	fill_io(&rec->io, st, p, ret, now, size);
-	__builtin_memset(rec->io.head, 0, sizeof(rec->io.head));
-	count(LT_CNT_IO);
-	if (bpf_ringbuf_output(&lt_events, rec, size,
-			       io_wakeup(bpf_ringbuf_query(&lt_events, BPF_RB_AVAIL_DATA), size)))
-		count(LT_CNT_RB_FULL);
+	emit_framed(rec, &rec->io, size, st, p, ret, now);
 }
 
 static __always_inline void io_exit(__s64 ret)

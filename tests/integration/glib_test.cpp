@@ -387,22 +387,23 @@ INSTANTIATE_TEST_SUITE_P(
       return n;
     });
 
-// A source kind of the program's own (a PyGObject GLib.Source subclass:
-// PyGObject's GSourceFuncs, whose dispatch function no symbol names),
-// attached before looptrace: found in the process's memory with -p and no
-// option, each stall one "GLib custom" span named by the source's name,
-// within 1 ms of the callback's own clock; nothing else slow.
-TEST(GlibSources, ACustomSourceKindIsFoundAndTimed) {
-  LT_REQUIRE_BPF();
-  LT_REQUIRE_SYSTEM_PYTHON();
+// glib_loop.py (APP_ARGS, its loop starting 2 s after python does: time
+// to attach before the first stall) traced by `looptrace record -p PID
+// --slow 20ms` with no probe option, where tracefs is not mounted:
+// looptrace's stderr in *err.
+void run_glib_attached(const std::vector<std::string>& app_args, GlibRun* out,
+                       std::string* err) {
   TempDir dir;
   const std::string log = dir.file("glib.jsonl");
   const std::string json = dir.file("report.json");
-  Process app(
-      {"/usr/bin/python3", tests_dir() + "/programs/glib_loop.py", "--source",
-       "custom", "--start-delay", "2000", "--stall", "busy:40@300", "--stall",
-       "sleep:60@700", "--duration", "1200", "--log", log},
-      dir.file("app.out"), dir.file("app.err"));
+  std::vector<std::string> argv = {"/usr/bin/python3",
+                                   tests_dir() + "/programs/glib_loop.py",
+                                   "--start-delay",
+                                   "2000",
+                                   "--log",
+                                   log};
+  argv.insert(argv.end(), app_args.begin(), app_args.end());
+  Process app(argv, dir.file("app.out"), dir.file("app.err"));
   ASSERT_TRUE(wait_for_text(dir.file("app.err"), "glib_loop: ready", 10000));
   const int64_t steal_before = steal_ns();
   RunResult r = run(without_tracefs({looptrace_bin(), "record", "-p",
@@ -411,27 +412,51 @@ TEST(GlibSources, ACustomSourceKindIsFoundAndTimed) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_EQ(app.wait(10000), 0);
   const int64_t stolen = steal_ns() - steal_before;
-  EXPECT_NE(r.err.find("looptrace:   dispatch GLib custom: "),
-            std::string::npos)
-      << r.err;
-  EXPECT_NE(r.err.find("_gi."), std::string::npos) << r.err;  // PyGObject's
-  auto lines = read_jsonl(log);
-  auto stalls = events(lines, "stall");
-  auto summary = events(lines, "summary");
-  ASSERT_EQ(stalls.size(), 2u);
+  *err = r.err;
+  out->lines = read_jsonl(log);
+  out->stalls = events(out->lines, "stall");
+  auto summary = events(out->lines, "summary");
   ASSERT_EQ(summary.size(), 1u);
-  const int64_t run_delay =
+  out->slack_ns =
+      kToleranceNs + stolen +
       std::max<int64_t>(0, summary[0]["run_delay_ns"].get<int64_t>());
-  nlohmann::json report = read_json(json);
-  const auto& slow = report["slow_dispatches"];
-  EXPECT_EQ(slow.size(), stalls.size()) << slow.dump();
-  for (const auto& st : stalls) {
-    ASSERT_EQ(st["source"], "custom");
+  out->report = read_json(json);
+}
+
+// Each stall of g is one slow dispatch whose target begins with `target`,
+// within 1 ms of the callback's own clock; nothing else is slow.
+void expect_stalls_as(const GlibRun& g, const std::string& target) {
+  const auto& slow = g.report["slow_dispatches"];
+  EXPECT_EQ(slow.size(), g.stalls.size()) << slow.dump();
+  for (const auto& st : g.stalls) {
     const nlohmann::json* m = span_holding(slow, st);
     ASSERT_NE(m, nullptr) << st.dump() << "\n" << slow.dump();
-    EXPECT_EQ((*m)["target"], "GLib custom name=lt-custom") << m->dump();
-    expect_callback_time(*m, st, kToleranceNs + run_delay + stolen);
+    EXPECT_EQ((*m)["target"].get<std::string>().rfind(target, 0), 0u)
+        << m->dump();
+    expect_callback_time(*m, st, g.slack_ns);
   }
+}
+
+// A source kind of the program's own (a PyGObject GLib.Source subclass:
+// PyGObject's GSourceFuncs, whose dispatch function no symbol names),
+// attached before looptrace: found in the process's memory with -p and no
+// option, each stall one "GLib custom" span named by the source's name,
+// within 1 ms of the callback's own clock; nothing else slow.
+TEST(GlibSources, ACustomSourceKindIsFoundAndTimed) {
+  LT_REQUIRE_BPF();
+  LT_REQUIRE_SYSTEM_PYTHON();
+  GlibRun g;
+  std::string err;
+  ASSERT_NO_FATAL_FAILURE(
+      run_glib_attached({"--source", "custom", "--stall", "busy:40@300",
+                         "--stall", "sleep:60@700", "--duration", "1200"},
+                        &g, &err));
+  EXPECT_NE(err.find("looptrace:   dispatch GLib custom: "), std::string::npos)
+      << err;
+  EXPECT_NE(err.find("_gi."), std::string::npos) << err;  // PyGObject's
+  ASSERT_EQ(g.stalls.size(), 2u);
+  for (const auto& st : g.stalls) EXPECT_EQ(st["source"], "custom");
+  expect_stalls_as(g, "GLib custom name=lt-custom");
 }
 
 // -p PID and no probe option: the process's libraries choose the built-in
@@ -440,48 +465,23 @@ TEST(GlibSources, ACustomSourceKindIsFoundAndTimed) {
 TEST(GlibSources, ProfileIsFoundFromTheProcessLibraries) {
   LT_REQUIRE_BPF();
   LT_REQUIRE_SYSTEM_PYTHON();
-  TempDir dir;
-  const std::string log = dir.file("glib.jsonl");
-  const std::string json = dir.file("report.json");
-  // The loop starts 2 s after python does: time to attach before the
-  // first stall (at 300 ms of the loop).
-  Process app({"/usr/bin/python3", tests_dir() + "/programs/glib_loop.py",
-               "--start-delay", "2000", "--stall", "busy:40@300", "--stall",
-               "sleep:60@700", "--duration", "1200", "--log", log},
-              dir.file("app.out"), dir.file("app.err"));
-  ASSERT_TRUE(wait_for_text(dir.file("app.err"), "glib_loop: ready", 10000));
-  const int64_t steal_before = steal_ns();
-  RunResult r = run({looptrace_bin(), "record", "-p", std::to_string(app.pid()),
-                     "--slow", "20ms", "--json", json});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  ASSERT_EQ(app.wait(10000), 0);
-  const int64_t stolen = steal_ns() - steal_before;
-  EXPECT_NE(r.err.find(fmt::format("looptrace: profile glib: pid {} maps ",
-                                   app.pid())),
+  GlibRun g;
+  std::string err;
+  ASSERT_NO_FATAL_FAILURE(
+      run_glib_attached({"--stall", "busy:40@300", "--stall", "sleep:60@700",
+                         "--duration", "1200"},
+                        &g, &err));
+  EXPECT_NE(err.find(fmt::format("looptrace: profile glib: pid {} maps ",
+                                 g.lines.at(0)["pid"].get<int>())),
             std::string::npos)
-      << r.err;
-  EXPECT_NE(r.err.find("libglib-2.0.so.0"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("*(g_timeout_funcs+16) at offset 0x"), std::string::npos)
-      << r.err;
+      << err;
+  EXPECT_NE(err.find("libglib-2.0.so.0"), std::string::npos) << err;
+  EXPECT_NE(err.find("*(g_timeout_funcs+16) at offset 0x"), std::string::npos)
+      << err;
   // The GLib version the profile's structure reads were checked against.
-  EXPECT_NE(r.err.find(" (GLib 2."), std::string::npos) << r.err;
-  auto lines = read_jsonl(log);
-  auto stalls = events(lines, "stall");
-  auto summary = events(lines, "summary");
-  ASSERT_EQ(stalls.size(), 2u);
-  ASSERT_EQ(summary.size(), 1u);
-  const int64_t run_delay =
-      std::max<int64_t>(0, summary[0]["run_delay_ns"].get<int64_t>());
-  nlohmann::json report = read_json(json);
-  const auto& slow = report["slow_dispatches"];
-  EXPECT_EQ(slow.size(), stalls.size()) << slow.dump();
-  for (const auto& st : stalls) {
-    const nlohmann::json* m = span_holding(slow, st);
-    ASSERT_NE(m, nullptr) << st.dump() << "\n" << slow.dump();
-    EXPECT_EQ((*m)["target"].get<std::string>().rfind("GLib timeout ", 0), 0u)
-        << m->dump();
-    expect_callback_time(*m, st, kToleranceNs + run_delay + stolen);
-  }
+  EXPECT_NE(err.find(" (GLib 2."), std::string::npos) << err;
+  ASSERT_EQ(g.stalls.size(), 2u);
+  expect_stalls_as(g, "GLib timeout ");
 }
 
 }  // namespace
