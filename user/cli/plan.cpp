@@ -551,9 +551,13 @@ void add_custom_gsources(pid_t pid, std::vector<ProbeDef>* probes) {
     return;
   }
   for (const proc::CustomGSource& c : *found) {
+    // The file as the process sees it (its mount namespace), as the
+    // profile's other probes are resolved.
+    const std::string path = fmt::format("/proc/{}/root{}", pid, c.path);
     const bool have =
         std::any_of(probes->begin(), probes->end(), [&](const ProbeDef& d) {
-          return d.path == c.path && d.file_offset == c.file_offset;
+          return (d.path == path || d.path == c.path) &&
+                 d.file_offset == c.file_offset;
         });
     if (have) continue;
     if (probes->size() >= LT_MAX_PROBES) {
@@ -567,7 +571,7 @@ void add_custom_gsources(pid_t pid, std::vector<ProbeDef>* probes) {
     d.binary = c.path;
     d.symbol = fmt::format("{:#x}", c.file_offset);
     d.label = "GLib custom";
-    d.path = c.path;
+    d.path = path;
     d.file_offset = c.file_offset;
     d.resolved_symbol =
         fmt::format("dispatch of the GSourceFuncs at {:#x}", c.funcs);
