@@ -42,10 +42,17 @@ Status scan_anon_words(uint32_t pid, const std::vector<MapEntry>& maps,
   std::vector<uint64_t> buf(1 << 17);  // 1 MiB
   const size_t buf_bytes = buf.size() * sizeof(uint64_t);
   uint64_t scanned = 0;
-  for (const MapEntry& m : maps) {
-    const bool anon = m.path.empty() || m.path == "[heap]";
-    if (!anon || m.perms.size() < 2 || m.perms[0] != 'r' || m.perms[1] != 'w')
-      continue;
+  // The heap first (malloc's objects), then the other anonymous memory
+  // (malloc's large blocks and arenas, and anything else) while the budget
+  // lasts.
+  std::vector<const MapEntry*> order;
+  for (const MapEntry& m : maps)
+    if (m.path == "[heap]") order.push_back(&m);
+  for (const MapEntry& m : maps)
+    if (m.path.empty()) order.push_back(&m);
+  for (const MapEntry* e : order) {
+    const MapEntry& m = *e;
+    if (m.perms.size() < 2 || m.perms[0] != 'r' || m.perms[1] != 'w') continue;
     for (uint64_t at = m.start; at < m.end && scanned < max_bytes;) {
       const size_t n =
           static_cast<size_t>(std::min<uint64_t>(buf_bytes, m.end - at));
