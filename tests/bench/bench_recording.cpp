@@ -410,15 +410,15 @@ RoundResult one_round(const std::string& path, uint64_t n) {
     const Findings& found = analysis.finish();
     r.finish_s = seconds_since(t0);
     if (!info.ok() || info->events != r.events || !info->ended ||
-        found.input.events.size() != wrote.max_seq ||
+        found.input.total != wrote.max_seq ||
         found.analysis.slow.size() != wrote.spans) {
       std::fprintf(
           stderr,
-          "lt_bench_recording: replay %s: %llu events, %zu input "
+          "lt_bench_recording: replay %s: %llu events, %llu input "
           "events (want %llu), %zu slow spans (want %llu)\n",
           info.ok() ? "ok" : info.status().message().c_str(),
           static_cast<unsigned long long>(info.ok() ? info->events : 0),
-          found.input.events.size(),
+          static_cast<unsigned long long>(found.input.total),
           static_cast<unsigned long long>(wrote.max_seq),
           found.analysis.slow.size(),
           static_cast<unsigned long long>(wrote.spans));
