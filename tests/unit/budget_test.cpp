@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/backlog.h"
 #include "analysis/input.h"
 #include "report/findings.h"
 
@@ -563,6 +564,7 @@ TEST(BudgetEval, AgainstTheJsonReportWriter) {
   c.stages[static_cast<int>(InputStage::kTotalLatency)] = {
       5, 1 * kMs, 2 * kMs, 120 * kMs, 130 * kMs};
   found.input.channels.push_back(c);
+  explain_slow_spans(found.analysis);  // as the analysis does
   ReportContext ctx;
   ctx.slow_ns[LT_ROLE_DISPATCH] = 16 * kMs;
 

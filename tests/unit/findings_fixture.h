@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/backlog.h"
 #include "fake_symbolizer.h"
 #include "input_listing.h"
 #include "report/findings.h"
@@ -240,6 +241,9 @@ struct TraceFixture {
     raw.finished_ns = kT0 + 150 * kMs;
     found.input.events.push_back(raw);
     list_all(found.input);
+    // As the analysis does.
+    explain_slow_spans(found.analysis);
+    note_barriers_up(found.analysis, found.barriers);
   }
 };
 

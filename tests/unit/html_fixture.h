@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/backlog.h"
 #include "fake_symbolizer.h"
 #include "input_listing.h"
 #include "looptrace/abi.h"
@@ -265,6 +266,9 @@ struct Fixture {
                           input_event(2, InputType::kMotion, 420, 0)};
     found.input.channels = {input_channel()};
     fixture::list_all(found.input);
+    // As the analysis does.
+    explain_slow_spans(found.analysis);
+    note_barriers_up(found.analysis, found.barriers);
 
     ctx.probes = &probes;
     ctx.symbolizer = &sym;

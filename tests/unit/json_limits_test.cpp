@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/backlog.h"
 #include "analysis/dispatch.h"
 #include "report/input_report.h"
 #include "report/report.h"
@@ -64,6 +65,7 @@ TEST(JsonLimits, SlowDeliveriesKeepTheLongestLags) {
     r.add(LT_ROLE_DELIVERY, 1000 * kMs + i * 10 * kMs,
           tiny ? 1 * kMs : 20 * kMs + i);
   }
+  explain_slow_spans(r.a);  // as the analysis does
   nlohmann::json j = to_json(r.a, r.ctx);
   const auto& d = j["slow_deliveries"];
   ASSERT_EQ(d.size(), report::kJsonMaxSpans);
@@ -85,6 +87,7 @@ TEST(JsonLimits, SlowDispatchesKeepAHangInProgress) {
     r.add(LT_ROLE_DISPATCH, i * 100 * kMs, 50 * kMs);
   // Short, but still running when tracing stopped: always listed.
   r.add(LT_ROLE_DISPATCH, 1, 20 * kMs).span.in_flight = true;
+  explain_slow_spans(r.a);  // as the analysis does
   nlohmann::json j = to_json(r.a, r.ctx);
   ASSERT_EQ(j["slow_dispatches"].size(), report::kJsonMaxSpans);
   EXPECT_EQ(j["slow_dispatches_omitted"], 2u);
@@ -106,6 +109,7 @@ TEST(JsonLimits, RunningInsteadAndStacksAreBounded) {
     g.count = static_cast<uint32_t>(100 - i);
     stuck.stacks.push_back(g);
   }
+  explain_slow_spans(r.a);  // as the analysis does
   nlohmann::json j = to_json(r.a, r.ctx);
   const auto& d = j["slow_deliveries"][0];
   ASSERT_EQ(d["running_instead"].size(), report::kJsonMaxRelated);
@@ -133,6 +137,7 @@ TEST(JsonLimits, ThreadsAreBoundedAndTotalsCountThemAll) {
     s.slow_count = t == 5 ? 1 : 0;
     r.a.threads.push_back(s);
   }
+  explain_slow_spans(r.a);  // as the analysis does
   nlohmann::json j = to_json(r.a, r.ctx);
   EXPECT_EQ(j["threads"].size(), report::kJsonMaxThreads);
   EXPECT_EQ(j["threads_omitted"], 10u);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/backlog.h"
 #include "analysis/barrier.h"
 #include "fake_symbolizer.h"
 #include "profiles/key_expr.h"
@@ -484,6 +485,7 @@ TEST(DeliveryReport, RunningInsteadAndFields) {
   probes[0].resolved_symbol = "Loop::dispatch(Msg*)";
   ReportContext ctx;
   ctx.probes = &probes;
+  explain_slow_spans(a);  // as the analysis does
   nlohmann::json j = to_json(a, ctx);
   ASSERT_EQ(j["slow_deliveries"].size(), 1u);
   const auto& d = j["slow_deliveries"][0];
@@ -513,7 +515,7 @@ TEST(DeliveryReport, RunningInsteadSeesNestedSpans) {
   add(LT_ROLE_DISPATCH, 100 * ms, 200 * ms);  // outer [100, 300)
   add(LT_ROLE_DISPATCH, 120 * ms, 30 * ms);   // nested [120, 150)
   add(LT_ROLE_DISPATCH, 160 * ms, 20 * ms);   // nested [160, 180)
-  report::RunningInstead running(a);
+  RunningInstead running(a);
   SpanEvent d;
   d.pid = d.tid = 1;
   d.role = LT_ROLE_DELIVERY;
@@ -567,7 +569,7 @@ TEST(DeliveryReport, TextGroupsBacklogs) {
   ctx.start_ns = 0;
   a.first_event_ns = 0;
   std::ostringstream os;
-  a.backlogs = delivery_backlogs(a);  // as the analysis does
+  explain_slow_spans(a);  // as the analysis does
   write_text_report(os, a, ctx);
   const std::string out = os.str();
   EXPECT_NE(out.find("SLOW DELIVERIES: 5 (>= 16.0ms) in 3 backlogs"),
@@ -617,7 +619,8 @@ TEST(DeliveryReport, TextNamesABarrierUpMeanwhile) {
   ctx.slow_ns = {16 * ms, 16 * ms, 16 * ms};
   ctx.barriers = &barriers;
   std::ostringstream os;
-  a.backlogs = delivery_backlogs(a);  // as the analysis does
+  explain_slow_spans(a);  // as the analysis does
+  note_barriers_up(a, barriers);
   write_text_report(os, a, ctx);
   const std::string out = os.str();
   EXPECT_NE(out.find("a sync barrier was up: token 4 posted +0.200s, removed "
@@ -663,7 +666,7 @@ TEST(DeliveryReport, TextNamesTheLongestSpansOfABacklog) {
   ctx.probes = &probes;
   ctx.slow_ns = {16 * ms, 16 * ms, 16 * ms};
   std::ostringstream os;
-  a.backlogs = delivery_backlogs(a);  // as the analysis does
+  explain_slow_spans(a);  // as the analysis does
   write_text_report(os, a, ctx);
   const std::string out = os.str();
   EXPECT_NE(out.find("in 1 backlog\n"), std::string::npos) << out;

@@ -1,6 +1,9 @@
 #include "analysis/backlog.h"
 
 #include <algorithm>
+#include <tuple>
+
+#include "report/json_limits.h"
 
 namespace looptrace {
 namespace {
@@ -47,12 +50,15 @@ std::vector<const SlowSpan*> RunningInstead::operator()(
   return out;
 }
 
-std::vector<DeliveryBacklog> delivery_backlogs(const DispatchAnalysis& a) {
+namespace {
+
+// DeliveryBacklog (dispatch.h), from the analysis's slow spans.
+std::vector<DeliveryBacklog> delivery_backlogs(const DispatchAnalysis& a,
+                                               const RunningInstead& running) {
   std::vector<const SlowSpan*> late;
   for (const SlowSpan& s : a.slow)
     if (s.span.role == LT_ROLE_DELIVERY) late.push_back(&s);
   std::stable_sort(late.begin(), late.end(), starts_before);
-  const RunningInstead running(a);
   auto index = [&a](const SlowSpan* s) {
     return static_cast<size_t>(s - a.slow.data());
   };
@@ -84,6 +90,81 @@ std::vector<DeliveryBacklog> delivery_backlogs(const DispatchAnalysis& a) {
                        return a.slow[x].span.start_ns < a.slow[y].span.start_ns;
                      });
   return out;
+}
+
+}  // namespace
+
+void explain_slow_spans(DispatchAnalysis& a) {
+  const RunningInstead running(a);
+  a.backlogs = delivery_backlogs(a, running);
+
+  std::array<std::vector<size_t>, LT_ROLE_MAX> by_role;
+  for (size_t i = 0; i < a.slow.size(); ++i)
+    if (a.slow[i].span.role < LT_ROLE_MAX)
+      by_role[a.slow[i].span.role].push_back(i);
+  auto worst = [&a](size_t x, size_t y) {
+    const SpanEvent& sx = a.slow[x].span;
+    const SpanEvent& sy = a.slow[y].span;
+    return std::tie(sx.in_flight, sx.duration_ns) >
+           std::tie(sy.in_flight, sy.duration_ns);
+  };
+  for (uint32_t r = 0; r < LT_ROLE_MAX; ++r)
+    a.listed[r] = report::keep_best(by_role[r], report::kJsonMaxSpans, worst,
+                                    &a.listed_omitted[r]);
+
+  // The longest spans that ran instead, when there are too many to name.
+  auto index = [&a](const SlowSpan* s) {
+    return static_cast<size_t>(s - a.slow.data());
+  };
+  a.delivery_blame.clear();
+  for (size_t d : a.listed[LT_ROLE_DELIVERY]) {
+    DeliveryBlame& why = a.delivery_blame.emplace_back();
+    why.delivery = d;
+    std::vector<size_t> instead;
+    for (const SlowSpan* s : running(a.slow[d].span))
+      instead.push_back(index(s));
+    why.running_instead = report::keep_best(
+        instead, report::kJsonMaxRelated,
+        [&a](size_t x, size_t y) {
+          return a.slow[x].span.duration_ns > a.slow[y].span.duration_ns;
+        },
+        &why.running_instead_omitted);
+  }
+}
+
+std::vector<size_t> barriers_up(const BarrierAnalysis& b, uint32_t pid,
+                                uint32_t tid, uint64_t from, uint64_t to) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < b.barriers.size(); ++i) {
+    const Barrier& x = b.barriers[i];
+    if (x.pid == pid && x.tid == tid && x.posted_ns < to &&
+        (!x.removed() || x.removed_ns > from))
+      out.push_back(i);
+  }
+  return out;
+}
+
+void note_barriers_up(DispatchAnalysis& a, const BarrierAnalysis& b) {
+  for (DeliveryBacklog& g : a.backlogs) {
+    const SpanEvent& first = a.slow[g.late.front()].span;
+    g.barriers_up = barriers_up(b, first.pid, first.tid, first.start_ns,
+                                g.last_dispatch_ns);
+  }
+  for (DeliveryBlame& why : a.delivery_blame) {
+    const SpanEvent& d = a.slow[why.delivery].span;
+    const uint64_t end = d.start_ns + d.duration_ns;
+    // The barriers held longest while the message waited, when there are
+    // too many to name.
+    auto held = [&](size_t i) {
+      const Barrier& x = b.barriers[i];
+      uint64_t to = x.removed() ? std::min(x.removed_ns, end) : end;
+      return to - std::max(x.posted_ns, d.start_ns);
+    };
+    why.barriers_up = report::keep_best(
+        barriers_up(b, d.pid, d.tid, d.start_ns, end), report::kJsonMaxRelated,
+        [&](size_t x, size_t y) { return held(x) > held(y); },
+        &why.barriers_up_omitted);
+  }
 }
 
 }  // namespace looptrace

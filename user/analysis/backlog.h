@@ -1,6 +1,7 @@
 // Why messages were late: the slow spans that ran on a delivery's thread
-// while it waited, and the backlogs slow deliveries come in. Computed once
-// from a DispatchAnalysis; every output shows these, none recomputes them.
+// while it waited, the sync barriers up meanwhile, and the backlogs slow
+// deliveries come in; and which slow spans the outputs list. Computed once
+// by the analysis; every output shows these, none recomputes them.
 #pragma once
 
 #include <cstddef>
@@ -9,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/barrier.h"
 #include "analysis/dispatch.h"
 
 namespace looptrace {
@@ -30,7 +32,18 @@ class RunningInstead {
   std::map<std::pair<uint32_t, uint32_t>, Thread> threads_;
 };
 
-// DeliveryBacklog (dispatch.h), from the analysis's slow spans.
-std::vector<DeliveryBacklog> delivery_backlogs(const DispatchAnalysis& a);
+// Fills what `a` derives from its slow spans (sorted by start): backlogs,
+// listed, listed_omitted, and delivery_blame without barriers.
+void explain_slow_spans(DispatchAnalysis& a);
+
+// The sync barriers of thread (pid, tid) up at some point in [from, to): a
+// synchronous message due meanwhile could not pass them. Indices into
+// b.barriers, in post order.
+std::vector<size_t> barriers_up(const BarrierAnalysis& b, uint32_t pid,
+                                uint32_t tid, uint64_t from, uint64_t to);
+
+// Fills the barriers_up of a's backlogs and delivery_blame, after
+// explain_slow_spans(), when the run had barrier probes.
+void note_barriers_up(DispatchAnalysis& a, const BarrierAnalysis& b);
 
 }  // namespace looptrace

@@ -465,7 +465,7 @@ DispatchAnalysis DispatchAnalyzer::finish(
                std::tie(b.span.start_ns, b.span.pid, b.span.tid, b.span.depth);
       });
   seen_.clear();
-  out.backlogs = delivery_backlogs(out);
+  explain_slow_spans(out);
   return out;
 }
 

@@ -117,6 +117,23 @@ struct DeliveryBacklog {
   std::vector<size_t> behind;     // the slow spans they waited behind, by start
   uint64_t last_dispatch_ns = 0;  // of the late messages
   size_t worst = 0;               // index of the late message with most lag
+  // The sync barriers of the thread up at some point from the first due
+  // time to last_dispatch_ns: indices into BarrierAnalysis::barriers, in
+  // post order (analysis/backlog.h, note_barriers_up).
+  std::vector<size_t> barriers_up;
+};
+
+// Why one listed slow delivery was late: the slow spans of its thread that
+// ran between its due time and its dispatch, and the sync barriers of its
+// thread up meanwhile. Each list holds the report::kJsonMaxRelated that
+// matter most (the longest spans, the barriers held longest in that time),
+// in time order, and counts the rest.
+struct DeliveryBlame {
+  size_t delivery = 0;                  // index into DispatchAnalysis::slow
+  std::vector<size_t> running_instead;  // indices into DispatchAnalysis::slow
+  size_t running_instead_omitted = 0;
+  std::vector<size_t> barriers_up;  // indices into BarrierAnalysis::barriers
+  size_t barriers_up_omitted = 0;
 };
 
 struct DispatchAnalysis {
@@ -135,6 +152,16 @@ struct DispatchAnalysis {
   uint64_t sample_overflow = 0;
   // The slow deliveries (in `slow`) grouped into backlogs.
   std::vector<DeliveryBacklog> backlogs;
+  // The slow spans every output lists, by role: indices into `slow`, in
+  // start order; all of them, or report::kJsonMaxSpans of each role (a
+  // hang in progress first, then the longest; a delivery's span runs from
+  // its due time, so the longest lags). listed_omitted: how many each role
+  // left out.
+  std::array<std::vector<size_t>, LT_ROLE_MAX> listed;
+  std::array<size_t, LT_ROLE_MAX> listed_omitted{};
+  // Why each listed slow delivery was late, in the order of
+  // listed[LT_ROLE_DELIVERY].
+  std::vector<DeliveryBlame> delivery_blame;
   // Earliest timestamp in the stream (span start or sample), 0 if none.
   uint64_t first_event_ns = 0;
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "analysis/backlog.h"
 #include "base/duration.h"
 #include "base/log.h"
 
@@ -182,6 +183,7 @@ const Findings& Analysis::finish() {
   findings_.analysis = dispatch_->finish(end_.hists, end_.counters);
   findings_.barriers = barriers_->finish(end_ns);
   findings_.has_barriers = has_barriers_;
+  if (has_barriers_) note_barriers_up(findings_.analysis, findings_.barriers);
   findings_.has_input = input_ != nullptr;
   if (input_) {
     findings_.input = input_->finish();

@@ -55,30 +55,6 @@ json cut_short_json(const SpanEvent& e) {
   return nullptr;
 }
 
-// The sync barriers of a delivery's thread up while it waited; the longest
-// held when there are too many.
-json barriers_up(const SpanEvent& d, const ReportContext& ctx,
-                 size_t* omitted) {
-  auto held = [&d](const Barrier* b) {
-    uint64_t end = d.start_ns + d.duration_ns;
-    uint64_t to = b->removed() ? std::min(b->removed_ns, end) : end;
-    return to - std::max(b->posted_ns, d.start_ns);
-  };
-  json out = json::array();
-  for (const Barrier* b : report::keep_best(
-           report::barriers_up(ctx, d.pid, d.tid, d.start_ns,
-                               d.start_ns + d.duration_ns),
-           report::kJsonMaxRelated,
-           [&](const Barrier*x, const Barrier*y) { return held(x) > held(y); },
-           omitted))
-    out.push_back(
-        {{"token", b->token},
-         {"queue", fmt::format("{:#x}", b->queue)},
-         {"posted_ns", b->posted_ns},
-         {"removed_ns", b->removed() ? json(b->removed_ns) : json()}});
-  return out;
-}
-
 const char* unwind_name(Unwind u) {
   return u == Unwind::kDwarf ? "dwarf" : "frame_pointer";
 }
@@ -185,22 +161,26 @@ json slow_span_json(const SlowSpan& s, const ReportContext& ctx,
 }
 
 // due_ns -> start_ns is the span; lag_ns its length.
-json slow_delivery_json(const SlowSpan& s, const RunningInstead& running,
+json slow_delivery_json(const DeliveryBlame& why, const DispatchAnalysis& a,
                         const ReportContext& ctx) {
-  const SpanEvent& e = s.span;
-  // The longest spans that ran instead, when there are too many to list.
-  size_t instead_omitted = 0, barriers_omitted = 0;
+  const SpanEvent& e = a.slow[why.delivery].span;
   json instead = json::array();
-  for (const SlowSpan* b : report::keep_best(
-           running(e), report::kJsonMaxRelated,
-           [](const SlowSpan*x, const SlowSpan*y) {
-             return x->span.duration_ns > y->span.duration_ns;
-           },
-           &instead_omitted))
-    instead.push_back({{"target", report::describe_target(b->span, ctx).text},
-                       {"role", looptrace::role_name(b->span.role)},
-                       {"start_ns", b->span.start_ns},
-                       {"duration_ns", b->span.duration_ns}});
+  for (size_t i : why.running_instead) {
+    const SpanEvent& b = a.slow[i].span;
+    instead.push_back({{"target", report::describe_target(b, ctx).text},
+                       {"role", looptrace::role_name(b.role)},
+                       {"start_ns", b.start_ns},
+                       {"duration_ns", b.duration_ns}});
+  }
+  json up = json::array();
+  if (ctx.barriers != nullptr)
+    for (size_t i : why.barriers_up) {
+      const Barrier& b = ctx.barriers->barriers[i];
+      up.push_back({{"token", b.token},
+                    {"queue", fmt::format("{:#x}", b.queue)},
+                    {"posted_ns", b.posted_ns},
+                    {"removed_ns", b.removed() ? json(b.removed_ns) : json()}});
+    }
   json out = {
       {"pid", e.pid},
       {"tid", e.tid},
@@ -209,11 +189,13 @@ json slow_delivery_json(const SlowSpan& s, const RunningInstead& running,
       {"start_ns", e.start_ns + e.duration_ns},
       {"lag_ns", e.duration_ns},
       {"target", report::describe_target(e, ctx).text},
-      {"running_instead", instead},
-      {"sync_barriers_up", barriers_up(e, ctx, &barriers_omitted)},
+      {"running_instead", std::move(instead)},
+      {"sync_barriers_up", std::move(up)},
   };
-  if (instead_omitted) out["running_instead_omitted"] = instead_omitted;
-  if (barriers_omitted) out["sync_barriers_up_omitted"] = barriers_omitted;
+  if (why.running_instead_omitted)
+    out["running_instead_omitted"] = why.running_instead_omitted;
+  if (why.barriers_up_omitted)
+    out["sync_barriers_up_omitted"] = why.barriers_up_omitted;
   return out;
 }
 
@@ -255,20 +237,16 @@ json to_json(const DispatchAnalysis& a, const ReportContext& ctx) {
            &threads_omitted))
     threads.push_back(thread_json(*t));
 
-  std::array<size_t, LT_ROLE_MAX> omitted{};
-  const auto by_role = report::listed_spans(a, &omitted);
-
   report::FrameNames names(ctx.symbolizer);
   json dispatches = json::array();
   json idle = json::array();
   json deliveries = json::array();
-  const report::RunningInstead running(a);
-  for (const SlowSpan* s : by_role[LT_ROLE_DISPATCH])
-    dispatches.push_back(slow_span_json(*s, ctx, names));
-  for (const SlowSpan* s : by_role[LT_ROLE_IDLE])
-    idle.push_back(slow_span_json(*s, ctx, names));
-  for (const SlowSpan* s : by_role[LT_ROLE_DELIVERY])
-    deliveries.push_back(slow_delivery_json(*s, running, ctx));
+  for (size_t i : a.listed[LT_ROLE_DISPATCH])
+    dispatches.push_back(slow_span_json(a.slow[i], ctx, names));
+  for (size_t i : a.listed[LT_ROLE_IDLE])
+    idle.push_back(slow_span_json(a.slow[i], ctx, names));
+  for (const DeliveryBlame& why : a.delivery_blame)
+    deliveries.push_back(slow_delivery_json(why, a, ctx));
 
   // The backlogs the text report shows, with the same grouping.
   json backlogs = json::array();
@@ -319,11 +297,11 @@ json to_json(const DispatchAnalysis& a, const ReportContext& ctx) {
       {"threads", std::move(threads)},
       {"threads_omitted", threads_omitted},
       {"slow_dispatches", std::move(dispatches)},
-      {"slow_dispatches_omitted", omitted[LT_ROLE_DISPATCH]},
+      {"slow_dispatches_omitted", a.listed_omitted[LT_ROLE_DISPATCH]},
       {"slow_idle_handlers", std::move(idle)},
-      {"slow_idle_handlers_omitted", omitted[LT_ROLE_IDLE]},
+      {"slow_idle_handlers_omitted", a.listed_omitted[LT_ROLE_IDLE]},
       {"slow_deliveries", std::move(deliveries)},
-      {"slow_deliveries_omitted", omitted[LT_ROLE_DELIVERY]},
+      {"slow_deliveries_omitted", a.listed_omitted[LT_ROLE_DELIVERY]},
       {"delivery_backlogs", std::move(backlogs)},
       {"delivery_backlogs_omitted", backlogs_omitted},
       {"lost", std::move(lost)},

@@ -101,14 +101,11 @@ std::vector<InputPoint> input_points(const InputEventInfo& e) {
 
 class TraceEvents {
  public:
-  using SpansByRole = std::array<std::vector<const SlowSpan*>, LT_ROLE_MAX>;
-  // `spans`: the slow spans to show (report::listed_spans).
-  TraceEvents(const Findings& f, const ReportContext& ctx,
-              const SpansByRole& spans, TimeRange range, std::ostream& os,
-              const Emit& emit)
+  // Shows the slow spans the analysis lists (DispatchAnalysis::listed).
+  TraceEvents(const Findings& f, const ReportContext& ctx, TimeRange range,
+              std::ostream& os, const Emit& emit)
       : f_(f),
         ctx_(ctx),
-        spans_(spans),
         range_(range),
         os_(os),
         emit_(emit),
@@ -127,7 +124,7 @@ class TraceEvents {
 
   void thread_names();
   void span(const SlowSpan& s);
-  void delivery(const SlowSpan& s, const report::RunningInstead& running);
+  void delivery(const DeliveryBlame& why);
   void barrier(const Barrier& b);
   void input_event(const InputEventInfo& e, const json& fields);
   void async_slice(const std::string& name, const char* cat, uint32_t pid,
@@ -135,7 +132,6 @@ class TraceEvents {
 
   const Findings& f_;
   const ReportContext& ctx_;
-  const SpansByRole& spans_;
   TimeRange range_;
   std::ostream& os_;
   const Emit& emit_;
@@ -146,9 +142,10 @@ class TraceEvents {
 void TraceEvents::write_all() {
   thread_names();
   // A nested span starting at its caller's nanosecond must come after it.
-  std::vector<const SlowSpan*> on_threads = spans_[LT_ROLE_DISPATCH];
-  on_threads.insert(on_threads.end(), spans_[LT_ROLE_IDLE].begin(),
-                    spans_[LT_ROLE_IDLE].end());
+  const DispatchAnalysis& a = f_.analysis;
+  std::vector<const SlowSpan*> on_threads;
+  for (uint32_t role : {LT_ROLE_DISPATCH, LT_ROLE_IDLE})
+    for (size_t i : a.listed[role]) on_threads.push_back(&a.slow[i]);
   std::stable_sort(
       on_threads.begin(), on_threads.end(),
       [](const SlowSpan* x, const SlowSpan* y) {
@@ -159,10 +156,9 @@ void TraceEvents::write_all() {
     if (!os_) return;
     span(*s);
   }
-  const report::RunningInstead running(f_.analysis);
-  for (const SlowSpan* s : spans_[LT_ROLE_DELIVERY]) {
+  for (const DeliveryBlame& why : a.delivery_blame) {
     if (!os_) return;
-    delivery(*s, running);
+    delivery(why);
   }
   if (f_.has_barriers)
     for (const Barrier& b : f_.barriers.barriers) {
@@ -266,12 +262,11 @@ void TraceEvents::span(const SlowSpan& s) {
 
 // Its lag, from the message's due time to its dispatch, on the thread's
 // row of late messages.
-void TraceEvents::delivery(const SlowSpan& s,
-                           const report::RunningInstead& running) {
-  const SpanEvent& e = s.span;
+void TraceEvents::delivery(const DeliveryBlame& why) {
+  const SpanEvent& e = f_.analysis.slow[why.delivery].span;
   async_slice(fmt::format("slow deliveries (tid {})", e.tid), "delivery", e.pid,
               e.tid, e.start_ns, e.start_ns + e.duration_ns,
-              slow_delivery_json(s, running, ctx_));
+              slow_delivery_json(why, f_.analysis, ctx_));
 }
 
 // From post to removal (a leaked one to the end of the trace); the ones
@@ -353,8 +348,8 @@ void TraceEvents::async_slice(const std::string& name, const char* cat,
 Status write_perfetto(std::ostream& os, const Findings& found,
                       const ReportContext& ctx) {
   const TimeRange range = time_range(found, ctx);
-  std::array<size_t, LT_ROLE_MAX> omitted{};
-  const auto spans = report::listed_spans(found.analysis, &omitted);
+  const std::array<size_t, LT_ROLE_MAX>& omitted =
+      found.analysis.listed_omitted;
   // What the JSON report leaves out, this trace leaves out too (a run can
   // have a million slow deliveries: a trace nobody can open); Perfetto
   // shows these counts under "json_metadata" in the trace's info page.
@@ -374,7 +369,7 @@ Status write_perfetto(std::ostream& os, const Findings& found,
   json top = {{"displayTimeUnit", "ms"}, {"metadata", std::move(metadata)}};
   std::map<std::string, JsonElements> arrays;
   arrays["traceEvents"] = [&](const Emit& emit) {
-    TraceEvents(found, ctx, spans, range, os, emit).write_all();
+    TraceEvents(found, ctx, range, os, emit).write_all();
   };
   write_json_object(os, top, arrays, JsonElementLayout::kOneLine);
   os << '\n';

@@ -41,7 +41,6 @@ void write_text_report(std::ostream& os, const DispatchAnalysis& analysis,
 nlohmann::json to_json(const DispatchAnalysis& analysis,
                        const ReportContext& ctx);
 
-class RunningInstead;
 namespace report {
 class FrameNames;
 }  // namespace report
@@ -50,9 +49,10 @@ class FrameNames;
 // (docs/json-schema.md); other outputs carry the same fields.
 nlohmann::json slow_span_json(const SlowSpan& s, const ReportContext& ctx,
                               report::FrameNames& names);
-// One element of its slow_deliveries.
-nlohmann::json slow_delivery_json(const SlowSpan& s,
-                                  const RunningInstead& running,
+// One element of its slow_deliveries: the delivery `why` is about, and
+// why (the sync barriers from ctx.barriers).
+nlohmann::json slow_delivery_json(const DeliveryBlame& why,
+                                  const DispatchAnalysis& a,
                                   const ReportContext& ctx);
 
 }  // namespace looptrace

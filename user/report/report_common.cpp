@@ -3,24 +3,10 @@
 #include <fmt/format.h>
 
 #include <string_view>
-#include <tuple>
 
-#include "report/json_limits.h"
 #include "symbolize/kernel_symbols.h"
 
 namespace looptrace::report {
-
-std::vector<const Barrier*> barriers_up(const ReportContext& ctx, uint32_t pid,
-                                        uint32_t tid, uint64_t from,
-                                        uint64_t to) {
-  std::vector<const Barrier*> out;
-  if (!ctx.barriers) return out;
-  for (const Barrier& b : ctx.barriers->barriers)
-    if (b.pid == pid && b.tid == tid && b.posted_ns < to &&
-        (!b.removed() || b.removed_ns > from))
-      out.push_back(&b);
-  return out;
-}
 
 void put(std::ostream& os, std::string line) {
   constexpr size_t kColumns = 80;
@@ -48,20 +34,6 @@ SpanTarget describe_target(const SpanEvent& span, const ReportContext& ctx) {
   t.keys = render_keys(span, *probe, ctx.symbolizer);
   t.text = format_target(t.keys, *probe);
   return t;
-}
-
-std::array<std::vector<const SlowSpan*>, LT_ROLE_MAX> listed_spans(
-    const DispatchAnalysis& a, std::array<size_t, LT_ROLE_MAX>* omitted) {
-  std::array<std::vector<const SlowSpan*>, LT_ROLE_MAX> by_role;
-  for (const SlowSpan& s : a.slow)
-    if (s.span.role < LT_ROLE_MAX) by_role[s.span.role].push_back(&s);
-  auto worst = [](const SlowSpan* x, const SlowSpan* y) {
-    return std::tie(x->span.in_flight, x->span.duration_ns) >
-           std::tie(y->span.in_flight, y->span.duration_ns);
-  };
-  for (uint32_t r = 0; r < LT_ROLE_MAX; ++r)
-    by_role[r] = keep_best(by_role[r], kJsonMaxSpans, worst, &(*omitted)[r]);
-  return by_role;
 }
 
 std::vector<LostItem> lost_items(const DispatchAnalysis& a) {

@@ -10,7 +10,6 @@
 #include <utility>
 #include <vector>
 
-#include "analysis/backlog.h"
 #include "analysis/barrier.h"
 #include "analysis/dispatch.h"
 #include "profiles/probe.h"
@@ -42,26 +41,10 @@ struct LostItem {
 // Every counter, zero or not, in a fixed order.
 std::vector<LostItem> lost_items(const DispatchAnalysis& analysis);
 
-// The slow spans the reports list, by role, in start order: all of them,
-// or when there are more than kJsonMaxSpans the worst (a hang in progress
-// first, then the longest; slow deliveries are spans from the due time, so
-// the longest lags). `omitted` gets how many each role left out.
-std::array<std::vector<const SlowSpan*>, LT_ROLE_MAX> listed_spans(
-    const DispatchAnalysis& a, std::array<size_t, LT_ROLE_MAX>* omitted);
-
 // Orders slow spans by start time (for stable sorts).
 inline bool starts_before(const SlowSpan* x, const SlowSpan* y) {
   return x->span.start_ns < y->span.start_ns;
 }
-
-// Now computed with the analysis (analysis/backlog.h).
-using looptrace::RunningInstead;
-
-// The sync barriers posted by thread (pid, tid) that were up at some point
-// in [from, to): a synchronous message due meanwhile could not pass them.
-std::vector<const Barrier*> barriers_up(const ReportContext& ctx, uint32_t pid,
-                                        uint32_t tid, uint64_t from,
-                                        uint64_t to);
 
 // Writes one line of the text report, cut with "..." to fit 80 columns.
 void put(std::ostream& os, std::string line);

@@ -213,10 +213,11 @@ void write_slow_deliveries(std::ostream& os, const DispatchAnalysis& a,
     }
     // Sync barriers of the thread up while the messages waited: synchronous
     // messages cannot pass one.
-    std::vector<const Barrier*> up = report::barriers_up(
-        ctx, first.pid, first.tid, first.start_ns, g.last_dispatch_ns);
-    for (const Barrier* bp : up) {
-      const Barrier& b = *bp;
+    const std::vector<size_t> no_barriers;
+    const std::vector<size_t>& up =
+        ctx.barriers != nullptr ? g.barriers_up : no_barriers;
+    for (size_t bi : up) {
+      const Barrier& b = ctx.barriers->barriers[bi];
       put(os, fmt::format(
                   "    a sync barrier was up: token {} posted +{:.3f}s, "
                   "{}",
