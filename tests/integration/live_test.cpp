@@ -47,12 +47,10 @@ TEST(Live, EachSlowDispatchIsPrintedAsItEnds) {
   EXPECT_EQ(r.out, "");
 }
 
-TEST(Live, ATerminalGetsAStatusLineUpdatedInPlace) {
-  LT_REQUIRE_BPF();
-  TempDir dir;
-  // Not -q: that silences progress lines, the status line too.
-  // A pseudo-terminal on looptrace's stdout and stderr, read to the end
-  // (script(1) would hang up at the end of its own stdin).
+// Runs argv with a pseudo-terminal on its stdout and stderr, read to the
+// end (script(1) would hang up at the end of its own stdin); out is what
+// the terminal got.
+RunResult run_on_terminal(std::vector<std::string> argv) {
   const char* kPty =
       "import os, pty, sys\n"
       "pid, fd = pty.fork()\n"
@@ -69,9 +67,17 @@ TEST(Live, ATerminalGetsAStatusLineUpdatedInPlace) {
       "    out += b\n"
       "sys.stdout.buffer.write(out)\n"
       "sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n";
-  RunResult r = run({"/usr/bin/python3", "-c", kPty, looptrace_bin(), "record",
-                     "--profile", "refapp", "--", refapp_bin(), "--rate", "300",
-                     "--duration", "2500"});
+  argv.insert(argv.begin(), {"/usr/bin/python3", "-c", kPty});
+  return run(argv);
+}
+
+TEST(Live, ATerminalGetsAStatusLineUpdatedInPlace) {
+  LT_REQUIRE_BPF();
+  TempDir dir;
+  // Not -q: that silences progress lines, the status line too.
+  RunResult r =
+      run_on_terminal({looptrace_bin(), "record", "--profile", "refapp", "--",
+                       refapp_bin(), "--rate", "300", "--duration", "2500"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   // "\rlooptrace: 1.23s traced, 241 dispatches, 0 slow, 0 lost\033[K"
   std::regex status(
@@ -92,6 +98,39 @@ TEST(Live, ATerminalGetsAStatusLineUpdatedInPlace) {
   RunResult plain = run({looptrace_bin(), "record", "--profile", "refapp", "--",
                          refapp_bin(), "--rate", "300", "--duration", "800"});
   EXPECT_EQ(plain.err.find("traced,"), std::string::npos) << plain.err;
+}
+
+// With --input the status line counts input events as the report does:
+// each once, though the app's read and the dispatcher's write (and the
+// FINISHED going back) are four socket calls.
+TEST(Live, TheStatusLineCountsInputEventsAsTheReportDoes) {
+  LT_REQUIRE_BPF();
+  TempDir dir;
+  const std::string json_path = dir.file("report.json");
+  RunResult r = run_on_terminal(
+      {looptrace_bin(), "record", "--profile", "refapp", "--input", "--json",
+       json_path, "--", refapp_bin(), "--rate", "100", "--duration", "2500",
+       "--input-rate", "200", "--input-start", "0"});
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::regex status(
+      R"(\rlooptrace: [0-9.]+(?:ms|s) traced, \d+ dispatches(?:, \d+ idle)?, \d+ slow, (\d+) input events, \d+ lost\x1b\[K)");
+  uint64_t last = 0;
+  int updates = 0;
+  for (std::sregex_iterator it(r.out.begin(), r.out.end(), status), end;
+       it != end; ++it) {
+    ++updates;
+    uint64_t n = std::stoull((*it)[1]);
+    EXPECT_GE(n, last) << "the count only grows";
+    last = n;
+  }
+  EXPECT_GE(updates, 5) << r.out;
+  const uint64_t total = read_json(json_path)["input_summary"]["events"];
+  ASSERT_GE(total, 300u);
+  // The last line is drawn up to a quarter second before the end: about
+  // 50 events short of the report, never above it (counting reads would
+  // have shown about twice as many).
+  EXPECT_LE(last, total) << r.out;
+  EXPECT_GE(last, total * 3 / 4) << r.out;
 }
 
 TEST(Live, AHangIsAnnouncedWhileItRunsAndWhenItEnds) {

@@ -224,6 +224,9 @@ class InputAnalyzer {
   ~InputAnalyzer();
 
   void consume(const Event& ev);
+  // Input events seen so far, each once, when its first message or read
+  // came: at the end, InputAnalysis::total.
+  uint64_t events_seen() const { return next_idx_; }
   // Call once, after the last event (spans still in flight included).
   InputAnalysis finish();
 

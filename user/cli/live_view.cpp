@@ -19,10 +19,6 @@ LiveView::LiveView(bool live, bool quiet, const SessionEvent& session,
       symbols_(symbols) {}
 
 void LiveView::consume(const Event& ev) {
-  if (const auto* io = std::get_if<IoEvent>(&ev)) {
-    if (!io->is_send()) ++input_;
-    return;
-  }
   const auto* sp = std::get_if<SpanEvent>(&ev);
   // Slow dispatches and idle handlers; the late deliveries behind one are
   // its symptoms (the report groups them).
@@ -44,9 +40,11 @@ void LiveView::consume(const Event& ev) {
                     sp->comm, state));
 }
 
-void LiveView::progress(uint64_t now_ns, const Tracer& tracer) {
+void LiveView::progress(uint64_t now_ns, const Tracer& tracer,
+                        uint64_t input_events) {
   if (!tty_) return;
   now_ns_ = now_ns;
+  input_ = input_events;
   if (now_ns - last_counts_ns_ >= 1'000'000'000) {
     last_counts_ns_ = now_ns;
     uint64_t dispatches = 0, idle = 0;
@@ -76,7 +74,7 @@ void LiveView::draw() {
                   format_duration(now_ns_ - session_.start_ns), dispatches_);
   if (idle_ > 0) line += fmt::format(", {} idle", idle_);
   line += fmt::format(", {} slow", slow_);
-  if (session_.has_input) line += fmt::format(", {} input reads", input_);
+  if (session_.has_input) line += fmt::format(", {} input events", input_);
   line += fmt::format(", {} lost", lost_);
   // \r and clear-to-end: the line is rewritten in place.
   std::fprintf(stderr, "\r%s\033[K", line.c_str());

@@ -1,5 +1,5 @@
 // What a person sees while tracing: on a terminal, one status line updated
-// in place (elapsed, dispatches, idle handlers, slow, input reads, lost);
+// in place (elapsed, dispatches, idle handlers, slow, input events, lost);
 // with --live, each slow span as it ends; barrier stalls as they happen.
 // Lines are printed above the status line, never through it.
 #pragma once
@@ -22,8 +22,9 @@ class LiveView {
 
   void consume(const Event& ev);
   // Redraws the status line (at most four times a second); reads the
-  // kernel's counts from `tracer` once a second.
-  void progress(uint64_t now_ns, const Tracer& tracer);
+  // kernel's counts from `tracer` once a second. `input_events`: those the
+  // analysis has seen (Analysis::input_events()).
+  void progress(uint64_t now_ns, const Tracer& tracer, uint64_t input_events);
   // One line on stderr, above the status line.
   void print(const std::string& line);
   // Clears the status line for good.
@@ -44,7 +45,7 @@ class LiveView {
   uint64_t dispatches_ = 0;  // every dispatch the kernel counted
   uint64_t idle_ = 0;        // every idle handler
   uint64_t slow_ = 0;
-  uint64_t input_ = 0;
+  uint64_t input_ = 0;  // input events the analysis has seen
   uint64_t lost_ = 0;
 };
 

@@ -308,7 +308,7 @@ LiveEnd RecordSession::trace() {
       last_flush = now;
       (void)recording_->flush();
     }
-    view_->progress(now, *tracer_);
+    view_->progress(now, *tracer_, analysis_->input_events());
   };
   Tracer::Sink sink = [this](Event&& ev) { on_event(std::move(ev)); };
   LiveEnd end =

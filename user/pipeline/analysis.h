@@ -66,6 +66,11 @@ class Analysis {
   std::vector<std::pair<uint32_t, uint64_t>> queues_to_check(uint64_t now_ns,
                                                              bool all) const;
   bool has_barriers() const { return has_barriers_; }
+  // Input events seen so far, as the report will count them (0 without
+  // input tracing).
+  uint64_t input_events() const {
+    return input_ ? input_->events_seen() : 0;
+  }
 
   // Call once, after the last event. A stream without an EndEvent (a
   // recording cut short) ends at its last timestamp, with no histograms.
