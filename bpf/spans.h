@@ -22,7 +22,6 @@ static __always_inline void read_key_str(char *out, __u32 probe_id, struct lt_fr
 		out[0] = 0;
 }
 
-/* An enqueue: remember the message's due time until it is dispatched. */
 /* A span whose type key says it handles a display input event: recorded
  * whatever its length, for userspace to match the event to. */
 static __always_inline int handles_input(const volatile struct lt_probe_cfg *cfg,
@@ -37,6 +36,7 @@ static __always_inline int handles_input(const volatile struct lt_probe_cfg *cfg
 	return v < 64 && ((cfg->input_types >> v) & 1);
 }
 
+/* An enqueue: remember the message's due time until it is dispatched. */
 static __always_inline void on_enqueue(const volatile struct lt_probe_cfg *cfg, struct lt_frame *f)
 {
 	struct lt_pending_key key = {};
@@ -264,6 +264,23 @@ static __always_inline int inside_outermost(struct lt_thread *st, __u32 id)
 	return 0;
 }
 
+/*
+ * The entry of every probed function, whatever its role: the attach cookie
+ * names the probe, its lt_probe_cfg the role. A dispatch or idle handler
+ * pushes a frame; so does a barrier post, reported at its return; an enqueue
+ * and a barrier removal are points, their keys read into the next frame
+ * slot, which is not pushed; and a dispatch whose probe has a message or due
+ * key is also a delivery, its lag measured here.
+ *
+ * One program for every role, not one per role (docs/abi.md, "Programs and
+ * files"): every role needs the same first half (the thread filter, task
+ * storage, frames found dead, the outermost check, the key reads), and one
+ * function can hold two roles (a dispatch that is also a delivery), so
+ * programs per role would each carry that half, or two would run on one
+ * call. The roles differ in small tails, each a function above (on_enqueue,
+ * on_delivery, on_due, emit_point); a dispatch pays four tests of its
+ * probe's configuration for them.
+ */
 SEC("uprobe")
 int BPF_KPROBE(lt_span_entry)
 {
