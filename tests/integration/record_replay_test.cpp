@@ -136,6 +136,14 @@ TEST(RecordReplay, RaisedThresholdKeepsOnlyLongerSpans) {
   EXPECT_EQ(low.exit_code, 2);
   EXPECT_NE(low.err.find("below the recorded"), std::string::npos) << low.err;
   EXPECT_EQ(count_lines(low.err), 1) << low.err;
+  // So is a barrier stall threshold below the recorded 3 s: what waited
+  // behind a barrier was read only then.
+  RunResult stall =
+      run({looptrace_bin(), "report", rec, "--barrier-stall", "1s"});
+  EXPECT_EQ(stall.exit_code, 2);
+  EXPECT_NE(stall.err.find("below the recorded 3.00s"), std::string::npos)
+      << stall.err;
+  EXPECT_EQ(count_lines(stall.err), 1) << stall.err;
 }
 
 TEST(RecordReplay, SigkilledTracerLeavesAReplayableRecording) {

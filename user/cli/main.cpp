@@ -250,7 +250,8 @@ int main(int argc, char** argv) {
   rep->add_option("--slow-input", rep_args.slow_input,
                   "Blame threshold of input events");
   rep->add_option("--barrier-stall", rep_args.barrier_stall,
-                  "A sync barrier held this long is a stall");
+                  "A sync barrier held this long is a stall, at or above "
+                  "the recorded one");
   add_output_options(rep, &rep_args.outputs);
   add_budget_option(rep, &rep_args.fail_if);
   rep->add_flag("-q,--quiet", rep_args.quiet, "No text report");

@@ -26,7 +26,20 @@ Result<Thresholds> apply_overrides(const Thresholds& recorded,
     t.slow_ns[r] = *o.slow_ns[r];
   }
   if (o.slow_input_ns) t.slow_input_ns = *o.slow_input_ns;
-  if (o.barrier_stall_ns) t.barrier_stall_ns = *o.barrier_stall_ns;
+  if (o.barrier_stall_ns) {
+    // What waited behind a barrier (QueueEvent) was read when it had been
+    // up the recorded threshold: a barrier stalled sooner would have no
+    // count of the messages it held back.
+    if (*o.barrier_stall_ns < recorded.barrier_stall_ns)
+      return Status::Error(
+          fmt::format("--barrier-stall {} is below the recorded {}: what "
+                      "waited behind a barrier was read only at the "
+                      "recorded threshold",
+                      format_duration(*o.barrier_stall_ns),
+                      format_duration(recorded.barrier_stall_ns)),
+          ErrorKind::kUsage);
+    t.barrier_stall_ns = *o.barrier_stall_ns;
+  }
   return t;
 }
 

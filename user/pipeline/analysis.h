@@ -25,7 +25,8 @@
 namespace looptrace {
 
 // Thresholds a replay judges by instead of the recorded ones. Raised only:
-// what the kernel filtered out never reached the recording.
+// what the kernel filtered out never reached the recording, and what waited
+// behind a barrier was read at the recorded stall threshold.
 struct ThresholdOverrides {
   std::array<std::optional<uint64_t>, LT_ROLE_MAX> slow_ns;
   std::optional<uint64_t> slow_input_ns;
@@ -68,9 +69,7 @@ class Analysis {
   bool has_barriers() const { return has_barriers_; }
   // Input events seen so far, as the report will count them (0 without
   // input tracing).
-  uint64_t input_events() const {
-    return input_ ? input_->events_seen() : 0;
-  }
+  uint64_t input_events() const { return input_ ? input_->events_seen() : 0; }
 
   // Call once, after the last event. A stream without an EndEvent (a
   // recording cut short) ends at its last timestamp, with no histograms.
