@@ -358,11 +358,11 @@ static inline int lt_wl_step(struct lt_wl_framing *f)
 				goto lost;
 			return 0;
 		}
-		/* Its rest comes in the next chunks. */
+		/* Its rest comes in the next chunks: the header held is what
+		 * was read (the whole chunk when that is under LT_WL_HDR). */
 		d->size = (__u16)size;
-		d->have = (__u8)(size < take ? size : take);
-		d->skip = size - d->have;
-		d->skip -= rem - d->have;
+		d->have = (__u8)take;
+		d->skip = size - rem;
 		f->pos = f->n;
 		goto done;
 	}
@@ -384,7 +384,6 @@ static inline int lt_wl_step(struct lt_wl_framing *f)
 			if (!size)
 				goto lost;
 			d->size = (__u16)size;
-			d->skip = size - 8;
 			want = size < LT_WL_HDR ? size : LT_WL_HDR;
 		}
 		if (d->have < want)
@@ -392,9 +391,8 @@ static inline int lt_wl_step(struct lt_wl_framing *f)
 		d->skip = d->size - d->have;
 	}
 	/* Its rest. */
+	rem = f->n - f->pos;
 	take = rem < d->skip ? rem : d->skip;
-	if (f->pos + take > f->n)
-		take = f->n - f->pos;
 	d->skip -= take;
 	f->pos += take;
 	if (d->skip)

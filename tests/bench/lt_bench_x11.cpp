@@ -56,18 +56,24 @@ std::vector<uint32_t> wl_msg(uint32_t obj, uint32_t op,
   return m;
 }
 
-void send_words(int fd, const std::vector<uint32_t>& w) {
-  iovec v = {const_cast<uint32_t*>(w.data()), w.size() * 4};
+// One sendmsg of n bytes, as libwayland-server writes.
+void send_bytes(int fd, const void* p, size_t n) {
+  iovec v = {const_cast<void*>(p), n};
   msghdr m{};
   m.msg_iov = &v;
   m.msg_iovlen = 1;
-  if (sendmsg(fd, &m, 0) != static_cast<ssize_t>(v.iov_len)) die("sendmsg");
+  if (sendmsg(fd, &m, 0) != static_cast<ssize_t>(n)) die("sendmsg");
 }
 
-void recv_bytes(int fd, size_t want) {
-  std::vector<unsigned char> in(4096);
+void send_words(int fd, const std::vector<uint32_t>& w) {
+  send_bytes(fd, w.data(), w.size() * 4);
+}
+
+// recvmsg into buf (4 KiB, as libxcb and libwayland read) until `want`
+// bytes came.
+void recv_bytes(int fd, std::vector<unsigned char>& buf, size_t want) {
   for (size_t got = 0; got < want;) {
-    iovec rv = {in.data(), in.size()};
+    iovec rv = {buf.data(), buf.size()};
     msghdr m{};
     m.msg_iov = &rv;
     m.msg_iovlen = 1;
@@ -81,17 +87,18 @@ void recv_bytes(int fd, size_t want) {
 // the seat (global 9) bound as 3, its keyboard 4.
 constexpr uint32_t kKeyboard = 4;
 void wayland_setup(int server, int client) {
+  std::vector<unsigned char> buf(4096);
   send_words(client, wl_msg(1, 1, {2}));  // wl_display.get_registry
   std::vector<uint32_t> global =
       wl_msg(2, 0, {9, 8, 0x735f6c77, 0x00746165, 7});
   send_words(server, global);  // wl_registry.global(9, "wl_seat", 7)
-  recv_bytes(client, global.size() * 4);
+  recv_bytes(client, buf, global.size() * 4);
   std::vector<uint32_t> req =
       wl_msg(2, 0, {9, 8, 0x735f6c77, 0x00746165, 7, 3});  // bind
   std::vector<uint32_t> kb = wl_msg(3, 1, {kKeyboard});    // get_keyboard
   req.insert(req.end(), kb.begin(), kb.end());
   send_words(client, req);
-  recv_bytes(server, req.size() * 4);
+  recv_bytes(server, buf, req.size() * 4);
 }
 
 }  // namespace
@@ -172,25 +179,11 @@ int main(int argc, char** argv) {
         std::memcpy(&out[off + 4], &ms, 4);
       }
       iovec wv = {out.data(), chunk};
-      if (wayland) {
-        msghdr m{};
-        m.msg_iov = &wv;
-        m.msg_iovlen = 1;
-        if (sendmsg(server, &m, 0) != static_cast<ssize_t>(chunk))
-          die("sendmsg");
-      } else if (writev(server, &wv, 1) != static_cast<ssize_t>(chunk)) {
+      if (wayland)
+        send_bytes(server, out.data(), chunk);
+      else if (writev(server, &wv, 1) != static_cast<ssize_t>(chunk))
         die("writev");
-      }
-      size_t got = 0;
-      while (got < chunk) {
-        iovec rv = {in.data(), in.size()};
-        msghdr m{};
-        m.msg_iov = &rv;
-        m.msg_iovlen = 1;
-        ssize_t n = recvmsg(client, &m, 0);
-        if (n <= 0) die("recvmsg");
-        got += static_cast<size_t>(n);
-      }
+      recv_bytes(client, in, chunk);
     }
     per_slice.push_back((now_ns() - a) / per);
   }

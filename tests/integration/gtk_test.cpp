@@ -31,6 +31,17 @@ bool have_gtk() {
              "gi.require_version('Gtk', '3.0')\" >/dev/null 2>&1") == 0;
 }
 
+// Skips (fails when BPF tests are required) without GTK under Xvfb.
+#define LT_REQUIRE_GTK()                                                     \
+  do {                                                                       \
+    if (!have_gtk()) {                                                       \
+      if (bpf_required())                                                    \
+        FAIL()                                                               \
+            << "Xvfb, xdotool or GTK 3 typelibs missing (scripts/setup.sh)"; \
+      GTEST_SKIP() << "Xvfb, xdotool or GTK 3 typelibs missing";             \
+    }                                                                        \
+  } while (0)
+
 // A display of its own: Xvfb picks a free number and writes it.
 class Display {
  public:
@@ -128,11 +139,7 @@ void type_keys(const TempDir& dir, const Display& display,
 // named by the GDK event type.
 TEST(GtkEvents, KeyPressesNamedByEventType) {
   LT_REQUIRE_BPF();
-  if (!have_gtk()) {
-    if (bpf_required())
-      FAIL() << "Xvfb, xdotool or GTK 3 typelibs missing (scripts/setup.sh)";
-    GTEST_SKIP() << "Xvfb, xdotool or GTK 3 typelibs missing";
-  }
+  LT_REQUIRE_GTK();
   TempDir dir;
   Display display(dir);
   ASSERT_FALSE(display.name().empty()) << read_file(dir.file("xvfb.err"));
@@ -205,11 +212,7 @@ TEST(GtkEvents, KeyPressesNamedByEventType) {
 // blamed.
 TEST(GtkInput, X11KeyPressesReceivedAndConsumedByTheirOwnHandlers) {
   LT_REQUIRE_BPF();
-  if (!have_gtk()) {
-    if (bpf_required())
-      FAIL() << "Xvfb, xdotool or GTK 3 typelibs missing (scripts/setup.sh)";
-    GTEST_SKIP() << "Xvfb, xdotool or GTK 3 typelibs missing";
-  }
+  LT_REQUIRE_GTK();
   TempDir dir;
   const std::string preload =
       "LD_PRELOAD=" + std::string(LT_TEST_PROGRAMS_DIR) + "/x11_readlog.so";

@@ -15,11 +15,17 @@ namespace {
 
 extern "C" int lt_test_custom_dispatch(void*, void*, void*) { return 1; }
 extern "C" int lt_test_known_dispatch(void*, void*, void*) { return 1; }
+extern "C" int lt_test_other_dispatch(void*, void*, void*) { return 1; }
+extern "C" int lt_test_freed_dispatch(void*, void*, void*) { return 1; }
 
 using Fn = int (*)(void*, void*, void*);
 // { prepare, check, dispatch, finalize }, as const data in the binary.
 const Fn kKnownFuncs[4] = {nullptr, nullptr, lt_test_known_dispatch, nullptr};
 const Fn kCustomFuncs[4] = {nullptr, nullptr, lt_test_custom_dispatch, nullptr};
+// Custom tables that would be found but for their sources' context or
+// reference count.
+const Fn kOtherFuncs[4] = {nullptr, nullptr, lt_test_other_dispatch, nullptr};
+const Fn kFreedFuncs[4] = {nullptr, nullptr, lt_test_freed_dispatch, nullptr};
 // A table whose dispatch is not code: not a source's.
 const uint64_t kNotFuncs[4] = {0, 0, 0x1234, 0};
 
@@ -41,9 +47,9 @@ TEST(GSources, ACustomKindOfAKnownSourcesContextIsFound) {
   sources[1] = {nullptr, nullptr, kCustomFuncs, 2, 0, &context, {}};
   sources[2] = {nullptr, nullptr, kNotFuncs, 1, 0, &context, {}};
   // Another context's, never reached from a known source: not found.
-  sources[3] = {nullptr, nullptr, kKnownFuncs + 1, 1, 0, &other_context, {}};
+  sources[3] = {nullptr, nullptr, kOtherFuncs, 1, 0, &other_context, {}};
   // Freed (no references): not a source.
-  sources[4] = {nullptr, nullptr, kCustomFuncs + 1, 0, 0, &context, {}};
+  sources[4] = {nullptr, nullptr, kFreedFuncs, 0, 0, &context, {}};
   const uint32_t pid = static_cast<uint32_t>(getpid());
   auto all = read_maps(pid);
   ASSERT_TRUE(all.ok()) << all.status().message();

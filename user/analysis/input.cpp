@@ -459,6 +459,11 @@ void InputAnalyzer::find_display_send(InputEventInfo& e) {
   e.sent_ns = cover->enter_ns;
 }
 
+// One read's flags, whichever the framing: the bits are the same.
+static_assert(LT_WL_REC_UNFRAMED == LT_X11_REC_UNFRAMED &&
+              LT_WL_REC_LOST == LT_X11_REC_LOST &&
+              LT_WL_REC_DRAINED == LT_X11_REC_DRAINED);
+
 InputAnalyzer::DisplayStream& InputAnalyzer::display_read(const IoEvent& io,
                                                           uint64_t* read_from) {
   DisplayStream& stream = display_streams_[io.inode];

@@ -56,6 +56,24 @@ std::unique_ptr<C> read_with_copy(const void* data, size_t size, bool* copy) {
   return out;
 }
 
+// A framed read's tail (lt_x11_rec, lt_wl_rec: the call, nmsgs, flags,
+// then nmsgs messages): the messages into *msgs and the flags; false if
+// the record's size is not exactly that.
+template <typename Rec, size_t kMax, typename Msg>
+bool framed_tail(const char* bytes, size_t size, uint32_t rec_size,
+                 std::vector<Msg>* msgs, uint32_t* flags) {
+  constexpr size_t kHead = offsetof(Rec, msgs);
+  static_assert(sizeof(Msg) == sizeof(Rec::msgs[0]));
+  uint32_t n = 0;
+  if (rec_size < kHead || size < rec_size) return false;
+  std::memcpy(&n, bytes + offsetof(Rec, nmsgs), sizeof(n));
+  std::memcpy(flags, bytes + offsetof(Rec, flags), sizeof(*flags));
+  if (n > kMax || rec_size != kHead + n * sizeof(Msg)) return false;
+  msgs->resize(n);
+  if (n) std::memcpy(msgs->data(), bytes + kHead, n * sizeof(Msg));
+  return true;
+}
+
 }  // namespace
 
 bool decode_record(const void* data, size_t size, Event* out) {
@@ -197,63 +215,29 @@ bool decode_record(const void* data, size_t size, Event* out) {
     }
     case LT_REC_IO: {
       lt_io_rec r;
-      // An X11 read carries its messages after the call (lt_x11_rec), a
-      // Wayland read its input events (lt_wl_rec).
-      constexpr size_t kX11Head = offsetof(lt_x11_rec, msgs);
-      constexpr size_t kWlHead = offsetof(lt_wl_rec, msgs);
       if (size < sizeof(r)) return false;
       std::memcpy(&r, data, sizeof(r));
-      const bool x11 = r.chan == LT_CHAN_X11;
-      const bool wl = r.chan == LT_CHAN_WAYLAND;
-      uint32_t nmsgs = 0, frame_flags = 0, wl_other = 0;
-      const char* bytes = static_cast<const char*>(data);
-      if (wl) {
-        if (r.hdr.size < kWlHead || size < r.hdr.size) return false;
-        std::memcpy(&nmsgs, bytes + offsetof(lt_wl_rec, nmsgs), sizeof(nmsgs));
-        std::memcpy(&frame_flags, bytes + offsetof(lt_wl_rec, flags),
-                    sizeof(frame_flags));
-        std::memcpy(&wl_other, bytes + offsetof(lt_wl_rec, other),
-                    sizeof(wl_other));
-        if (nmsgs > LT_WL_MAX_MSGS ||
-            r.hdr.size != kWlHead + nmsgs * sizeof(lt_wl_msg))
-          return false;
-      } else if (x11) {
-        if (r.hdr.size < kX11Head || size < r.hdr.size ||
-            (r.hdr.size - kX11Head) % sizeof(lt_x11_msg) != 0)
-          return false;
-        std::memcpy(
-            &nmsgs,
-            static_cast<const char*>(data) + offsetof(lt_x11_rec, nmsgs),
-            sizeof(nmsgs));
-        std::memcpy(
-            &frame_flags,
-            static_cast<const char*>(data) + offsetof(lt_x11_rec, flags),
-            sizeof(frame_flags));
-        if (nmsgs > LT_X11_MAX_MSGS ||
-            r.hdr.size != kX11Head + nmsgs * sizeof(lt_x11_msg))
-          return false;
-      } else if (r.hdr.size != sizeof(r)) {
-        return false;
-      }
       if (r.bytes <= 0 ||
           (r.chan != LT_CHAN_INPUT && r.chan != LT_CHAN_RAW &&
            r.chan != LT_CHAN_X11 && r.chan != LT_CHAN_X11_SERVER &&
            r.chan != LT_CHAN_WAYLAND && r.chan != LT_CHAN_WAYLAND_SERVER))
         return false;
+      // An X11 read carries its messages after the call (lt_x11_rec), a
+      // Wayland read its input events (lt_wl_rec).
       IoEvent ev;
-      if (wl) {
-        ev.wl.resize(nmsgs);
-        if (nmsgs)
-          std::memcpy(ev.wl.data(), bytes + kWlHead, nmsgs * sizeof(lt_wl_msg));
-        ev.wl_other = wl_other;
-        ev.frame_flags = frame_flags;
-      }
-      if (x11) {
-        ev.x11.resize(nmsgs);
-        if (nmsgs)
-          std::memcpy(ev.x11.data(), static_cast<const char*>(data) + kX11Head,
-                      nmsgs * sizeof(lt_x11_msg));
-        ev.frame_flags = frame_flags;
+      const char* bytes = static_cast<const char*>(data);
+      if (r.chan == LT_CHAN_WAYLAND) {
+        if (!framed_tail<lt_wl_rec, LT_WL_MAX_MSGS>(bytes, size, r.hdr.size,
+                                                    &ev.wl, &ev.frame_flags))
+          return false;
+        std::memcpy(&ev.wl_other, bytes + offsetof(lt_wl_rec, other),
+                    sizeof(ev.wl_other));
+      } else if (r.chan == LT_CHAN_X11) {
+        if (!framed_tail<lt_x11_rec, LT_X11_MAX_MSGS>(bytes, size, r.hdr.size,
+                                                      &ev.x11, &ev.frame_flags))
+          return false;
+      } else if (r.hdr.size != sizeof(r)) {
+        return false;
       }
       ev.pid = r.hdr.pid;
       ev.tid = r.hdr.tid;
