@@ -120,7 +120,6 @@ wait_quiet() {  # wait_quiet NAME
   done
   echo "$1" >>"$WORK/disturbed"
 }
-lost_nonzero() { jq -c '.lost | with_entries(select(.value != 0))' "$1"; }
 
 # looptrace's configurations: syscall (its default, the raw syscall
 # tracepoints), tracepoint (syscall mode forced onto the per-call syscall
@@ -187,7 +186,7 @@ check_pingpong() {
   events=$(jq '.input_summary.events' "$j")
   unfinished=$(jq '[.input_channels[].unfinished] | add // 0' "$j")
   rejected=$(jq '.input_summary.kernel_rejected' "$j")
-  lost=$(lost_nonzero "$j")
+  lost=$(lost_events "$j")
   echo "$1 made=$made events=$events unfinished=$unfinished rejected=$rejected lost=$lost" >>"$WORK/checks"
   [[ $events == "$made" ]] || fail "$1: looptrace saw $events input events, the target made $made"
   [[ $unfinished == 0 ]] || fail "$1: $unfinished events without their FINISHED"
@@ -255,7 +254,7 @@ run_udp() {  # run_udp NAME CONFIG: leaves NAME.res (+ NAME.json)
   [[ -s $j ]] || { fail "$name: no JSON from looptrace"; return 0; }
   made=$(jq -c '{events: .input_summary.events, kernel_recorded: .input_summary.kernel_recorded,
                  kernel_rejected: .input_summary.kernel_rejected}' "$j")
-  echo "$name $made lost=$(lost_nonzero "$j")" >>"$WORK/checks"
+  echo "$name $made lost=$(lost_events "$j")" >>"$WORK/checks"
   [[ $made == '{"events":0,"kernel_recorded":0,"kernel_rejected":0}' ]] ||
     fail "$name: looptrace on an idle pid recorded the UDP process's calls: $made"
 }
@@ -452,7 +451,7 @@ for c in "${C_CONFIGS[@]}"; do
   printf "$C_FMT" "looptrace $c" \
     "$(res "$n" iterations_per_s)" "$made" "$events" "$(calc "$events / $(res "$n" seconds)" 0)" \
     "$rbf" "$other" "$cpu" "$rss" "$(calc "$(stat -c %s "$j") / 1e6" 0)" "$(cat "$WORK/$n.report_s")"
-  echo "$n made=$made events=$events lost=$(lost_nonzero "$j")" >>"$WORK/checks"
+  echo "$n made=$made events=$events lost=$(lost_events "$j")" >>"$WORK/checks"
 done
 echo "(iter/s: iterations the target made per second = input events it produced;"
 echo " events: input events in looptrace's JSON; cpu_s, rss_MiB: the looptrace process,"
@@ -460,11 +459,11 @@ echo " whole run (/usr/bin/time); report_s: from the target's exit to looptrace'
 for c in syscall tracepoint uprobe; do
   j=$WORK/c.$c.json
   [[ -s $j ]] || continue
-  if [[ $(lost_nonzero "$j") == "{}" && $(jq '.input_summary.events' "$j") == "$(res "c.$c" timed_iterations)" ]]; then
+  if [[ $(lost_events "$j") == "{}" && $(jq '.input_summary.events' "$j") == "$(res "c.$c" timed_iterations)" ]]; then
     echo "$c mode: no loss at $(res "c.$c" iterations_per_s) events/s"
   else
     echo "$c mode: LOST events at $(res "c.$c" iterations_per_s) events/s: recorded" \
-      "$(jq '.input_summary.events' "$j") of $(res "c.$c" timed_iterations); lost $(lost_nonzero "$j")"
+      "$(jq '.input_summary.events' "$j") of $(res "c.$c" timed_iterations); lost $(lost_events "$j")"
   fi
 done
 echo
