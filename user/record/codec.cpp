@@ -139,6 +139,23 @@ bool get_span(Reader& r, SpanEvent* e) {
                        e->key_str.size() < LT_KEY_STR_LEN && r.done()));
 }
 
+// A framed read's messages: their count, then each as the kernel sent it.
+template <typename M>
+void put_msgs(Writer& w, const std::vector<M>& msgs) {
+  w.put<uint32_t>(static_cast<uint32_t>(msgs.size()));
+  for (const M& m : msgs) w.put(m);
+}
+
+template <typename M>
+bool get_msgs(Reader& r, std::vector<M>* msgs, uint32_t max) {
+  uint32_t n = 0;
+  if (!r.get(&n) || n > max) return false;
+  msgs->resize(n);
+  for (M& m : *msgs)
+    if (!r.get(&m)) return false;
+  return true;
+}
+
 void put_io(Writer& w, const IoEvent& e) {
   w.put(e.pid);
   w.put(e.tid);
@@ -160,47 +177,28 @@ void put_io(Writer& w, const IoEvent& e) {
   if (e.chan == LT_CHAN_WAYLAND) {
     w.put(e.frame_flags);
     w.put(e.wl_other);
-    w.put<uint32_t>(static_cast<uint32_t>(e.wl.size()));
-    for (const lt_wl_msg& m : e.wl) w.put(m);
-    return;
+    put_msgs(w, e.wl);
+  } else if (e.chan == LT_CHAN_X11) {
+    w.put(e.frame_flags);
+    put_msgs(w, e.x11);
   }
-  if (e.chan != LT_CHAN_X11) return;
-  w.put(e.frame_flags);
-  w.put<uint32_t>(static_cast<uint32_t>(e.x11.size()));
-  for (const lt_x11_msg& m : e.x11) w.put(m);
-}
-
-bool get_x11(Reader& r, IoEvent* e) {
-  uint32_t n = 0;
-  if (!r.get(&e->frame_flags) || !r.get(&n) || n > LT_X11_MAX_MSGS)
-    return false;
-  e->x11.resize(n);
-  for (lt_x11_msg& m : e->x11)
-    if (!r.get(&m)) return false;
-  return r.done();
-}
-
-bool get_wl(Reader& r, IoEvent* e) {
-  uint32_t n = 0;
-  if (!r.get(&e->frame_flags) || !r.get(&e->wl_other) || !r.get(&n) ||
-      n > LT_WL_MAX_MSGS)
-    return false;
-  e->wl.resize(n);
-  for (lt_wl_msg& m : e->wl)
-    if (!r.get(&m)) return false;
-  return r.done();
 }
 
 bool get_io(Reader& r, IoEvent* e) {
-  return r.get(&e->pid) && r.get(&e->tid) && r.get_str(&e->comm) &&
-         r.get(&e->ts_ns) && r.get(&e->enter_ns) && r.get(&e->exit_ns) &&
-         r.get(&e->inode) && r.get(&e->peer_inode) && r.get(&e->bytes) &&
-         r.get(&e->fd) && r.get(&e->op) && r.get(&e->chan) &&
-         r.get(&e->depth) && r.get(&e->span_start_ns) && r.get(&e->span_id) &&
-         r.get(&e->span_probe) && r.get_raw(&e->head) &&
-         (e->chan == LT_CHAN_X11       ? get_x11(r, e)
-          : e->chan == LT_CHAN_WAYLAND ? get_wl(r, e)
-                                       : r.done());
+  if (!(r.get(&e->pid) && r.get(&e->tid) && r.get_str(&e->comm) &&
+        r.get(&e->ts_ns) && r.get(&e->enter_ns) && r.get(&e->exit_ns) &&
+        r.get(&e->inode) && r.get(&e->peer_inode) && r.get(&e->bytes) &&
+        r.get(&e->fd) && r.get(&e->op) && r.get(&e->chan) && r.get(&e->depth) &&
+        r.get(&e->span_start_ns) && r.get(&e->span_id) &&
+        r.get(&e->span_probe) && r.get_raw(&e->head)))
+    return false;
+  if (e->chan == LT_CHAN_WAYLAND)
+    return r.get(&e->frame_flags) && r.get(&e->wl_other) &&
+           get_msgs(r, &e->wl, LT_WL_MAX_MSGS) && r.done();
+  if (e->chan == LT_CHAN_X11)
+    return r.get(&e->frame_flags) && get_msgs(r, &e->x11, LT_X11_MAX_MSGS) &&
+           r.done();
+  return r.done();
 }
 
 // --- CBOR events -----------------------------------------------------------
