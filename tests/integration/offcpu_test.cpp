@@ -47,6 +47,23 @@ std::string dump_frames(const json& frames) {
 
 bool have_python() { return access("/usr/bin/python3", X_OK) == 0; }
 
+// A timer's wakeup of a blocked span may be missing only when the kernel
+// did not run looptrace's hooks for it: a hook skipped while it ran for
+// another thread (lost.hook_misses), or a guest kernel that runs no hook
+// in its agent's threads (docs/looptrace.md, LIMITS), which leaves the
+// thread's switch back in unseen too, so the span's split came from the
+// kernel's counters.
+::testing::AssertionResult waker_loss_explained(const json& report,
+                                                const json& span) {
+  if (report["lost"]["hook_misses"].get<int64_t>() > 0)
+    return ::testing::AssertionSuccess();
+  if (span.value("split_from", "") == "kernel_counters")
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "no waker, and neither a hook miss nor an unseen switch: "
+         << span.dump() << "\nlost: " << report["lost"].dump();
+}
+
 #define LT_REQUIRE_PYTHON()                                      \
   do {                                                           \
     if (!have_python()) {                                        \
@@ -182,12 +199,9 @@ TEST_P(OffCpuSleep, BlockedInSleepStallWokenByTimer) {
 
     expect_recorded_close_to_blocked(*s);
 
-    // Nobody woke it: the timer's interrupt did (hrtimer_wakeup). Its
-    // record may be missing only when the kernel skipped the wakeup hook
-    // (an interrupt during the hook's run for another thread), counted.
+    // Nobody woke it: the timer's interrupt did (hrtimer_wakeup).
     if (b["wakers"].empty()) {
-      EXPECT_GT(t.report["lost"]["hook_misses"].get<int64_t>(), 0)
-          << b.dump() << "\nlost: " << t.report["lost"].dump();
+      EXPECT_TRUE(waker_loss_explained(t.report, *s));
       continue;
     }
     const json& w = b["wakers"][0];
@@ -407,11 +421,13 @@ TEST(OffCpuPython, GlibCallbackSleepingInTimeSleep) {
       << dump_frames(b["frames"]);
   EXPECT_TRUE(has_frame(b["frames"], "g_main_context_dispatch"))
       << dump_frames(b["frames"]);
-  ASSERT_FALSE(b["wakers"].empty())
-      << b.dump() << "\nlost: " << t.report["lost"].dump();
-  EXPECT_EQ(b["wakers"][0]["interrupt"], true) << b["wakers"][0].dump();
-  EXPECT_TRUE(has_frame(b["wakers"][0]["kernel_frames"], "hrtimer_wakeup"))
-      << b["wakers"][0].dump();
+  if (b["wakers"].empty()) {
+    EXPECT_TRUE(waker_loss_explained(t.report, *s));
+  } else {
+    EXPECT_EQ(b["wakers"][0]["interrupt"], true) << b["wakers"][0].dump();
+    EXPECT_TRUE(has_frame(b["wakers"][0]["kernel_frames"], "hrtimer_wakeup"))
+        << b["wakers"][0].dump();
+  }
 
   const int64_t requested = st["requested_ms"].get<int64_t>() * 1'000'000;
   // The loop thread's whole wait for a CPU in the run (schedstat): an
@@ -651,8 +667,10 @@ TEST(OffCpuRace, AccountingHoldsWhenWakeupsRaceTheSwitchOut) {
 // Every blocking point gets its waker, also when the waker gets there
 // while the sleeper is still on its way out (futex waits the peer ends;
 // before the fix 1-4 % of them, and now and then a timer sleep, had none).
-// Not yet quite every one: about 1 run in 3 leaves one timer sleep of
-// ~1300 points without its wakeup record (unexplained); allowed up to 1 in
+// About 1 run in 3 leaves one timer sleep of ~1300 points without its
+// wakeup record: on the Firecracker guests this runs on, a timer that fires
+// while the guest agent's thread has the CPU wakes the sleeper with no
+// hook of looptrace's run (docs/looptrace.md, LIMITS); allowed up to 1 in
 // 500.
 TEST(OffCpuRace, EveryBlockingPointHasItsWaker) {
   LT_REQUIRE_BPF();
