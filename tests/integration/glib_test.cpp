@@ -459,6 +459,25 @@ TEST(GlibSources, ACustomSourceKindIsFoundAndTimed) {
   expect_stalls_as(g, "GLib custom name=lt-custom");
 }
 
+// The same program started by looptrace (-- COMMAND): nothing is attached
+// yet to search for, so no custom source kind is probed, and the banner
+// says that such sources are not traced.
+TEST(GlibSources, WithACommandCustomSourcesAreSaidToBeUntraced) {
+  LT_REQUIRE_BPF();
+  LT_REQUIRE_SYSTEM_PYTHON();
+  RunResult r = run(without_tracefs(
+      {looptrace_bin(), "record", "--profile", "glib", "--", "/usr/bin/python3",
+       tests_dir() + "/programs/glib_loop.py", "--source", "custom",
+       "--duration", "300"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("looptrace: glib: sources of a program's own kinds "
+                       "(GDK's event source, GLib.Source subclasses) are "
+                       "found in a running process (-p) only: not traced\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("GLib custom"), std::string::npos) << r.err;
+}
+
 // -p PID and no probe option: the process's libraries choose the built-in
 // glib profile, looptrace says so and where it attached, and each stall is
 // one GLib timeout span within 1 ms of the callback's own clock.

@@ -537,12 +537,19 @@ namespace {
 // GLib sources of a program's own kinds (-p with the glib profile): a
 // probe at each one's dispatch function, found in the process's memory
 // (proc/gsources.h), keyed as GLib's own kinds are.
-void add_custom_gsources(pid_t pid, std::vector<ProbeDef>* probes) {
+// The glib profile's GIOWatch dispatch probe, the model of a custom
+// source's probe (the same keys); null when no such probe is resolved.
+const ProbeDef* custom_gsource_model(const std::vector<ProbeDef>& probes) {
   auto model =
-      std::find_if(probes->begin(), probes->end(), [](const ProbeDef& d) {
+      std::find_if(probes.begin(), probes.end(), [](const ProbeDef& d) {
         return d.symbol == "*(g_io_watch_funcs+16)" && !d.path.empty();
       });
-  if (model == probes->end()) return;
+  return model == probes.end() ? nullptr : &*model;
+}
+
+void add_custom_gsources(pid_t pid, std::vector<ProbeDef>* probes) {
+  const ProbeDef* model = custom_gsource_model(*probes);
+  if (!model) return;
   const ProbeDef base = *model;
   auto found = proc::find_custom_gsources(static_cast<uint32_t>(pid));
   if (!found.ok()) {
@@ -585,7 +592,13 @@ void add_custom_gsources(pid_t pid, std::vector<ProbeDef>* probes) {
 
 Status resolve_plan(const ResolveContext& rctx, Plan* p) {
   LT_RETURN_IF_ERROR(resolve_probes(&p->probes, rctx));
-  if (rctx.pid > 0) add_custom_gsources(rctx.pid, &p->probes);
+  if (rctx.pid > 0)
+    add_custom_gsources(rctx.pid, &p->probes);
+  else if (custom_gsource_model(p->probes))
+    p->gsource_note =
+        "looptrace: glib: sources of a program's own kinds (GDK's event "
+        "source, GLib.Source subclasses) are found in a running process "
+        "(-p) only: not traced";
   // Input roles are socket-call probes, not spans: they take no slot in the
   // kernel's probe table.
   std::vector<ProbeDef> spans;

@@ -33,6 +33,9 @@ struct Plan {
   // Input channels found, not asked for (a GTK process's X11 connections):
   // a line each, printed after the probes.
   std::string input_note;
+  // With the glib profile and no running process to search (-- COMMAND,
+  // --system-wide): a line saying its custom sources are not traced.
+  std::string gsource_note;
 };
 
 // --fail-if expressions, parsed (a bad one is a usage error, before

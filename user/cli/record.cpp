@@ -289,6 +289,8 @@ void RecordSession::print_banner() const {
   // Display connections a profile brought along: which, and how decoded.
   if (!plan_.input_note.empty())
     std::fprintf(stderr, "%s\n", plan_.input_note.c_str());
+  if (!plan_.gsource_note.empty())
+    std::fprintf(stderr, "%s\n", plan_.gsource_note.c_str());
   std::fprintf(stderr,
                "looptrace: tracing %zu probe%s%s in %s%s; Ctrl-C to stop\n",
                plan_.probes.size(), plan_.probes.size() == 1 ? "" : "s",
