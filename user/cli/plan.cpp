@@ -534,9 +534,6 @@ Status parse_plan(const RecordArgs& a, Plan* p) {
 
 namespace {
 
-// GLib sources of a program's own kinds (-p with the glib profile): a
-// probe at each one's dispatch function, found in the process's memory
-// (proc/gsources.h), keyed as GLib's own kinds are.
 // The glib profile's GIOWatch dispatch probe, the model of a custom
 // source's probe (the same keys); null when no such probe is resolved.
 const ProbeDef* custom_gsource_model(const std::vector<ProbeDef>& probes) {
@@ -547,6 +544,9 @@ const ProbeDef* custom_gsource_model(const std::vector<ProbeDef>& probes) {
   return model == probes.end() ? nullptr : &*model;
 }
 
+// GLib sources of a program's own kinds (-p with the glib profile): a
+// probe at each one's dispatch function, found in the process's memory
+// (proc/gsources.h), keyed as GLib's own kinds are.
 void add_custom_gsources(pid_t pid, std::vector<ProbeDef>* probes) {
   const ProbeDef* model = custom_gsource_model(*probes);
   if (!model) return;
