@@ -43,8 +43,10 @@ struct Source {
 TEST(GSources, ACustomKindOfAKnownSourcesContextIsFound) {
   int context = 0, other_context = 0;  // stand-ins: only their addresses count
   auto sources = std::make_unique<Source[]>(5);
-  sources[0] = {nullptr, nullptr, kKnownFuncs, 1, 0, &context, {}};
-  sources[1] = {nullptr, nullptr, kCustomFuncs, 2, 0, &context, {}};
+  // The custom source lies before the known one: its table waits in the
+  // one pass until the known source names its context.
+  sources[0] = {nullptr, nullptr, kCustomFuncs, 2, 0, &context, {}};
+  sources[1] = {nullptr, nullptr, kKnownFuncs, 1, 0, &context, {}};
   sources[2] = {nullptr, nullptr, kNotFuncs, 1, 0, &context, {}};
   // Another context's, never reached from a known source: not found.
   sources[3] = {nullptr, nullptr, kOtherFuncs, 1, 0, &other_context, {}};
