@@ -13,12 +13,15 @@ class BarrierAnalysisTest : public ::testing::Test {
     ProbeDef post;
     post.id = 0;
     post.role = LT_ROLE_BARRIER_POST;
-    post.keys.push_back({"queue", "arg0", {}, KeyFormat::kHex, {}});
+    post.keys.push_back(
+        {"queue", "arg0", {}, KeyFormat::kHex, {}, KeyRole::kQueue});
     ProbeDef remove;
     remove.id = 1;
     remove.role = LT_ROLE_BARRIER_REMOVE;
-    remove.keys.push_back({"queue", "arg0", {}, KeyFormat::kHex, {}});
-    remove.keys.push_back({"token", "arg1", {}, KeyFormat::kInt, {}});
+    remove.keys.push_back(
+        {"queue", "arg0", {}, KeyFormat::kHex, {}, KeyRole::kQueue});
+    remove.keys.push_back(
+        {"token", "arg1", {}, KeyFormat::kInt, {}, KeyRole::kToken});
     probes_ = {post, remove};
   }
   PointEvent post(uint32_t pid, uint64_t queue, uint64_t token, uint64_t ts) {

@@ -152,7 +152,8 @@ TEST(FormatTarget, StringKeysShowTheirString) {
   KeyDef cb{"callback", "arg1", {}, KeyFormat::kSymbol, {}};
   KeyDef name{"name", "*(arg0+80)", {}, KeyFormat::kString, {}};
   // A due time is the kernel's input for delivery lag, not part of a name.
-  KeyDef due{"due_us", "*(*(arg0+88)+16)", {}, KeyFormat::kInt, {}};
+  KeyDef due{"due_us", "*(*(arg0+88)+16)", {}, KeyFormat::kInt,
+             {},       KeyRole::kDueUs};
   glib.keys = {cb, name, due};
   SpanEvent e;
   e.keys = {kOnTick, 0x5000, 12345678, 0};
@@ -402,6 +403,13 @@ TEST(TextReport, KeyLinesArePresent) {
                       "--ringbuf-size)"),
             std::string::npos);
   EXPECT_NE(text.find("depth 1"), std::string::npos);
+  // With the size from the session header (recordings before it: none).
+  f.analysis.ringbuf_bytes = 8u << 20;
+  std::ostringstream sized;
+  write_text_report(sized, f.analysis, f.ctx);
+  EXPECT_NE(sized.str().find("ring buffer full: 12 records lost in 8M (raise "
+                             "--ringbuf-size)"),
+            std::string::npos);
 }
 
 TEST(TextReport, LostNoneAndLongLinesCut) {

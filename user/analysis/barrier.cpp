@@ -9,19 +9,19 @@ BarrierAnalyzer::BarrierAnalyzer(BarrierOptions options,
                                  const std::vector<ProbeDef>* probes)
     : options_(options), probes_(probes) {}
 
-int BarrierAnalyzer::key_index(uint32_t probe_id, const char* name) const {
+int BarrierAnalyzer::key_index(uint32_t probe_id, KeyRole role) const {
   if (probes_ == nullptr) return -1;
   for (const ProbeDef& p : *probes_) {
     if (p.id != probe_id) continue;
     for (size_t i = 0; i < p.keys.size(); ++i)
-      if (p.keys[i].name == name) return static_cast<int>(i);
+      if (p.keys[i].role == role) return static_cast<int>(i);
   }
   return -1;
 }
 
 uint64_t BarrierAnalyzer::queue_of(const PointEvent& ev) const {
-  // Without a "queue" key every barrier of a process shares one queue.
-  int q = key_index(ev.probe_id, "queue");
+  // Without a queue key every barrier of a process shares one queue.
+  int q = key_index(ev.probe_id, KeyRole::kQueue);
   return q >= 0 ? ev.keys[q] : 0;
 }
 
@@ -60,7 +60,7 @@ void BarrierAnalyzer::on_post(const PointEvent& ev) {
 }
 
 void BarrierAnalyzer::on_remove(const PointEvent& ev) {
-  int t = key_index(ev.probe_id, "token");
+  int t = key_index(ev.probe_id, KeyRole::kToken);
   uint32_t token = t >= 0 ? static_cast<uint32_t>(ev.keys[t]) : 0;
   Key key{ev.pid, queue_of(ev), token};
   auto it = open_.find(key);

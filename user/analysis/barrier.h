@@ -55,8 +55,8 @@ struct BarrierOptions {
 
 class BarrierAnalyzer {
  public:
-  // `probes` tells which key is the queue (named "queue") and which the
-  // token of a removal (named "token").
+  // `probes` tells which key is the queue (KeyRole::kQueue) and which the
+  // token of a removal (KeyRole::kToken).
   BarrierAnalyzer(BarrierOptions options, const std::vector<ProbeDef>* probes);
 
   void consume(const Event& ev);
@@ -77,7 +77,7 @@ class BarrierAnalyzer {
 
  private:
   using Key = std::tuple<uint32_t, uint64_t, uint32_t>;  // pid, queue, token
-  int key_index(uint32_t probe_id, const char* name) const;
+  int key_index(uint32_t probe_id, KeyRole role) const;
   uint64_t queue_of(const PointEvent& ev) const;
   void on_post(const PointEvent& ev);
   void on_remove(const PointEvent& ev);

@@ -140,6 +140,9 @@ struct DispatchAnalysis {
   std::vector<SlowSpan> slow;          // every role, sorted by start time
   std::vector<ThreadSummary> threads;  // sorted by pid, tid, role
   Counters counters;
+  // The ring buffer's size (the session header's; 0: unknown), what a
+  // count of records lost to it full is measured against.
+  uint32_t ringbuf_bytes = 0;
   // Samples whose span never ended or was lost (no SpanEvent/SpanDropEvent).
   uint64_t orphan_samples = 0;
   // Spans cut short by their thread's exit or exec (in `slow` if slow).

@@ -107,8 +107,8 @@ int run_demo(const std::string& self_dir, const std::string& json_path) {
   // the demo's 200 ms stall threshold, so looptrace announces it while it
   // is still up.
   ra.input = true;
-  ra.slow_input = "50ms";
-  ra.barrier_stall = "200ms";
+  ra.thresholds[ThresholdOption::kSlowInput] = "50ms";
+  ra.thresholds[ThresholdOption::kBarrierStall] = "200ms";
   ra.command = {*refapp,         "--rate",       "500",
                 "--duration",    "4500",         "--stall",
                 "busy:50@400",   "--stall",      "sleep:120@1000",

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "cli/status.h"
 #include "elf/elf_file.h"
 #include "elf/resolve.h"
 #include "proc/maps.h"
@@ -20,12 +21,6 @@
 
 namespace looptrace {
 namespace {
-
-int fail(const Status& st) {
-  log::error("{}", st.message());
-  if (!st.hint().empty()) std::fprintf(stderr, "hint: %s\n", st.hint().c_str());
-  return st.exit_code();
-}
 
 int flushed() {
   std::fflush(stdout);
@@ -175,6 +170,20 @@ int run_check(const InspectArgs& a) {
   int rc = flushed();
   if (rc != 0) return rc;
   return ok == prof->probes.size() ? 0 : 1;
+}
+
+int run_profiles() {
+  for (const std::string& name : builtin_profile_names()) {
+    auto p = load_profile(name);
+    if (!p.ok()) return fail(p.status());
+    std::printf("%-8s %s\n", p->name.c_str(), p->description.c_str());
+    for (const ProbeDef& d : p->probes)
+      std::printf("         %-14s %s:%s%s%s\n", role_name(d.role),
+                  d.binary.c_str(), d.symbol.c_str(),
+                  d.label.empty() ? "" : "  ", d.label.c_str());
+  }
+  std::fflush(stdout);
+  return std::ferror(stdout) ? 1 : 0;
 }
 
 }  // namespace looptrace

@@ -27,4 +27,7 @@ int run_list(const InspectArgs& args);
 // profile, binary or pid.
 int run_check(const InspectArgs& args);
 
+// Lists the built-in profiles (name, description, probes) on stdout.
+int run_profiles();
+
 }  // namespace looptrace

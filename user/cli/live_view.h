@@ -10,17 +10,18 @@
 #include "loader/tracer.h"
 #include "symbolize/symbolizer.h"
 #include "trace/events.h"
+#include "trace/stream.h"
 
 namespace looptrace {
 
-class LiveView {
+class LiveView : public EventSink {
  public:
   // `live`: print slow spans as they end. `quiet`: print nothing but what
   // print() is given. The status line is drawn only on a terminal.
   LiveView(bool live, bool quiet, const SessionEvent& session,
            Symbolizer* symbols);
 
-  void consume(const Event& ev);
+  void consume(const Event& ev) override;
   // Redraws the status line (at most four times a second); reads the
   // kernel's counts from `tracer` once a second. `input_events`: those the
   // analysis has seen (Analysis::input_events()).

@@ -1,5 +1,6 @@
 // looptrace: event-loop lag tracer. Parse, run, turn a status into an exit
 // code; the work is in record.cpp and below.
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -8,9 +9,11 @@
 #include <filesystem>
 #include <string>
 
+#include "base/duration.h"
 #include "base/log.h"
 #include "cli/inspect.h"
 #include "cli/record.h"
+#include "model/thresholds.h"
 #include "proc/pid.h"
 
 namespace {
@@ -56,6 +59,24 @@ void add_output_options(CLI::App* app, looptrace::OutputPaths* out) {
   app->add_option("--html", out->html,
                   "Write a self-contained HTML page (timeline, flame graph, "
                   "tables) to FILE");
+}
+
+// The threshold options of `record` (defaults shown) and `report` (the
+// recorded ones are the defaults; only raised), from the one table.
+void add_threshold_options(CLI::App* app, looptrace::ThresholdArgs* args,
+                           bool record) {
+  using looptrace::ThresholdOption;
+  for (const looptrace::ThresholdOptionInfo& o : looptrace::kThresholdOptions) {
+    std::string help = o.help;
+    if (record)
+      help += fmt::format(" (default: {})",
+                          looptrace::threshold_default_text(o.id));
+    else if (o.id == ThresholdOption::kSlowIdle)
+      help += " (default: --slow)";
+    else if (o.id != ThresholdOption::kSlowInput)
+      help += ", at or above the recorded one";
+    app->add_option(o.flag, (*args)[o.id], help)->type_name("DURATION");
+  }
 }
 
 void add_budget_option(CLI::App* app, std::vector<std::string>* fail_if) {
@@ -135,17 +156,13 @@ int main(int argc, char** argv) {
   rec->add_flag("-a,--system-wide", ra.system_wide,
                 "Trace every process that maps the binaries (the default "
                 "without -p or a command)");
-  rec->add_option("--slow", ra.slow, "Slow-dispatch threshold (ns/us/ms/s)")
-      ->capture_default_str();
-  rec->add_option("--slow-idle", ra.slow_idle,
-                  "Slow idle-handler threshold (default: --slow)");
-  rec->add_option("--slow-delivery", ra.slow_delivery,
-                  "Slow delivery: dispatch start minus due time (profiles "
-                  "with an enqueue role)")
-      ->capture_default_str();
+  add_threshold_options(rec, &ra.thresholds, true);
   rec->add_flag("--delivery-hysteresis", ra.delivery_hysteresis,
-                "After a slow delivery, report none on that thread until the "
-                "lag drains below 10ms (as Android's Looper does)");
+                fmt::format("After a slow delivery, report none on that thread "
+                            "until the lag drains below {} (as Android's "
+                            "Looper does)",
+                            looptrace::format_duration(
+                                looptrace::Thresholds::kDeliveryDrainNs)));
   rec->add_option("-d,--duration", ra.duration, "Stop after this long");
   rec->add_option("--sample-freq", ra.sample_freq,
                   "Stack samples per second and CPU (0: off)")
@@ -189,9 +206,6 @@ int main(int argc, char** argv) {
   rec->add_flag("--live", ra.live,
                 "Print each slow span as it ends, while tracing");
   rec->add_flag("-q,--quiet", ra.quiet, "No text report, no progress lines");
-  rec->add_option("--barrier-stall", ra.barrier_stall,
-                  "A sync barrier held this long is a stall, announced live")
-      ->capture_default_str();
   rec->add_option("--hang", ra.hang,
                   "Announce a span still running after this long, while it "
                   "runs and when it ends (0: never)")
@@ -223,10 +237,6 @@ int main(int argc, char** argv) {
                   "A raw input channel: the target's sockets connected to the "
                   "unix socket at PATH, e.g. /tmp/.X11-unix/X0; 'auto': its "
                   "X11 and Wayland connections (repeatable)");
-  rec->add_option("--slow-input", ra.slow_input,
-                  "Name the dispatches an input event waited behind when it "
-                  "took this long from arrival to consumption")
-      ->capture_default_str();
   // A repeatable option takes one value each time: `--dispatch LIB:FN --
   // COMMAND --duration 5` must not read "--" as the end of --dispatch's
   // values and the command's own options as looptrace's.
@@ -241,17 +251,7 @@ int main(int argc, char** argv) {
   CLI::App* rep = app.add_subcommand(
       "report", "Replay a recording (record -o FILE) into reports");
   rep->add_option("recording", rep_args.recording, "The recording")->required();
-  rep->add_option("--slow", rep_args.slow,
-                  "Slow-dispatch threshold, at or above the recorded one");
-  rep->add_option("--slow-idle", rep_args.slow_idle,
-                  "Slow idle-handler threshold (default: --slow)");
-  rep->add_option("--slow-delivery", rep_args.slow_delivery,
-                  "Slow delivery threshold");
-  rep->add_option("--slow-input", rep_args.slow_input,
-                  "Blame threshold of input events");
-  rep->add_option("--barrier-stall", rep_args.barrier_stall,
-                  "A sync barrier held this long is a stall, at or above "
-                  "the recorded one");
+  add_threshold_options(rep, &rep_args.thresholds, false);
   add_output_options(rep, &rep_args.outputs);
   add_budget_option(rep, &rep_args.fail_if);
   rep->add_flag("-q,--quiet", rep_args.quiet, "No text report");

@@ -8,68 +8,17 @@
 
 #include "base/duration.h"
 #include "base/status.h"
-#include "cli/outputs.h"
-#include "trace/events.h"
+#include "model/thresholds.h"
+#include "output/outputs.h"
+#include "plan/request.h"
 
 namespace looptrace {
-
-struct RecordArgs {
-  std::string profile;
-  std::vector<std::string> dispatch;  // BINARY:SYMBOL
-  std::vector<std::string> idle;      // BINARY:SYMBOL
-  // Point probes, BINARY:SYMBOL, with the argument positions of what they
-  // carry (C++ members: arg0 is `this`, the queue).
-  std::vector<std::string> barrier_post;    // token = return value
-  std::vector<std::string> barrier_remove;  // token = arg `token_arg`
-  std::vector<std::string> enqueue;  // message = `msg_arg`, due = `when_arg`
-  int queue_arg = 0;
-  int token_arg = 1;
-  int msg_arg = 1;
-  int when_arg = 2;
-  std::vector<std::string> keys;  // NAME=EXPR[:FORMAT], for ad-hoc probes
-  pid_t pid = -1;
-  bool system_wide = false;
-  std::vector<std::string> command;
-  std::string slow = format_duration(Thresholds::kSlowNs);
-  std::string slow_idle;  // default: same as --slow
-  std::string slow_delivery = format_duration(Thresholds::kSlowNs);
-  bool delivery_hysteresis = false;
-  std::string duration;      // empty: until Ctrl-C / exit
-  std::string sample_after;  // default: half the slow threshold
-  uint32_t sample_freq = Thresholds::kSampleHz;
-  std::string call_graph = "fp";  // or "dwarf[,BYTES]"
-  bool no_off_cpu = false;
-  std::string ringbuf_size =
-      std::to_string(Thresholds::kRingbufBytes >> 20) + "M";
-  uint32_t hist_max = Thresholds::kHistMax;
-  uint32_t pending_max = Thresholds::kPendingMax;
-  uint32_t process_max = Thresholds::kProcessMax;
-  std::vector<uint32_t> tids;      // --tid
-  std::vector<std::string> comms;  // --comm
-  bool record_all = false;
-  OutputPaths outputs;  // --json, --events, -o, --perfetto, --folded, --html
-  bool live = false;    // print slow spans as they end
-  std::string hang = format_duration(Thresholds::kHangNs);  // 0: off
-  std::vector<std::string> fail_if;                         // budgets
-  std::string barrier_stall = format_duration(Thresholds::kBarrierStallNs);
-  bool quiet = false;
-  // Input channels (docs/input.md).
-  bool input = false;
-  std::string input_mode = "syscall";     // or "uprobe"
-  std::vector<std::string> input_calls;   // default recvfrom,sendto,...
-  std::vector<std::string> input_binary;  // uprobe mode; default libc
-  std::vector<int> input_fd;              // raw channels by fd (-p)
-  std::vector<std::string> input_peer;    // raw channels by server socket
-  std::string slow_input = format_duration(Thresholds::kSlowInputNs);
-  std::string self_dir;  // directory of the looptrace binary
-};
 
 // `looptrace report FILE`: a recording replayed through the analysers.
 struct ReportArgs {
   std::string recording;
-  // Raised thresholds; empty: the recorded ones.
-  std::string slow, slow_idle, slow_delivery, slow_input, barrier_stall;
-  OutputPaths outputs;               // --json, --perfetto, --folded, --html
+  ThresholdArgs thresholds;  // raised thresholds; empty: the recorded ones
+  OutputPaths outputs;       // --json, --perfetto, --folded, --html
   std::vector<std::string> fail_if;  // budgets
   bool quiet = false;
 };
@@ -79,9 +28,6 @@ int run_record(const RecordArgs& args);
 
 // Replays a recording; returns the process exit code.
 int run_report(const ReportArgs& args);
-
-// Lists the built-in profiles (name, description, probes) on stdout.
-int run_profiles();
 
 // Runs the reference app under looptrace with a built-in scenario.
 int run_demo(const std::string& self_dir, const std::string& json_path);

@@ -144,28 +144,7 @@ Status ensure_tracefs() {
 
 }  // namespace
 
-Result<SyscallHook> syscall_hook_from_env() {
-  const char* v = std::getenv("LOOPTRACE_SYSCALL_HOOK");
-  if (!v || !*v) return SyscallHook::kAuto;
-  std::string_view s(v);
-  if (s == "raw") return SyscallHook::kRaw;
-  if (s == "tracepoint") return SyscallHook::kTracepoint;
-  return Status::Error(
-      fmt::format("LOOPTRACE_SYSCALL_HOOK={}: expected raw or tracepoint", s),
-      ErrorKind::kUsage);
-}
-
 void install_libbpf_logger() { libbpf_set_print(libbpf_print); }
-
-std::optional<uint32_t> input_call_op(const std::string& name) {
-  if (name == "recv" || name == "recvfrom" || name == "read") return 0u;
-  if (name == "send" || name == "sendto" || name == "write") return LT_IO_SEND;
-  if (name == "recvmsg") return LT_IO_MSGHDR;
-  if (name == "sendmsg") return LT_IO_SEND | LT_IO_MSGHDR;
-  if (name == "readv") return LT_IO_IOV;
-  if (name == "writev") return LT_IO_SEND | LT_IO_IOV;
-  return std::nullopt;
-}
 
 Status check_bpf_environment() {
   if (geteuid() != 0) {
@@ -528,14 +507,14 @@ Result<std::unique_ptr<Tracer>> Tracer::CreateWith(const TraceOptions& opts,
     pc.nkeys = static_cast<uint32_t>(p.keys.size());
     for (size_t k = 0; k < p.keys.size(); ++k) {
       pc.keys[k] = p.keys[k].spec;
-      // Keys the kernel itself uses, found by name (index + 1).
-      const std::string& n = p.keys[k].name;
+      // Keys the kernel itself uses, by role (index + 1).
+      const KeyRole role = p.keys[k].role;
       uint32_t idx = static_cast<uint32_t>(k + 1);
-      if (n == "msg") pc.msg_key = idx;
-      if (n == "when") pc.when_key = idx;
-      if (n == "queue") pc.queue_key = idx;
-      if (n == "flags") pc.flags_key = idx;
-      if (uint32_t scale = due_key_scale(n)) {
+      if (role == KeyRole::kMessage) pc.msg_key = idx;
+      if (role == KeyRole::kWhen) pc.when_key = idx;
+      if (role == KeyRole::kQueue) pc.queue_key = idx;
+      if (role == KeyRole::kFlags) pc.flags_key = idx;
+      if (uint32_t scale = due_scale(role)) {
         pc.due_key = idx;
         pc.due_scale = scale;
       }

@@ -8,41 +8,6 @@
 
 namespace looptrace {
 
-Result<Thresholds> apply_overrides(const Thresholds& recorded,
-                                   const ThresholdOverrides& o) {
-  Thresholds t = recorded;
-  static constexpr const char* kOption[LT_ROLE_MAX] = {"--slow", "--slow-idle",
-                                                       "--slow-delivery"};
-  for (int r = 0; r < LT_ROLE_MAX; ++r) {
-    if (!o.slow_ns[r]) continue;
-    // With --record-all every span crossed the ring buffer: any threshold.
-    if (*o.slow_ns[r] < recorded.slow_ns[r] && !recorded.record_all)
-      return Status::Error(
-          fmt::format("{} {} is below the recorded {}: shorter spans never "
-                      "reached the recording",
-                      kOption[r], format_duration(*o.slow_ns[r]),
-                      format_duration(recorded.slow_ns[r])),
-          ErrorKind::kUsage);
-    t.slow_ns[r] = *o.slow_ns[r];
-  }
-  if (o.slow_input_ns) t.slow_input_ns = *o.slow_input_ns;
-  if (o.barrier_stall_ns) {
-    // What waited behind a barrier (QueueEvent) was read when it had been
-    // up the recorded threshold: a barrier stalled sooner would have no
-    // count of the messages it held back.
-    if (*o.barrier_stall_ns < recorded.barrier_stall_ns)
-      return Status::Error(
-          fmt::format("--barrier-stall {} is below the recorded {}: what "
-                      "waited behind a barrier was read only at the "
-                      "recorded threshold",
-                      format_duration(*o.barrier_stall_ns),
-                      format_duration(recorded.barrier_stall_ns)),
-          ErrorKind::kUsage);
-    t.barrier_stall_ns = *o.barrier_stall_ns;
-  }
-  return t;
-}
-
 Analysis::Analysis(Symbolizer* symbolizer, ThresholdOverrides overrides)
     : symbolizer_(symbolizer), overrides_(overrides) {}
 
@@ -122,8 +87,8 @@ void Analysis::consume(const Event& ev) {
       if (it == queues_.end()) return {-1, 0};
       return {it->second.waiting, it->second.oldest_due_ns};
     };
-    for (Barrier& b : barriers_->check_stalls(t->ts_ns, waiting))
-      new_stalls_.push_back(std::move(b));
+    for (const Barrier& b : barriers_->check_stalls(t->ts_ns, waiting))
+      if (alerts_) alerts_->barrier_stall(b, t->ts_ns);
     return;
   }
   if (const auto* e = std::get_if<EndEvent>(&ev)) {
@@ -145,30 +110,18 @@ void Analysis::consume(const Event& ev) {
             dispatch_->latest_frames(h->pid, h->tid, h->span.span_id))
       a.frames = *f;
     hangs_.insert({h->pid, h->tid, h->span.span_id});
-    hang_alerts_.push_back(std::move(a));
+    if (alerts_) alerts_->hang(a);
   } else if (const auto* sp = std::get_if<SpanEvent>(&ev)) {
     if (!sp->in_flight && hangs_.erase({sp->pid, sp->tid, sp->span_id})) {
       HangAlert a;
       a.span = *sp;
       a.ended = true;
-      hang_alerts_.push_back(std::move(a));
+      if (alerts_) alerts_->hang(a);
     }
   }
   dispatch_->consume(ev);
   barriers_->consume(ev);
   if (input_) input_->consume(ev);
-}
-
-std::vector<HangAlert> Analysis::take_hang_alerts() {
-  std::vector<HangAlert> out;
-  out.swap(hang_alerts_);
-  return out;
-}
-
-std::vector<Barrier> Analysis::take_new_stalls() {
-  std::vector<Barrier> out;
-  out.swap(new_stalls_);
-  return out;
 }
 
 std::vector<std::pair<uint32_t, uint64_t>> Analysis::queues_to_check(
@@ -194,6 +147,7 @@ const Findings& Analysis::finish() {
   uint64_t end_ns =
       ended_ ? end_.end_ns : std::max(last_ns_, session_.start_ns);
   findings_.analysis = dispatch_->finish(end_.hists, end_.counters);
+  findings_.analysis.ringbuf_bytes = session_.ringbuf_bytes;
   findings_.barriers = barriers_->finish(end_ns);
   findings_.has_barriers = has_barriers_;
   if (has_barriers_) note_barriers_up(findings_.analysis, findings_.barriers);

@@ -21,24 +21,23 @@
 #include "report/report.h"
 #include "symbolize/symbolizer.h"
 #include "trace/events.h"
+#include "trace/stream.h"
 
 namespace looptrace {
 
-// Thresholds a replay judges by instead of the recorded ones. Raised only:
-// what the kernel filtered out never reached the recording, and what waited
-// behind a barrier was read at the recorded stall threshold.
-struct ThresholdOverrides {
-  std::array<std::optional<uint64_t>, LT_ROLE_MAX> slow_ns;
-  std::optional<uint64_t> slow_input_ns;
-  std::optional<uint64_t> barrier_stall_ns;
+// What a live run announces while it runs, told the moment the analysis
+// decides it (record's live alerts and --events).
+class AlertListener {
+ public:
+  virtual ~AlertListener() = default;
+  // A barrier held past the stall threshold, judged at the TickEvent of
+  // now_ns.
+  virtual void barrier_stall(const Barrier& b, uint64_t now_ns) = 0;
+  // A hang announced (HangEvent), or an announced hang that ended.
+  virtual void hang(const HangAlert& h) = 0;
 };
 
-// The thresholds of `recorded` with `o` applied; a usage error naming the
-// option when one is below what the kernel filtered with.
-Result<Thresholds> apply_overrides(const Thresholds& recorded,
-                                   const ThresholdOverrides& o);
-
-class Analysis {
+class Analysis : public EventSink {
  public:
   // `symbolizer` names addresses for the analysers and the outputs: the
   // live processes' or the recording's symbols.
@@ -47,7 +46,9 @@ class Analysis {
   Analysis& operator=(const Analysis&) = delete;
 
   // Events before the SessionEvent are counted and ignored.
-  void consume(const Event& ev);
+  void consume(const Event& ev) override;
+  // Told of stalls and hangs as they are found; null: nobody.
+  void set_alerts(AlertListener* alerts) { alerts_ = alerts; }
 
   // Whether a SessionEvent / EndEvent has been seen.
   bool configured() const { return configured_; }
@@ -56,11 +57,6 @@ class Analysis {
   const Status& status() const { return status_; }
   const SessionEvent& session() const { return session_; }
 
-  // Barriers that became stalls at the last TickEvents (each once), for
-  // live announcements.
-  std::vector<Barrier> take_new_stalls();
-  // Hangs announced, and announced hangs that ended, since the last call.
-  std::vector<HangAlert> take_hang_alerts();
   // The queues (pid, queue) whose waiting messages a TickEvent at now_ns
   // will judge (open barriers past the stall threshold, not yet stalled)
   // or, with `all`, of every open barrier (at the end).
@@ -99,9 +95,8 @@ class Analysis {
   std::unique_ptr<InputAnalyzer> input_;
   // The last QueueEvent of each (pid, queue).
   std::map<std::pair<uint32_t, uint64_t>, QueueEvent> queues_;
-  std::vector<Barrier> new_stalls_;
+  AlertListener* alerts_ = nullptr;
   std::set<std::tuple<uint32_t, uint32_t, uint64_t>> hangs_;  // announced
-  std::vector<HangAlert> hang_alerts_;
   uint64_t last_ns_ = 0;
   Findings findings_;
   ReportContext ctx_;

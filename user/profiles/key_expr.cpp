@@ -258,6 +258,7 @@ Result<KeyDef> parse_key_def(std::string_view text) {
         ErrorKind::kUsage);
   KeyDef def;
   def.name = std::string(text.substr(0, eq));
+  def.role = key_role_for(def.name);
   std::string_view rest = text.substr(eq + 1);
   size_t colon = rest.rfind(':');
   if (colon != std::string_view::npos) {
@@ -277,6 +278,18 @@ Result<KeyDef> parse_key_def(std::string_view text) {
   def.expr = std::string(rest);
   def.spec = *spec;
   return def;
+}
+
+KeyRole key_role_for(std::string_view name) {
+  static constexpr std::pair<std::string_view, KeyRole> kNames[] = {
+      {"queue", KeyRole::kQueue},  {"msg", KeyRole::kMessage},
+      {"when", KeyRole::kWhen},    {"flags", KeyRole::kFlags},
+      {"token", KeyRole::kToken},  {"due_us", KeyRole::kDueUs},
+      {"due_ns", KeyRole::kDueNs},
+  };
+  for (auto [n, role] : kNames)
+    if (n == name) return role;
+  return KeyRole::kShown;
 }
 
 }  // namespace looptrace

@@ -28,11 +28,25 @@ enum class KeyFormat {
              // read at the span's end, at most LT_KEY_STR_LEN - 1 bytes
 };
 
-// Key names the kernel reads a dispatch's due time from (CLOCK_MONOTONIC,
-// us or ns): its delivery lag is reported, the value itself is not part of
-// the one-line target.
-inline uint32_t due_key_scale(std::string_view name) {
-  return name == "due_us" ? 1000 : name == "due_ns" ? 1 : 0;
+// What a key means to looptrace itself, beyond being shown. Set once, from
+// the key's well-known name, where keys are read (a profile, --key, a
+// recording: key_role_for); nothing after that compares key names.
+enum class KeyRole : uint8_t {
+  kShown,    // only shown: what ran ("target", "what", ...)
+  kQueue,    // "queue": the queue of a barrier or enqueue probe
+  kMessage,  // "msg": pairs an enqueue with the dispatch of its message
+  kWhen,     // "when": an enqueued message's due time (CLOCK_MONOTONIC ns)
+  kFlags,    // "flags": an enqueued message's flags (async: async_mask)
+  kToken,    // "token": the barrier a barrier.remove removes
+  kDueUs,    // "due_us": a dispatch's due time (CLOCK_MONOTONIC us): its
+  kDueNs,    // "due_ns":   delivery lag is reported, the value not shown
+};
+
+KeyRole key_role_for(std::string_view name);
+
+// A dispatch's due-time key: its unit in ns; 0 for any other key.
+inline uint32_t due_scale(KeyRole r) {
+  return r == KeyRole::kDueUs ? 1000 : r == KeyRole::kDueNs ? 1 : 0;
 }
 
 struct KeyDef {
@@ -42,6 +56,7 @@ struct KeyDef {
   KeyFormat format = KeyFormat::kHex;
   // kEnum: the name of each value (profiles' "names").
   std::map<int64_t, std::string> names;
+  KeyRole role = KeyRole::kShown;  // key_role_for(name)
 };
 
 // A profile that reads structures a library may change between versions

@@ -544,6 +544,7 @@ class ProfileReader {
     auto name = string(jk, where, "name", std::nullopt);
     if (!name.ok()) return name.status();
     k.name = std::move(*name);
+    k.role = key_role_for(k.name);
     auto expr = string(jk, where, "expr", std::nullopt);
     if (!expr.ok()) return expr.status();
     k.expr = std::move(*expr);

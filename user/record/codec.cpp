@@ -252,6 +252,7 @@ ProbeDef probe_from(const json& j) {
   for (const json& k : j.at("keys")) {
     KeyDef d;
     d.name = k.at("name").get<std::string>();
+    d.role = key_role_for(d.name);
     d.expr = k.at("expr").get<std::string>();
     int f = k.at("format").get<int>();
     if (f < 0 || f > static_cast<int>(KeyFormat::kString))
@@ -315,7 +316,8 @@ json session_json(const SessionEvent& s) {
           {"start_ns", s.start_ns},
           {"hostname", s.hostname},
           {"kernel", s.kernel},
-          {"start_realtime_ns", s.start_realtime_ns}};
+          {"start_realtime_ns", s.start_realtime_ns},
+          {"ringbuf_bytes", s.ringbuf_bytes}};
 }
 
 SessionEvent session_from(const json& j) {
@@ -332,6 +334,8 @@ SessionEvent session_from(const json& j) {
   s.hostname = j.at("hostname").get<std::string>();
   s.kernel = j.at("kernel").get<std::string>();
   s.start_realtime_ns = j.at("start_realtime_ns").get<uint64_t>();
+  // Recordings before the field: unknown.
+  s.ringbuf_bytes = j.value("ringbuf_bytes", uint32_t{0});
   return s;
 }
 

@@ -4,6 +4,7 @@
 
 #include <string_view>
 
+#include "base/size.h"
 #include "symbolize/kernel_symbols.h"
 
 namespace looptrace::report {
@@ -42,8 +43,12 @@ std::vector<LostItem> lost_items(const DispatchAnalysis& a) {
   // turn. Kept under 80 columns with a 2-space indent and large counts.
   return {
       {"ringbuf_full", c[LT_CNT_RB_FULL],
-       fmt::format("ring buffer full: {} records lost (raise --ringbuf-size)",
-                   c[LT_CNT_RB_FULL])},
+       fmt::format("ring buffer full: {} records lost{} (raise "
+                   "--ringbuf-size)",
+                   c[LT_CNT_RB_FULL],
+                   a.ringbuf_bytes
+                       ? fmt::format(" in {}", format_size(a.ringbuf_bytes))
+                       : "")},
       {"hist_full", c[LT_CNT_HIST_FULL],
        fmt::format("histogram table full: {} spans uncounted "
                    "(raise --max-threads)",

@@ -66,6 +66,7 @@ std::vector<RenderedKey> render_keys(const SpanEvent& span,
     const KeyDef& def = probe.keys[i];
     RenderedKey k;
     k.name = def.name;
+    k.role = def.role;
     k.format = def.format;
     k.raw = span.keys[i];
     uint64_t v = truncate(k.raw, def.spec.size);
@@ -125,7 +126,7 @@ std::string format_target(const std::vector<RenderedKey>& keys,
     const RenderedKey& k = keys[i];
     // An input event's time matches it to its event; it names nothing.
     const bool input_time = probe.input && probe.input->time_key == i + 1;
-    if (k.omitted || k.format == KeyFormat::kPointer || due_key_scale(k.name) ||
+    if (k.omitted || k.format == KeyFormat::kPointer || due_scale(k.role) ||
         input_time)
       continue;
     if (!out.empty()) out += ' ';

@@ -16,6 +16,7 @@ namespace looptrace {
 // One key of one span, ready to print.
 struct RenderedKey {
   std::string name;
+  KeyRole role = KeyRole::kShown;
   KeyFormat format = KeyFormat::kHex;
   uint64_t raw = 0;       // as read, before any size truncation
   bool fault = false;     // the read faulted (key_fault_mask): text is "?"

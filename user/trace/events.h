@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "looptrace/abi.h"
+#include "model/thresholds.h"
 #include "proc/maps.h"
 #include "profiles/probe.h"
 #include "symbolize/symbolizer.h"
@@ -202,33 +203,6 @@ struct ExecEvent {
   uint64_t ts_ns = 0;
 };
 
-// Thresholds and limits of a run: what the kernel filtered with and what
-// the analysers judge by. Every default is written here, once.
-struct Thresholds {
-  static constexpr uint64_t kSlowNs = 16'000'000;  // one 60 Hz frame
-  static constexpr uint64_t kSlowInputNs = 100'000'000;
-  static constexpr uint64_t kBarrierStallNs = 3'000'000'000;  // WeChat's 3 s
-  // A span running this long is announced while it runs (Matrix's lag
-  // threshold; Android's input ANR is 5 s).
-  static constexpr uint64_t kHangNs = 2'000'000'000;
-  static constexpr uint32_t kSampleHz = 1000;
-  static constexpr uint32_t kRingbufBytes = 8u << 20;
-  static constexpr uint32_t kHistMax = 4096;  // threads x probes
-  // Messages enqueued and not yet dispatched (lt_pending).
-  static constexpr uint32_t kPendingMax = 65536;
-  // Processes followed with -p or a command (lt_tgids).
-  static constexpr uint32_t kProcessMax = 4096;
-
-  // A span of role r is slow iff its duration >= slow_ns[r].
-  std::array<uint64_t, LT_ROLE_MAX> slow_ns{kSlowNs, kSlowNs, kSlowNs};
-  uint64_t sample_after_ns = kSlowNs / 2;
-  uint32_t sample_hz = kSampleHz;         // 0: no stack sampling
-  bool record_all = false;                // every span crossed the ring buffer
-  uint64_t delivery_drain_ns = 0;         // 0: every slow delivery is reported
-  uint64_t slow_input_ns = kSlowInputNs;  // input events get a blame
-  uint64_t barrier_stall_ns = kBarrierStallNs;  // a barrier held this long
-};
-
 // The first event of every stream: what was traced, how, and where. The
 // analysers configure themselves from it; a recording starts with it.
 struct SessionEvent {
@@ -242,6 +216,9 @@ struct SessionEvent {
   int32_t target_pid = -1;       // -p or the command; -1 system-wide
   bool has_input = false;
   std::string input_hook;  // "raw syscall tracepoints", ...
+  // The ring buffer's size in bytes (0: a recording older than the field),
+  // what the count of records lost to a full one is measured against.
+  uint32_t ringbuf_bytes = 0;
   uint64_t start_ns = 0;   // CLOCK_MONOTONIC when tracing began
   std::string hostname;
   std::string kernel;  // uname -r

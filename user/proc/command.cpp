@@ -1,4 +1,4 @@
-#include "cli/command.h"
+#include "proc/command.h"
 
 #include <sys/stat.h>
 

@@ -1,6 +1,7 @@
-#include "cli/outputs.h"
+#include "output/outputs.h"
 
 #include <filesystem>
+#include <iostream>
 #include <utility>
 
 #include "report/folded_report.h"
@@ -88,6 +89,18 @@ std::vector<Status> Outputs::write_reports(
   write(html_, write_html);
   if (events_) done(events_->close());
   return failures;
+}
+
+Status Outputs::write_text(const Findings& found,
+                           const ReportContext& ctx) const {
+  if (stdout_taken_) {
+    write_text_reports(std::cerr, found, ctx);
+    return Status::Ok();
+  }
+  auto text = OutputFile::Create("text report", "-");
+  if (!text.ok()) return text.status();
+  write_text_reports((*text)->stream(), found, ctx);
+  return (*text)->close();
 }
 
 }  // namespace looptrace

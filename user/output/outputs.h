@@ -46,6 +46,8 @@ class Outputs {
                                     const ReportContext& ctx,
                                     const std::vector<Budget>& budgets,
                                     std::vector<BudgetOutcome>* outcomes);
+  // The text report: on stdout, or on stderr when an output took stdout.
+  Status write_text(const Findings& found, const ReportContext& ctx) const;
 
  private:
   std::unique_ptr<OutputFile> json_, events_, perfetto_, folded_,

@@ -11,11 +11,12 @@
 #include <vector>
 
 #include "base/status.h"
-#include "cli/record.h"
-#include "loader/tracer.h"
+#include "plan/request.h"
 #include "profiles/probe.h"
 #include "profiles/resolve.h"
 #include "report/budget.h"
+#include "trace/events.h"
+#include "trace/options.h"
 
 namespace looptrace {
 
@@ -54,6 +55,11 @@ Status resolve_plan(const ResolveContext& rctx, Plan* p);
 // it exists.
 Status plan_input(const RecordArgs& a, const ResolveContext& rctx, pid_t target,
                   Plan* p);
+
+// The stream's first event: what is traced, how, where. `input_hook`:
+// how the tracer probes input calls (Tracer::input_hook()).
+SessionEvent session_header(const RecordArgs& a, const Plan& plan,
+                            const std::string& input_hook, pid_t target);
 
 // "a b c": the command line as the report shows it.
 std::string join_command(const std::vector<std::string>& argv);

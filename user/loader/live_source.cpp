@@ -1,4 +1,4 @@
-#include "cli/live.h"
+#include "loader/live_source.h"
 
 #include <signal.h>
 #include <time.h>
@@ -25,13 +25,15 @@ volatile sig_atomic_t g_stop_signal = 0;
 
 void on_stop_signal(int sig) { g_stop_signal = sig; }
 
+}  // namespace
+
 // What the live stream needs from the processes while they live: their
 // mappings (MappingsEvents), read when a process is first seen and again
 // after an exec; and the unwinding of samples copied for it (--call-graph
 // dwarf), which needs the files they map.
 class MappingsTracker {
  public:
-  explicit MappingsTracker(const Tracer::Sink& emit) : emit_(emit) {}
+  explicit MappingsTracker(EventSink& out) : out_(out) {}
   ~MappingsTracker() {
     if (unwound_ == 0) return;
     log::debug("unwind",
@@ -68,7 +70,7 @@ class MappingsTracker {
       unwind(w->waker_pid, w->ts_ns, std::move(w->ustack), &w->frames,
              &w->unwind, &w->truncated);
     }
-    emit_(std::move(ev));
+    out_.consume(ev);
   }
   std::set<std::pair<uint32_t, uint32_t>>& threads() { return threads_; }
 
@@ -82,7 +84,7 @@ class MappingsTracker {
     m.tid = tid;
     m.ts_ns = ts ? ts : monotonic_ns();
     m.maps = std::move(*maps);
-    emit_(Event(std::move(m)));
+    out_.consume(Event(std::move(m)));
   }
 
   // The frame pointers where they reach the thread's first frame, else
@@ -137,7 +139,7 @@ class MappingsTracker {
     }
   }
 
-  const Tracer::Sink& emit_;
+  EventSink& out_;
   DwarfUnwinder unwinder_;
   uint64_t unwound_ = 0;    // stacks unwound by CFI
   uint64_t unwind_ns_ = 0;  // time spent doing it
@@ -161,23 +163,6 @@ class MappingsTracker {
   std::set<std::pair<uint32_t, uint32_t>> threads_;
 };
 
-void emit_queues(Tracer& tracer, const LiveHooks& hooks, uint64_t now, bool all,
-                 const Tracer::Sink& emit) {
-  if (!hooks.queues_to_check) return;
-  for (auto [pid, queue] : hooks.queues_to_check(now, all)) {
-    Tracer::Waiting w = tracer.sync_waiting(pid, queue, now);
-    QueueEvent q;
-    q.pid = pid;
-    q.queue = queue;
-    q.ts_ns = now;
-    q.waiting = w.count;
-    q.oldest_due_ns = w.oldest_due_ns;
-    emit(Event(q));
-  }
-}
-
-}  // namespace
-
 void install_stop_handlers() {
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
@@ -199,108 +184,124 @@ uint64_t monotonic_ns() {
          static_cast<uint64_t>(ts.tv_nsec);
 }
 
-LiveEnd run_live(Tracer& tracer, Child* child, pid_t pid, uint64_t t0,
-                 uint64_t duration_ns, bool barriers, bool input,
-                 const Tracer::Sink& emit, const LiveHooks& hooks) {
-  MappingsTracker tracker(emit);
-  Tracer::Sink sink = [&tracker](Event&& ev) { tracker(std::move(ev)); };
+void LiveSource::emit_queues(uint64_t now, bool all, const Tracer::Sink& sink) {
+  if (!client_) return;
+  for (auto [pid, queue] : client_->queues_to_check(now, all)) {
+    Tracer::Waiting w = tracer_.sync_waiting(pid, queue, now);
+    QueueEvent q;
+    q.pid = pid;
+    q.queue = queue;
+    q.ts_ns = now;
+    q.waiting = w.count;
+    q.oldest_due_ns = w.oldest_due_ns;
+    sink(Event(q));
+  }
+}
+
+// Why the run stops now, or "" to go on.
+std::string LiveSource::stop_reason(uint64_t now) {
+  if (g_stop_signal)
+    return g_stop_signal == SIGINT   ? "interrupted"
+           : g_stop_signal == SIGHUP ? "hangup"
+                                     : "terminated";
+  if (opts_.duration_ns && now - opts_.t0 >= opts_.duration_ns)
+    return "duration elapsed";
+  // Whether the target lives: at most every 50 ms, not after every wakeup
+  // (at a high event rate that would steal the reader's time).
+  if (now - last_alive_check_ < 50'000'000) return "";
+  last_alive_check_ = now;
+  if (!opts_.child && opts_.pid <= 0) return "";
   // The target lives while any of its processes does: the command, or -p's
   // process even after its main thread exited, and what they forked.
-  auto target_alive = [&] {
-    if (child && !child->exited()) return true;
-    for (uint32_t tgid : tracer.traced_processes())
-      if (proc::pid_running(tgid)) return true;
-    return false;
-  };
-  LiveEnd end;
-  uint64_t last_alive_check = 0, last_stall_check = 0, last_progress = 0;
-  uint64_t last_hang_check = 0;
-  std::set<std::tuple<uint32_t, uint32_t, uint64_t>> hung;  // announced
-  while (true) {
-    if (g_stop_signal) {
-      end.reason = g_stop_signal == SIGINT   ? "interrupted"
-                   : g_stop_signal == SIGHUP ? "hangup"
-                                             : "terminated";
-      break;
-    }
-    uint64_t now = monotonic_ns();
-    if (duration_ns && now - t0 >= duration_ns) {
-      end.reason = "duration elapsed";
-      break;
-    }
-    // Whether the target lives: at most every 50 ms, not after every
-    // wakeup (at a high event rate that would steal the reader's time).
-    if (now - last_alive_check >= 50'000'000) {
-      last_alive_check = now;
-      if ((child || pid > 0) && !target_alive()) {
-        end.reason = child ? std::string(kCommandExited)
-                           : fmt::format("pid {} exited", pid);
-        break;
-      }
-    }
-    // Input records do not wake us (abi.h io_wakeup_bytes): poll more
-    // often, so that a short-lived process's mappings are read while it
-    // is alive.
-    const int max_wait_ms = input ? 25 : hooks.hang_ns ? 50 : 100;
-    int timeout = max_wait_ms;
-    if (duration_ns) {
-      uint64_t left = duration_ns - std::min(duration_ns, now - t0);
-      timeout = static_cast<int>(
-          std::min<uint64_t>(max_wait_ms, left / 1'000'000 + 1));
-    }
-    end.run_status = tracer.poll(timeout, sink);
-    now = monotonic_ns();
-    // Stalls are announced as they happen, not only at exit.
-    if (barriers && now - last_stall_check >= 20'000'000) {
-      last_stall_check = now;
-      emit_queues(tracer, hooks, now, false, sink);
-      sink(Event(TickEvent{0, 0, now}));
-    }
-    // A span past --hang is announced while it runs, within about 50 ms.
-    // The threads to look at are those seen in the stream: a span old
-    // enough has had samples.
-    if (hooks.hang_ns && now - last_hang_check >= 50'000'000) {
-      last_hang_check = now;
-      for (SpanEvent& sp : tracer.read_in_flight(tracker.threads(), now)) {
-        if (sp.duration_ns < hooks.hang_ns ||
-            !hung.insert({sp.pid, sp.tid, sp.span_id}).second)
-          continue;
-        HangEvent h;
-        h.pid = sp.pid;
-        h.tid = sp.tid;
-        h.span = std::move(sp);
-        sink(Event(std::move(h)));
-      }
-    }
-    if (hooks.on_progress && now - last_progress >= 250'000'000) {
-      last_progress = now;
-      hooks.on_progress(now);
-    }
-    if (!end.run_status.ok()) break;
+  if (opts_.child && !opts_.child->exited()) return "";
+  for (uint32_t tgid : tracer_.traced_processes())
+    if (proc::pid_running(tgid)) return "";
+  return opts_.child ? std::string(kCommandExited)
+                     : fmt::format("pid {} exited", opts_.pid);
+}
+
+int LiveSource::poll_timeout_ms(uint64_t now) const {
+  // Input records do not wake us (abi.h io_wakeup_bytes): poll more often,
+  // so that a short-lived process's mappings are read while it is alive.
+  const int max_wait_ms = opts_.input ? 25 : opts_.hang_ns ? 50 : 100;
+  if (!opts_.duration_ns) return max_wait_ms;
+  uint64_t left =
+      opts_.duration_ns - std::min(opts_.duration_ns, now - opts_.t0);
+  return static_cast<int>(
+      std::min<uint64_t>(max_wait_ms, left / 1'000'000 + 1));
+}
+
+// Between polls: stall checks, hang announcements, progress.
+void LiveSource::check(uint64_t now, MappingsTracker& tracker,
+                       const Tracer::Sink& sink) {
+  // Stalls are announced as they happen, not only at exit.
+  if (opts_.barriers && now - last_stall_check_ >= 20'000'000) {
+    last_stall_check_ = now;
+    emit_queues(now, false, sink);
+    sink(Event(TickEvent{0, 0, now}));
   }
-  // Everything is measured to this instant: recording stops, and the spans
-  // still in flight are read before the probes are removed (which takes a
-  // while), so that their age, CPU and samples end where the trace does.
-  end.end_ns = monotonic_ns();
-  tracer.pause();
+  // A span past --hang is announced while it runs, within about 50 ms.
+  // The threads to look at are those seen in the stream: a span old enough
+  // has had samples.
+  if (opts_.hang_ns && now - last_hang_check_ >= 50'000'000) {
+    last_hang_check_ = now;
+    for (SpanEvent& sp : tracer_.read_in_flight(tracker.threads(), now)) {
+      if (sp.duration_ns < opts_.hang_ns ||
+          !hung_.insert({sp.pid, sp.tid, sp.span_id}).second)
+        continue;
+      HangEvent h;
+      h.pid = sp.pid;
+      h.tid = sp.tid;
+      h.span = std::move(sp);
+      sink(Event(std::move(h)));
+    }
+  }
+  if (client_ && now - last_progress_ >= 250'000'000) {
+    last_progress_ = now;
+    client_->progress(now, tracer_);
+  }
+}
+
+// Everything is measured to this instant: recording stops, and the spans
+// still in flight are read before the probes are removed (which takes a
+// while), so that their age, CPU and samples end where the trace does.
+void LiveSource::finish(MappingsTracker& tracker, const Tracer::Sink& sink,
+                        EventSink& out) {
+  end_.end_ns = monotonic_ns();
+  tracer_.pause();
   // A loop stuck in a dispatch right now is the most important finding of
   // all: report spans still in flight on every thread we know of.
   std::set<std::pair<uint32_t, uint32_t>> threads = tracker.threads();
-  for (uint32_t tgid : tracer.traced_processes())
+  for (uint32_t tgid : tracer_.traced_processes())
     for (uint32_t tid : proc::thread_ids(tgid)) threads.emplace(tgid, tid);
   EndEvent last;
-  last.hists = tracer.read_histograms();
+  last.hists = tracer_.read_histograms();
   for (const ThreadHistogram& h : last.hists) threads.emplace(h.pid, h.tid);
-  std::vector<SpanEvent> in_flight = tracer.read_in_flight(threads, end.end_ns);
-  end.stop_status = tracer.stop(sink);
-  last.end_ns = end.end_ns;
-  last.stop_reason = end.reason;
-  last.counters = tracer.read_counters();
+  std::vector<SpanEvent> in_flight =
+      tracer_.read_in_flight(threads, end_.end_ns);
+  end_.stop_status = tracer_.stop(sink);
+  last.end_ns = end_.end_ns;
+  last.stop_reason = end_.reason;
+  last.counters = tracer_.read_counters();
   // A leaked barrier: what is waiting behind it now, at the end.
-  if (barriers) emit_queues(tracer, hooks, end.end_ns, true, sink);
+  if (opts_.barriers) emit_queues(end_.end_ns, true, sink);
   for (SpanEvent& ev : in_flight) sink(Event(std::move(ev)));
-  emit(Event(std::move(last)));
-  return end;
+  out.consume(Event(std::move(last)));
+}
+
+Status LiveSource::run(EventSink& out) {
+  MappingsTracker tracker(out);
+  Tracer::Sink sink = [&tracker](Event&& ev) { tracker(std::move(ev)); };
+  while (true) {
+    uint64_t now = monotonic_ns();
+    end_.reason = stop_reason(now);
+    if (!end_.reason.empty()) break;
+    end_.run_status = tracer_.poll(poll_timeout_ms(now), sink);
+    check(monotonic_ns(), tracker, sink);
+    if (!end_.run_status.ok()) break;
+  }
+  finish(tracker, sink, out);
+  return Status::Ok();
 }
 
 }  // namespace looptrace

@@ -1,0 +1,60 @@
+#include "cli/record_lines.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "loader/live_source.h"
+#include "proc/command.h"
+#include "profiles/profile.h"
+
+namespace looptrace {
+
+void print_banner(const Plan& plan, const SessionEvent& session,
+                  const std::string& what, const std::string& recording) {
+  std::string input;
+  if (session.has_input)
+    input = fmt::format(" and input channels ({})", session.input_hook);
+  std::string to =
+      recording.empty() ? "" : fmt::format(", recording to {}", recording);
+  if (!plan.profile_note.empty()) {
+    // Found, not asked for: say where each probe went.
+    std::fprintf(stderr, "%s\n", plan.profile_note.c_str());
+    for (const ProbeDef& p : plan.probes)
+      std::fprintf(
+          stderr, "looptrace:   %s %s: %s %s at offset %#llx%s\n",
+          role_name(p.role),
+          p.label.empty() ? p.resolved_symbol.c_str() : p.label.c_str(),
+          p.path.c_str(), p.symbol.c_str(),
+          static_cast<unsigned long long>(p.file_offset),
+          p.version.empty() ? "" : (" (" + p.version + ")").c_str());
+  }
+  // Display connections a profile brought along: which, and how decoded.
+  if (!plan.input_note.empty())
+    std::fprintf(stderr, "%s\n", plan.input_note.c_str());
+  if (!plan.gsource_note.empty())
+    std::fprintf(stderr, "%s\n", plan.gsource_note.c_str());
+  std::fprintf(stderr,
+               "looptrace: tracing %zu probe%s%s in %s%s; Ctrl-C to stop\n",
+               plan.probes.size(), plan.probes.size() == 1 ? "" : "s",
+               input.c_str(), what.c_str(), to.c_str());
+}
+
+void report_stop(bool quiet, const std::string& reason, int command_status) {
+  if (command_status == -1) {
+    if (!quiet)
+      std::fprintf(stderr, "looptrace: stopped: %s\n", reason.c_str());
+    return;
+  }
+  std::string end = "command " + describe_end(command_status);
+  bool show = !quiet || shell_status(command_status) != 0;
+  if (reason == kCommandExited) {
+    if (show) std::fprintf(stderr, "looptrace: stopped: %s\n", end.c_str());
+    return;
+  }
+  // It ended on its own just as looptrace stopped for another reason.
+  if (!quiet) std::fprintf(stderr, "looptrace: stopped: %s\n", reason.c_str());
+  if (show) std::fprintf(stderr, "looptrace: %s\n", end.c_str());
+}
+
+}  // namespace looptrace

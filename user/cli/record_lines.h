@@ -1,0 +1,22 @@
+// What `record` says on stderr around a run: the banner and how it ended.
+#pragma once
+
+#include <string>
+
+#include "plan/plan.h"
+#include "trace/events.h"
+
+namespace looptrace {
+
+// The probes found (when the profile was found, not asked for), the input
+// channels and GLib notes, and "tracing N probes in ...; Ctrl-C to stop".
+// `what`: "pid N (cmd)", "pid N", "all processes"; `recording`: its path.
+void print_banner(const Plan& plan, const SessionEvent& session,
+                  const std::string& what, const std::string& recording);
+
+// "looptrace: stopped: command exited with status 3". `command_status` is
+// the wait status of a command that ended on its own, else -1. How a
+// command ended is said even with -q when it failed: it is the exit code.
+void report_stop(bool quiet, const std::string& reason, int command_status);
+
+}  // namespace looptrace

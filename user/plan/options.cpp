@@ -1,0 +1,120 @@
+// The plan's kernel options and thresholds, from the values as typed.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "base/duration.h"
+#include "base/log.h"
+#include "base/size.h"
+#include "plan/steps.h"
+
+namespace looptrace::plan {
+namespace {
+
+Status build_thresholds(const RecordArgs& a, Plan* p) {
+  auto given = parse_thresholds(a.thresholds);
+  if (!given.ok()) return given.status();
+  Thresholds& t = p->opts.limits;
+  t = thresholds_for_record(*given);
+  // Android's Looper: after a slow delivery, quiet until the lag drains.
+  if (a.delivery_hysteresis) t.delivery_drain_ns = Thresholds::kDeliveryDrainNs;
+  t.record_all = a.record_all;
+  if (a.sample_freq > 100000)
+    return Status::Error("--sample-freq: at most 100000 Hz", ErrorKind::kUsage);
+  t.sample_hz = a.sample_freq;
+  if (!a.sample_after.empty()) {
+    auto sa = parse_duration(a.sample_after);
+    if (!sa.ok()) return sa.status();
+    t.sample_after_ns = *sa;
+  }
+  if (!a.duration.empty()) {
+    auto d = parse_duration(a.duration);
+    if (!d.ok()) return d.status();
+    if (*d == 0)
+      return Status::Error("--duration must be above 0", ErrorKind::kUsage);
+    p->duration_ns = *d;
+  }
+  auto hang = parse_duration(a.hang);
+  if (!hang.ok()) return hang.status();
+  p->hang_ns = *hang;
+  return Status::Ok();
+}
+
+// --call-graph fp | dwarf[,BYTES]: the bytes of stack each sample copies.
+Result<uint32_t> parse_call_graph(const std::string& text) {
+  if (text == "fp") return 0u;
+  if (text.rfind("dwarf", 0) != 0)
+    return Status::Error(
+        fmt::format("--call-graph {}: fp or dwarf[,BYTES]", text),
+        ErrorKind::kUsage);
+  const std::string rest = text.substr(5);
+  if (rest.empty()) return uint32_t{LT_STACK_COPY};
+  // The kernel copies 8, 4, 2 or 1 KiB: the most that is mapped.
+  for (uint32_t v : {1024u, 2048u, 4096u, 8192u})
+    if (rest == "," + std::to_string(v) ||
+        rest == "," + std::to_string(v / 1024) + "K")
+      return v;
+  return Status::Error(
+      fmt::format("--call-graph {}: dwarf,BYTES with BYTES 1024, 2048, 4096 "
+                  "or 8192 (1K..8K)",
+                  text),
+      ErrorKind::kUsage);
+}
+
+Status check_thread_filters(const RecordArgs& a) {
+  if (a.tids.size() > LT_MAX_FILTER_TIDS)
+    return Status::Error(
+        fmt::format("--tid: at most {} threads", LT_MAX_FILTER_TIDS),
+        ErrorKind::kUsage);
+  for (uint32_t t : a.tids)
+    if (t == 0 || t > (1u << 22))
+      return Status::Error(fmt::format("--tid {}: not a thread id", t),
+                           ErrorKind::kUsage);
+  if (a.comms.size() > LT_MAX_FILTER_COMMS)
+    return Status::Error(
+        fmt::format("--comm: at most {} names", LT_MAX_FILTER_COMMS),
+        ErrorKind::kUsage);
+  for (const std::string& c : a.comms)
+    if (c.empty() || c.size() >= LT_COMM_LEN ||
+        c.find('\0') != std::string::npos)
+      return Status::Error(
+          fmt::format("--comm '{}': a thread name is 1 to {} bytes (the "
+                      "kernel's comm)",
+                      log::printable(c, 40), LT_COMM_LEN - 1),
+          ErrorKind::kUsage);
+  return Status::Ok();
+}
+
+// The kernel's tables: the ring buffer and the maps sized at load.
+Status build_sizes(const RecordArgs& a, TraceOptions* o) {
+  auto rb = parse_ringbuf_size(a.ringbuf_size);
+  if (!rb.ok()) return rb.status();
+  o->ringbuf_bytes = *rb;
+  if (a.hist_max == 0 || a.hist_max > (1u << 20))
+    return Status::Error("--max-threads: 1 to 1048576", ErrorKind::kUsage);
+  o->hist_max = a.hist_max;
+  if (a.pending_max == 0 || a.pending_max > (1u << 24))
+    return Status::Error("--max-pending: 1 to 16777216", ErrorKind::kUsage);
+  o->pending_max = a.pending_max;
+  if (a.process_max == 0 || a.process_max > (1u << 22))
+    return Status::Error("--max-processes: 1 to 4194304", ErrorKind::kUsage);
+  o->process_max = a.process_max;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status build_options(const RecordArgs& a, Plan* p) {
+  LT_RETURN_IF_ERROR(build_thresholds(a, p));
+  auto copy = parse_call_graph(a.call_graph);
+  if (!copy.ok()) return copy.status();
+  p->opts.stack_copy = *copy;
+  p->opts.off_cpu = !a.no_off_cpu;
+  LT_RETURN_IF_ERROR(build_sizes(a, &p->opts));
+  LT_RETURN_IF_ERROR(check_thread_filters(a));
+  p->opts.tids = a.tids;
+  p->opts.comms = a.comms;
+  return Status::Ok();
+}
+
+}  // namespace looptrace::plan

@@ -1,0 +1,130 @@
+// The plan: parse_plan, resolve_plan and plan_input in order (plan.h); each
+// step's work is in a file of its own (steps.h).
+#include "plan/plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "base/log.h"
+#include "plan/steps.h"
+#include "proc/sockets.h"
+#include "profiles/profile.h"
+
+namespace looptrace {
+namespace plan {
+
+bool input_wanted(const RecordArgs& a) {
+  return a.input || !a.input_fd.empty() || !a.input_peer.empty();
+}
+
+std::string join_builtin_names() {
+  std::string out;
+  for (const std::string& n : builtin_profile_names())
+    out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace plan
+
+using plan::add_custom_gsources;
+using plan::build_input;
+using plan::build_options;
+using plan::build_probes;
+using plan::custom_gsource_model;
+using plan::input_wanted;
+
+Result<std::vector<Budget>> parse_budgets(
+    const std::vector<std::string>& exprs) {
+  std::vector<Budget> out;
+  for (const std::string& e : exprs) {
+    auto b = parse_budget(e);
+    if (!b.ok()) return b.status();
+    out.push_back(std::move(*b));
+  }
+  return out;
+}
+
+Status parse_plan(const RecordArgs& a, Plan* p) {
+  LT_RETURN_IF_ERROR(build_options(a, p));
+  auto budgets = parse_budgets(a.fail_if);
+  if (!budgets.ok()) return budgets.status();
+  p->budgets = std::move(*budgets);
+  return build_probes(a, &p->probes, &p->profile_note);
+}
+
+Status resolve_plan(const ResolveContext& rctx, Plan* p) {
+  LT_RETURN_IF_ERROR(resolve_probes(&p->probes, rctx));
+  if (rctx.pid > 0)
+    add_custom_gsources(rctx.pid, &p->probes);
+  else if (custom_gsource_model(p->probes))
+    p->gsource_note =
+        "looptrace: glib: sources of a program's own kinds (GDK's event "
+        "source, GLib.Source subclasses) are found in a running process "
+        "(-p) only: not traced";
+  // Input roles are socket-call probes, not spans: they take no slot in the
+  // kernel's probe table.
+  std::vector<ProbeDef> spans;
+  for (ProbeDef& probe : p->probes) {
+    bool io =
+        probe.role == LT_ROLE_INPUT_RECV || probe.role == LT_ROLE_INPUT_SEND;
+    (io ? p->input_probes : spans).push_back(std::move(probe));
+  }
+  for (size_t i = 0; i < spans.size(); ++i)
+    spans[i].id = static_cast<uint32_t>(i);
+  p->probes = std::move(spans);
+  p->opts.probes = p->probes;
+  return Status::Ok();
+}
+
+Status plan_input(const RecordArgs& a, const ResolveContext& rctx, pid_t target,
+                  Plan* p) {
+  p->opts.pid = target;
+  // A profile whose dispatch handles display input (gtk3) brings the
+  // process's X11 and Wayland connections along, with no input option
+  // given.
+  const bool display = std::any_of(p->probes.begin(), p->probes.end(),
+                                   [](const ProbeDef& d) { return d.input; });
+  if (display && !input_wanted(a) && a.pid > 0) {
+    auto all = proc::unix_sockets();
+    auto conns =
+        all.ok() ? proc::display_connections(static_cast<uint32_t>(a.pid), *all)
+                 : Result<std::vector<proc::PeerSocket>>(all.status());
+    if (!conns.ok() || conns->empty()) {
+      log::info(
+          "input: pid {} has no X11 or Wayland connection: input not "
+          "traced",
+          a.pid);
+    } else {
+      for (const proc::PeerSocket& c : *conns)
+        p->input_note += fmt::format(
+            "{}looptrace:   input {}: socket {} connected to {}, decoded "
+            "message by message",
+            p->input_note.empty() ? "" : "\n",
+            proc::is_x11_server_name(c.peer) ? "X11" : "Wayland", c.inode,
+            c.peer);
+      RecordArgs with = a;
+      with.input = true;
+      with.input_peer = {"auto"};
+      // libxcb reads with recvmsg, and the rest of a long reply with recv
+      // (recvfrom); Xlib without xcb, with read. Every byte must be seen:
+      // the framing follows the stream. The server writes with writev
+      // (Xorg, Xvfb) or sendmsg (with file descriptors); libwayland reads
+      // and writes with recvmsg and sendmsg.
+      with.input_calls = {"recvmsg", "recvfrom", "read", "writev", "sendmsg"};
+      return build_input(with, target, rctx, p->input_probes, &p->opts.input);
+    }
+  }
+  return build_input(a, target, rctx, p->input_probes, &p->opts.input);
+}
+
+std::string join_command(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const std::string& a : argv) {
+    if (!s.empty()) s += ' ';
+    s += a;
+  }
+  return s;
+}
+
+}  // namespace looptrace
