@@ -88,7 +88,7 @@ run_live() {
     "${args[@]}" </dev/null >"$d.out" 2>"$d.log" &
   LPID=$!
   PIDS+=("$LPID")
-  wait_attached "$d.log" "$name"
+  wait_attached "$d.log" "$name" "$LPID"
 }
 # finish_live NAME: waits for looptrace; replays the recording if any.
 finish_live() {

@@ -62,8 +62,7 @@
 #   --record             also -o trace.lt, then `looptrace report` of it
 #   --csv FILE           also copy the RSS samples there
 #   (--keep keeps the app's log: about 1 KB per input event, 3.6 GB for
-#   the hour; --smoke: a 3 s run with --record, a stall every second,
-#   the app's start delay 2.5 s)
+#   the hour; --smoke: a 3 s run with --record, a stall every second)
 # Exit status: 0 every check met, 1 a check failed (or a run failed),
 # 2 usage, 3 not root.
 set -euo pipefail
@@ -89,7 +88,7 @@ bench_opt --start-delay-ms START_DELAY_MS posint
 bench_flag --record RECORD=1
 bench_opt --csv CSV_OUT path
 bench_parse "$@"
-bench_smoke MINUTES=0.05 STALL_EVERY=1 START_DELAY_MS=2500 RECORD=1
+bench_smoke MINUTES=0.05 STALL_EVERY=1 RECORD=1
 MIN_MINUTES=0.25
 [[ $SMOKE -eq 0 ]] || MIN_MINUTES=0.05
 NUM='^[0-9]+([.][0-9]+)?$'
@@ -165,7 +164,7 @@ for ((i = 0; i < 100; i++)); do
   sleep 0.05
 done
 [[ -n $LPID ]] || die "looptrace did not start: $(cat "$WORK/lt.err")"
-wait_attached "$WORK/lt.err" soak
+wait_attached "$WORK/lt.err" soak "$TPID"
 ATTACHED_NS=$(mono_ns)
 echo "== tracing (looptrace pid $LPID); sampling its memory every 10 s" >&2
 

@@ -170,10 +170,17 @@ wait_for() {  # wait_for FILE PATTERN SECONDS
   for ((i = 0; i < $3 * 20; i++)); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done
   return 1
 }
-# wait_attached LOG WHAT: looptrace (its stderr in LOG) printed its
-# "tracing" line within 60 s, or the run dies.
+# wait_attached LOG WHAT [PID]: looptrace (its stderr in LOG; PID, when
+# given, the process that runs it) printed its "tracing" line within 60 s,
+# or the run dies: at once when PID has exited.
 wait_attached() {
-  wait_for "$1" "^looptrace: tracing" 60 || die "$2: looptrace did not attach: $(cat "$1")"
+  local i
+  for ((i = 0; i < 1200; i++)); do
+    grep -q "^looptrace: tracing" "$1" 2>/dev/null && return 0
+    [[ -z ${3:-} ]] || kill -0 "$3" 2>/dev/null || break
+    sleep 0.05
+  done
+  die "$2: looptrace did not attach: $(cat "$1")"
 }
 # bench_exit: the failures counted, as the exit status.
 bench_exit() {
