@@ -8,51 +8,41 @@
 # the cold run: only its headers are read). Also the whole run's wall time
 # (-d 10ms: attach, 10 ms, report, detach) and looptrace's max RSS.
 #
-# Usage: sudo scripts/bench-attach.sh [-B BUILD_DIR] [--no-build]
-#          [--repeats N] [--keep]
+# Usage: sudo scripts/bench-attach.sh [options]
+#   --repeats N          runs of each profile and cache state (default 5)
+#   --profiles LIST      node, glib or both (default node,glib)
+#   (--smoke: the glib profile, one run of each cache state)
 # Exit status: 0 done, 1 a run failed, 2 usage, 3 not root.
 set -euo pipefail
 
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD_DIR="$REPO/build-bench"
-DO_BUILD=1
+# shellcheck source-path=SCRIPTDIR source=lib/bench-common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/bench-common.sh"
 REPEATS=5
-CPU=""
-USE_BPFTRACE=0
-KEEP=0
+PROFILES=node,glib
+bench_opt --repeats REPEATS posint
+bench_opt --profiles PROFILES
+bench_parse "$@"
+bench_smoke REPEATS=1 PROFILES=glib
+[[ $PROFILES =~ ^(node|glib)(,(node|glib))?$ ]] || die "--profiles takes node, glib or both" 2
 
-BENCH=bench-attach.sh
-# shellcheck source=lib/bench-common.sh
-source "$REPO/scripts/lib/bench-common.sh"
-usage() { sed -n '/^# Usage:/,/^# Exit status/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
-
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    -B|--build-dir|--repeats)
-      [[ $# -ge 2 ]] || { echo "$BENCH: $1 needs a value" >&2; usage; } ;;
-  esac
-  case "$1" in
-    -B|--build-dir) BUILD_DIR=$(realpath -m "$2"); shift 2 ;;
-    --no-build) DO_BUILD=0; shift ;;
-    --repeats) REPEATS=$2; shift 2 ;;
-    --keep) KEEP=1; shift ;;
-    -h|--help) usage ;;
-    *) echo "$BENCH: unknown option $1" >&2; usage ;;
-  esac
-done
-[[ $REPEATS =~ ^[1-9][0-9]*$ ]] || die "--repeats must be a positive integer" 2
-
-bench_prepare "it loads BPF programs" node /usr/bin/python3 awk
-bench_build
+tools=(/usr/bin/python3 awk jq)
+[[ $PROFILES != *node* ]] || tools+=(node)
+bench_prepare "it loads BPF programs" "${tools[@]}"
+bench_build looptrace_bench
 LT=$BUILD_DIR/looptrace
-[[ -x $LT ]] || die "$LT is missing: build the looptrace target"
+bench_need "$LT"
 bench_workdir looptrace-bench-attach
 
-node -e 'setInterval(() => {}, 1000)' &
-NODE=$!; PIDS+=("$NODE")
-/usr/bin/python3 "$REPO/tests/programs/glib_loop.py" --duration 600000 \
-  --log "$WORK/glib.log" >/dev/null 2>&1 &
-GLIB=$!; PIDS+=("$GLIB")
+targets=()
+if [[ $PROFILES == *node* ]]; then
+  node -e 'setInterval(() => {}, 1000)' &
+  PIDS+=($!); targets+=("node $!")
+fi
+if [[ $PROFILES == *glib* ]]; then
+  /usr/bin/python3 "$REPO/tests/programs/glib_loop.py" --duration 600000 \
+    --log "$WORK/glib.log" >/dev/null 2>&1 &
+  PIDS+=($!); targets+=("glib $!")
+fi
 sleep 1
 
 # attach_once PROFILE PID CACHE_DIR: "attach_s wall_s rss_kb", timed by
@@ -79,7 +69,7 @@ PY
 }
 
 printf '%-6s %-5s %9s %9s %9s %8s\n' profile cache attach_s min_s wall_s rss_MiB
-for target in "node $NODE" "glib $GLIB"; do
+for target in "${targets[@]}"; do
   read -r prof pid <<<"$target"
   for cache in cold warm; do
     : >"$WORK/$prof.$cache"
@@ -98,4 +88,4 @@ for target in "node $NODE" "glib $GLIB"; do
   done
 done
 echo "(medians of $REPEATS; min_s the fastest attach)"
-exit "$FAILED"
+bench_exit

@@ -36,8 +36,6 @@
 # scheduler puts them. Docs: docs/benchmarks.md, "Input channels".
 #
 # Usage: sudo scripts/bench-input.sh [options]
-#   -B, --build-dir DIR  build directory (default: <repo>/build-bench)
-#   --no-build           use the binaries already in the build directory
 #   --rounds N           rounds of a) and b) (default 6; even: both orders
 #                        equally often)
 #   --iterations N       KEY/FINISHED pairs per run of a) and b) (default
@@ -46,61 +44,36 @@
 #   --seconds S          length of each run of c) (default 5)
 #   --cpu N              CPU the target is pinned to (default: the last one)
 #   --no-bpftrace        skip the bpftrace configuration
-#   --keep               keep the work directory (raw outputs)
+#   (--smoke: one round of 200 iterations in 2 slices, 1 s runs of c), no
+#   bpftrace)
 # Exit status: 0 done, 1 a check of a) or b) failed (events lost or
 # miscounted, UDP traffic recorded, a run failed; losses in c) are reported,
 # not failed), 2 usage, 3 not root.
 set -euo pipefail
 
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD_DIR="$REPO/build-bench"
-DO_BUILD=1
+# shellcheck source-path=SCRIPTDIR source=lib/bench-common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/bench-common.sh"
 ROUNDS=6
 ITERS=50000
 SLICES=20
 SECONDS_C=5
-CPU=""
 USE_BPFTRACE=1
-KEEP=0
-
-BENCH=bench-input.sh
-# shellcheck source=lib/bench-common.sh
-source "$REPO/scripts/lib/bench-common.sh"
-usage() { sed -n '/^# Usage:/,/^# not failed/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
-
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    -B|--build-dir|--rounds|--iterations|--slices|--seconds|--cpu)
-      [[ $# -ge 2 ]] || { echo "bench-input.sh: $1 needs a value" >&2; usage; } ;;
-  esac
-  case "$1" in
-    -B|--build-dir) BUILD_DIR=$(realpath -m "$2"); shift 2 ;;
-    --no-build) DO_BUILD=0; shift ;;
-    --rounds) ROUNDS=$2; shift 2 ;;
-    --iterations) ITERS=$2; shift 2 ;;
-    --slices) SLICES=$2; shift 2 ;;
-    --seconds) SECONDS_C=$2; shift 2 ;;
-    --cpu) CPU=$2; shift 2 ;;
-    --no-bpftrace) USE_BPFTRACE=0; shift ;;
-    --keep) KEEP=1; shift ;;
-    -h|--help) usage ;;
-    *) echo "bench-input.sh: unknown option $1" >&2; usage ;;
-  esac
-done
-for v in ROUNDS:--rounds ITERS:--iterations SLICES:--slices SECONDS_C:--seconds; do
-  var=${v%%:*}
-  [[ ${!var} =~ ^[1-9][0-9]*$ ]] || die "${v#*:} must be a positive integer" 2
-done
+bench_opt --rounds ROUNDS posint
+bench_opt --iterations ITERS posint
+bench_opt --slices SLICES posint
+bench_opt --seconds SECONDS_C posint
+bench_opt --cpu CPU
+bench_flag --no-bpftrace USE_BPFTRACE=0
+bench_parse "$@"
+bench_smoke ROUNDS=1 ITERS=200 SLICES=2 SECONDS_C=1 USE_BPFTRACE=0
 ((ITERS >= SLICES)) || die "--iterations must be at least --slices" 2
 
 bench_prepare "looptrace loads BPF programs" \
-  jq awk bpftool objdump ldd sysctl /usr/bin/time cmake sleep
-bench_build
+  jq awk bpftool objdump ldd sysctl unshare /usr/bin/time cmake sleep
+bench_build looptrace_bench
 LT=$BUILD_DIR/looptrace
 SOCK=$BUILD_DIR/tests/bench/lt_bench_socket
-for b in "$LT" "$SOCK"; do
-  [[ -x $b ]] || die "$b is missing: build the looptrace_bench target"
-done
+bench_need "$LT" "$SOCK"
 
 bench_workdir looptrace-bench-input
 res() { jq -r ".$2" "$WORK/$1.res"; }  # res NAME KEY: from the target's line
@@ -127,13 +100,10 @@ wait_quiet() {  # wait_quiet NAME
 lt_mode() { if [[ $1 == uprobe ]]; then echo uprobe; else echo syscall; fi; }
 lt_hook() { if [[ $1 == tracepoint ]]; then echo tracepoint; fi; }
 is_lt() { [[ $1 == syscall || $1 == tracepoint || $1 == uprobe ]]; }
-# with_tracefs CMD...: CMD in a mount namespace where tracefs is mounted.
-# Run in the background (`with_tracefs ... &`): the exec makes $! CMD's pid.
-with_tracefs() {
-  exec unshare -m --propagation slave sh -c \
-    'mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing; exec "$@"' \
-    sh "$@"
-}
+# "${WITH_TRACEFS[@]}" CMD...: CMD in a mount namespace where tracefs is
+# mounted. unshare and sh exec, so that $! of `... &` is CMD's pid.
+WITH_TRACEFS=(unshare -m --propagation slave sh -c
+  'mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing; exec "$@"' sh)
 
 # start_tool CONFIG NAME PID: attaches CONFIG's tracer to PID; sets TOOL
 # (its pid, empty for untraced). The looptrace runs leave NAME.json.
@@ -153,7 +123,7 @@ start_tool() {
       log=$d.bt.log
       # BEGIN fires once every probe is attached. bpftrace needs tracefs
       # for these tracepoints: mounted where only it sees it, if need be.
-      with_tracefs bpftrace -e "BEGIN { printf(\"ready\\n\"); }
+      "${WITH_TRACEFS[@]}" bpftrace -e "BEGIN { printf(\"ready\\n\"); }
         tracepoint:syscalls:sys_enter_sendto, tracepoint:syscalls:sys_enter_recvfrom
         /pid == $pid/ { @s[tid] = nsecs; }
         tracepoint:syscalls:sys_exit_sendto, tracepoint:syscalls:sys_exit_recvfrom
@@ -180,18 +150,17 @@ stop_tool() {
 # check_pingpong NAME: looptrace's JSON has one finished input event per
 # iteration made while traced, and nothing lost or turned away.
 check_pingpong() {
-  local j=$WORK/$1.json made events unfinished lost rejected
-  [[ -s $j ]] || { fail "$1: no JSON from looptrace"; return; }
+  local j=$WORK/$1.json made events unfinished rejected
+  check_json "$j" "$1" || return 0
   made=$(res "$1" timed_iterations)
   events=$(jq '.input_summary.events' "$j")
   unfinished=$(jq '[.input_channels[].unfinished] | add // 0' "$j")
   rejected=$(jq '.input_summary.kernel_rejected' "$j")
-  lost=$(lost_events "$j")
-  echo "$1 made=$made events=$events unfinished=$unfinished rejected=$rejected lost=$lost" >>"$WORK/checks"
+  echo "$1 made=$made events=$events unfinished=$unfinished rejected=$rejected lost=$(lost_events "$j")" >>"$WORK/checks"
   [[ $events == "$made" ]] || fail "$1: looptrace saw $events input events, the target made $made"
   [[ $unfinished == 0 ]] || fail "$1: $unfinished events without their FINISHED"
   [[ $rejected == 0 ]] || fail "$1: the kernel filter turned away $rejected messages"
-  [[ $lost == "{}" ]] || fail "$1: looptrace lost events: $lost"
+  check_not_lost "$j" "$1"
 }
 
 # --- a) the traced process ----------------------------------------------------
@@ -226,7 +195,10 @@ run_rounds() {
   for ((r = 0; r < ROUNDS; r++)); do
     line="   round $((r + 1)):"
     for c in $(order "$r" "$@"); do
-      "$run" "$prefix$r.$c" "$c"
+      case $run in  # by name, not "$run": shellcheck follows the calls
+        run_pingpong) run_pingpong "$prefix$r.$c" "$c" ;;
+        run_udp) run_udp "$prefix$r.$c" "$c" ;;
+      esac
       line+=" $c $(res "$prefix$r.$c" ns_per_call)"
     done
     echo "$line ns/call" >&2
@@ -251,7 +223,7 @@ run_udp() {  # run_udp NAME CONFIG: leaves NAME.res (+ NAME.json)
   PIDS=()
   [[ $config == none ]] && return 0
   j=$d.json
-  [[ -s $j ]] || { fail "$name: no JSON from looptrace"; return 0; }
+  check_json "$j" "$name" || return 0
   made=$(jq -c '{events: .input_summary.events, kernel_recorded: .input_summary.kernel_recorded,
                  kernel_rejected: .input_summary.kernel_rejected}' "$j")
   echo "$name $made lost=$(lost_events "$j")" >>"$WORK/checks"
@@ -278,7 +250,7 @@ run_rate() {  # run_rate NAME CONFIG: leaves NAME.res (+ NAME.json, NAME.time)
       "$LT" record --input --input-mode "$(lt_mode "$config")" -p "$tpid" \
       --json "$d.json" </dev/null >"$d.lt.out" 2>"$d.lt.log" &
     lpid=$!; PIDS+=("$lpid")
-    wait_for "$d.lt.log" "^looptrace: tracing" 60 || die "$name: looptrace did not attach: $(cat "$d.lt.log")"
+    wait_attached "$d.lt.log" "$name"
   fi
   touch "$d.go"
   wait "$tpid" || die "$name: the target failed: $(cat "$d.tlog")"
@@ -297,14 +269,10 @@ for c in "${C_CONFIGS[@]}"; do
 done
 
 # --- per-program BPF run time -------------------------------------------------
-# prog_stats HOLDER_PID: "prog_name#id run_cnt run_time_ns" for each program
-# the holder has open (by the prog_id lines of its fds' fdinfo).
-prog_stats() {
-  local ids
-  ids=$(cat /proc/"$1"/fdinfo/* 2>/dev/null | awk '$1 == "prog_id:" { print $2 }' | sort -un | jq -s -c .)
-  bpftool -j prog show | jq -r --argjson ids "$ids" '
-    .[] | select(.id as $i | $ids | index($i))
-    | "\(.name // "")#\(.id) \(.run_cnt // 0) \(.run_time_ns // 0)"'
+# prog_ids_stats HOLDER_PID: "prog_name#id run_cnt run_time_ns" for each
+# program the holder has open (prog_stats without its label and size).
+prog_ids_stats() {
+  prog_stats "$1" - | awk '{ sub(/:[0-9]+B$/, "", $2); print $2, $3, $4 }'
 }
 run_stats() {  # run_stats NAME CONFIG: leaves NAME.stats
   local name=$1 config=$2 d=$WORK/$1 tpid before after
@@ -315,10 +283,10 @@ run_stats() {  # run_stats NAME CONFIG: leaves NAME.stats
   wait_for "$d.tlog" waiting 10 || die "$name: the target did not start: $(cat "$d.tlog")"
   start_tool "$config" "$name" "$tpid"
   sysctl -q -w kernel.bpf_stats_enabled=1
-  before=$(prog_stats "$TOOL")
+  before=$(prog_ids_stats "$TOOL")
   touch "$d.go"
   wait "$tpid" || die "$name: the target failed: $(cat "$d.tlog")"
-  after=$(prog_stats "$TOOL")
+  after=$(prog_ids_stats "$TOOL")
   sysctl -q -w kernel.bpf_stats_enabled="$STATS_WAS"
   stop_tool "$config" "$name"
   PIDS=()
@@ -479,4 +447,4 @@ if [[ -s $WORK/disturbed ]]; then
   echo "warning: another looptrace --input was loaded during runs" \
     "$(paste -sd' ' "$WORK/disturbed"): its probes slowed them too"
 fi
-exit "$FAILED"
+bench_exit

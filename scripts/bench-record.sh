@@ -18,74 +18,44 @@
 #     JSON must equal the live one, and how long the replay took.
 #
 # Usage: scripts/bench-record.sh [options]
-#   -B, --build-dir DIR  build directory (default: <repo>/build-bench)
-#   --no-build           use the binaries already in the build directory
 #   --events N           events for a) (default 2M; k and M suffixes)
 #   --rounds R           rounds of a), the median is shown (default 3)
 #   --live               also run b) (root)
 #   --seconds S          length of each run of b) (default 5)
-#   --keep               keep the work directory (raw outputs)
+#   (--smoke: a) with 20k events, one round; b), with --live, 1 s runs)
 # Exit status: 0 done, 1 a check failed (events lost, round trip or live ==
 # replay), 2 usage, 3 --live without root.
 set -euo pipefail
 
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD_DIR="$REPO/build-bench"
-DO_BUILD=1
+# shellcheck source-path=SCRIPTDIR source=lib/bench-common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/bench-common.sh"
 EVENTS=2M
 ROUNDS=3
 LIVE=0
 SECONDS_B=5
-KEEP=0
-while [[ $# -gt 0 ]]; do
-  case $1 in
-    -B | --build-dir) BUILD_DIR=$(realpath -m "$2"); shift 2 ;;
-    --no-build) DO_BUILD=0; shift ;;
-    --events) EVENTS=$2; shift 2 ;;
-    --rounds) ROUNDS=$2; shift 2 ;;
-    --live) LIVE=1; shift ;;
-    --seconds) SECONDS_B=$2; shift 2 ;;
-    --keep) KEEP=1; shift ;;
-    -h | --help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "bench-record: unknown argument $1" >&2; exit 2 ;;
-  esac
-done
-[[ $SECONDS_B =~ ^[0-9]+$ && $SECONDS_B -ge 1 ]] || { echo "bench-record: --seconds must be >= 1" >&2; exit 2; }
-if [[ $LIVE -eq 1 && $(id -u) -ne 0 ]]; then
-  echo "bench-record: --live needs root (it traces): sudo $0 --live" >&2
-  exit 3
-fi
-for tool in jq awk; do command -v $tool >/dev/null || { echo "bench-record: $tool is required" >&2; exit 1; }; done
+bench_opt --events EVENTS
+bench_opt --rounds ROUNDS posint
+bench_flag --live LIVE=1
+bench_opt --seconds SECONDS_B posint
+bench_parse "$@"
+bench_smoke EVENTS=20k ROUNDS=1 SECONDS_B=1
+[[ $EVENTS =~ ^[1-9][0-9]*[kM]?$ ]] || die "--events must be a positive count (k and M suffixes)" 2
 
-if [[ $DO_BUILD -eq 1 ]]; then
-  echo "== building in $BUILD_DIR" >&2
-  [[ -f $BUILD_DIR/CMakeCache.txt ]] ||
-    cmake -S "$REPO" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-  targets=(lt_bench_recording)
-  [[ $LIVE -eq 0 ]] || targets+=(looptrace refapp lt_bench_socket)
-  cmake --build "$BUILD_DIR" -j"$(nproc)" --target "${targets[@]}" >/dev/null
-fi
-WORK=$(mktemp -d /tmp/bench-record.XXXXXX)
-PIDS=()
-cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  if [[ $KEEP -eq 1 ]]; then echo "raw outputs kept in $WORK" >&2; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-FAILED=0
-fail() { echo "FAIL: $*" >&2; FAILED=1; }
-calc() { awk "BEGIN { printf \"%.${2:-1}f\", $1 }"; }
-wait_for() { # wait_for FILE PATTERN SECONDS
-  local i
-  for ((i = 0; i < $3 * 20; i++)); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done
-  return 1
-}
+why=""
+[[ $LIVE -eq 0 ]] || why="--live traces"
+bench_prepare "$why" jq awk cmake
+targets=(lt_bench_recording)
+[[ $LIVE -eq 0 ]] || targets+=(looptrace refapp lt_bench_socket)
+bench_build "${targets[@]}"
+REC_BENCH=$BUILD_DIR/tests/bench/lt_bench_recording
+LT=$BUILD_DIR/looptrace
+bench_need "$REC_BENCH"
+[[ $LIVE -eq 0 ]] || bench_need "$LT" "$BUILD_DIR/refapp/refapp" "$BUILD_DIR/tests/bench/lt_bench_socket"
+bench_workdir looptrace-bench-record
 
 # --- a) the writer and the replay ----------------------------------------------
 echo "== a) lt_bench_recording --events $EVENTS --rounds $ROUNDS (files in $WORK)" >&2
-"$BUILD_DIR/tests/bench/lt_bench_recording" --events "$EVENTS" --rounds "$ROUNDS" \
+"$REC_BENCH" --events "$EVENTS" --rounds "$ROUNDS" \
   --dir "$WORK" >"$WORK/a.res" || fail "a): the round trip lost or changed events"
 val() { awk -v k="$1" '$1 == k { print $2 }' "$WORK/a.res"; }
 rec=$(val record_events_per_s)
@@ -106,10 +76,9 @@ verdict() { awk -v v="$1" -v t="$2" 'BEGIN { print (v >= t ? "met" : "NOT met") 
 echo
 echo "record target $(verdict "$rec" 1000000); replay target $(verdict "$rep" 2000000)"
 
-[[ $LIVE -eq 1 ]] || exit "$FAILED"
+[[ $LIVE -eq 1 ]] || bench_exit
 
 # --- b) end to end ---------------------------------------------------------------
-LT="$BUILD_DIR/looptrace"
 # run_live NAME OUT: the target already started (pid $TPID), looptrace
 # attached by -p, with -o when OUT is "rec"; then the target is released.
 run_live() {
@@ -119,7 +88,7 @@ run_live() {
     "${args[@]}" </dev/null >"$d.out" 2>"$d.log" &
   LPID=$!
   PIDS+=("$LPID")
-  wait_for "$d.log" "^looptrace: tracing" 60 || { fail "$name: looptrace did not attach: $(cat "$d.log")"; return 1; }
+  wait_attached "$d.log" "$name" "$LPID"
 }
 # finish_live NAME: waits for looptrace; replays the recording if any.
 finish_live() {
@@ -131,7 +100,7 @@ finish_live() {
     "$LT" report "$d.lt" -q --json "$d.replay.json" 2>"$d.replay.log" ||
       fail "$name: looptrace report failed: $(cat "$d.replay.log")"
     calc "$(date +%s.%N) - $t0" 2 >"$d.report_s"
-    cmp -s "$d.json" "$d.replay.json" || fail "$name: the replayed JSON differs from the live one"
+    check_same_json "$d.json" "$d.replay.json" "$name"
   fi
 }
 
@@ -142,7 +111,7 @@ refapp_run() { # refapp_run NAME OUT
   TPID=$!
   PIDS+=("$TPID")
   wait_for "$d.app.err" "ready pid=" 10 || { fail "$1: refapp did not start"; return 1; }
-  run_live "$1" "$2" || return 0
+  run_live "$1" "$2"
   wait "$TPID" || fail "$1: refapp failed"
   finish_live "$1"
   jq -s 'map(select(.event == "input_dispatcher_summary")) | .[0].sent' "$d.app.jsonl" >"$d.made"
@@ -155,7 +124,7 @@ socket_run() { # socket_run NAME OUT
   TPID=$!
   PIDS+=("$TPID")
   wait_for "$d.tlog" waiting 10 || { fail "$1: lt_bench_socket did not start"; return 1; }
-  run_live "$1" "$2" || return 0
+  run_live "$1" "$2"
   touch "$d.go"
   wait "$TPID" || fail "$1: lt_bench_socket failed"
   finish_live "$1"
@@ -167,7 +136,7 @@ for target in refapp socket; do
     opt="--json FILE"
     [[ $out == json ]] || opt="--json FILE -o FILE.lt"
     echo "== b) $target: looptrace record --input -p PID $opt" >&2
-    "${target}_run" "b.$target.$out" "$out"
+    if [[ $target == refapp ]]; then refapp_run "b.$target.$out" "$out"; else socket_run "b.$target.$out" "$out"; fi
   done
 done
 
@@ -208,4 +177,4 @@ echo " of the JSON's lost counters; not_rec: events the recorder could not write
 echo " cpu_s, rss_MiB: the looptrace process, whole run; rec_KiB, B/call: the"
 echo " recording and its bytes per recorded socket call; report_s: looptrace"
 echo " report of the recording, whose JSON equals the live one)"
-exit "$FAILED"
+bench_exit

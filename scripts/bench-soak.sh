@@ -57,82 +57,54 @@
 #   --stall-ms MS        length of each busy stall (default 300)
 #   --stall-every S      a stall every S seconds from S on (default 10)
 #   --max-rss-mb MB      the peak RSS target (default 200)
+#   --start-delay-ms MS  the app's wait before its first event, in which
+#                        looptrace attaches (default 8000)
 #   --record             also -o trace.lt, then `looptrace report` of it
 #   --csv FILE           also copy the RSS samples there
-#   -B, --build-dir DIR  build directory (default: <repo>/build-bench)
-#   --no-build           use the binaries already in the build directory
-#   --keep               keep the work directory (the app's log: about
-#                        1 KB per input event, 3.6 GB for the hour)
+#   (--keep keeps the app's log: about 1 KB per input event, 3.6 GB for
+#   the hour; --smoke: a 3 s run with --record, a stall every second)
 # Exit status: 0 every check met, 1 a check failed (or a run failed),
 # 2 usage, 3 not root.
 set -euo pipefail
 
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD_DIR="$REPO/build-bench"
-DO_BUILD=1
+# shellcheck source-path=SCRIPTDIR source=lib/bench-common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/bench-common.sh"
 MINUTES=60
 INPUT_RATE=1000
 RATE=100
 STALL_MS=300
 STALL_EVERY=10
 MAX_RSS_MB=200
+START_DELAY_MS=8000
 RECORD=0
 CSV_OUT=""
-KEEP=0
-USE_BPFTRACE=0
-CPU=""
-
-BENCH=bench-soak.sh
-# shellcheck source=lib/bench-common.sh
-source "$REPO/scripts/lib/bench-common.sh"
-usage() { sed -n '/^# Usage:/,/^# 2 usage/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
-
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    -B|--build-dir|--minutes|--input-rate|--rate|--stall-ms|--stall-every|--max-rss-mb|--csv)
-      [[ $# -ge 2 ]] || { echo "$BENCH: $1 needs a value" >&2; usage; } ;;
-  esac
-  case "$1" in
-    -B|--build-dir) BUILD_DIR=$(realpath -m "$2"); shift 2 ;;
-    --no-build) DO_BUILD=0; shift ;;
-    --minutes) MINUTES=$2; shift 2 ;;
-    --input-rate) INPUT_RATE=$2; shift 2 ;;
-    --rate) RATE=$2; shift 2 ;;
-    --stall-ms) STALL_MS=$2; shift 2 ;;
-    --stall-every) STALL_EVERY=$2; shift 2 ;;
-    --max-rss-mb) MAX_RSS_MB=$2; shift 2 ;;
-    --record) RECORD=1; shift ;;
-    --csv) CSV_OUT=$(realpath -m "$2"); shift 2 ;;
-    --keep) KEEP=1; shift ;;
-    -h|--help) usage ;;
-    *) echo "$BENCH: unknown option $1" >&2; usage ;;
-  esac
-done
+bench_opt --minutes MINUTES
+bench_opt --input-rate INPUT_RATE
+bench_opt --rate RATE uint
+bench_opt --stall-ms STALL_MS uint
+bench_opt --stall-every STALL_EVERY posint
+bench_opt --max-rss-mb MAX_RSS_MB uint
+bench_opt --start-delay-ms START_DELAY_MS posint
+bench_flag --record RECORD=1
+bench_opt --csv CSV_OUT path
+bench_parse "$@"
+bench_smoke MINUTES=0.05 STALL_EVERY=1 RECORD=1
+MIN_MINUTES=0.25
+[[ $SMOKE -eq 0 ]] || MIN_MINUTES=0.05
 NUM='^[0-9]+([.][0-9]+)?$'
-if ! [[ $MINUTES =~ $NUM ]] || ! awk -v m="$MINUTES" 'BEGIN { exit !(m >= 0.25) }'; then
-  die "--minutes must be a number >= 0.25" 2
+if ! [[ $MINUTES =~ $NUM ]] || ! awk -v m="$MINUTES" -v l="$MIN_MINUTES" 'BEGIN { exit !(m >= l) }'; then
+  die "--minutes must be a number >= $MIN_MINUTES" 2
 fi
 if ! [[ $INPUT_RATE =~ $NUM ]] || ! awk -v r="$INPUT_RATE" 'BEGIN { exit !(r > 0 && r <= 10000) }'; then
   die "--input-rate must be in (0, 10000]" 2
 fi
-for v in RATE:--rate STALL_MS:--stall-ms MAX_RSS_MB:--max-rss-mb; do
-  var=${v%%:*}
-  [[ ${!var} =~ ^[0-9]+$ ]] || die "${v#*:} must be a non-negative integer" 2
-done
-[[ $STALL_EVERY =~ ^[1-9][0-9]*$ ]] || die "--stall-every must be a positive integer" 2
 DURATION_MS=$(awk -v m="$MINUTES" 'BEGIN { printf "%d", m * 60000 }')
 
 bench_prepare "looptrace loads BPF programs" python3 awk /usr/bin/time cmake stat find tac
-if [[ $DO_BUILD -eq 1 ]]; then
-  echo "== building looptrace and refapp in $BUILD_DIR" >&2
-  [[ -f $BUILD_DIR/CMakeCache.txt ]] ||
-    cmake -S "$REPO" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-  cmake --build "$BUILD_DIR" -j"$NCPU" --target looptrace refapp >/dev/null ||
-    die "build failed (cmake --build $BUILD_DIR --target looptrace refapp)"
-fi
+bench_build looptrace refapp
 LT=$BUILD_DIR/looptrace
 APP=$BUILD_DIR/refapp/refapp
-for b in "$LT" "$APP"; do [[ -x $b ]] || die "$b is missing: build the looptrace and refapp targets"; done
+bench_need "$LT" "$APP"
 
 bench_workdir looptrace-bench-soak
 SPILL=$WORK/tmp
@@ -167,7 +139,6 @@ for ((at = STALL_EVERY * 1000; STALL_MS > 0 && at + STALL_MS + 1000 < DURATION_M
 done
 N_STALLS=$(grep -c . "$PLAN" || true)
 
-START_DELAY_MS=8000
 echo "== refapp: ${MINUTES} min, input ${INPUT_RATE} Hz, background ${RATE}/s," \
   "$N_STALLS busy stalls of ${STALL_MS} ms; work dir $WORK" >&2
 "$APP" --rate "$RATE" --duration "$DURATION_MS" --start-delay "$START_DELAY_MS" \
@@ -193,7 +164,7 @@ for ((i = 0; i < 100; i++)); do
   sleep 0.05
 done
 [[ -n $LPID ]] || die "looptrace did not start: $(cat "$WORK/lt.err")"
-wait_for "$WORK/lt.err" "^looptrace: tracing" 60 || die "looptrace did not attach: $(cat "$WORK/lt.err")"
+wait_attached "$WORK/lt.err" soak "$TPID"
 ATTACHED_NS=$(mono_ns)
 echo "== tracing (looptrace pid $LPID); sampling its memory every 10 s" >&2
 
@@ -231,7 +202,7 @@ STEAL1=$(steal_ms)
 REPORT_S=$(calc "$T_END - ${T_APP_EXIT:-$T_END}" 1)
 echo ",end,,,,,,,,,,$STEAL1" >>"$CSV"
 [[ -z $CSV_OUT ]] || cp "$CSV" "$CSV_OUT"
-[[ -s $JSON ]] || die "looptrace wrote no JSON: $(tail -3 "$WORK/lt.err")"
+check_json "$JSON" soak || die "looptrace wrote no JSON: $(tail -3 "$WORK/lt.err")"
 
 PEAK_KB=$(awk -F': ' '/Maximum resident/ { print $2 }' "$WORK/lt.time")
 CPU_S=$(awk -F': ' '/User time/ { u = $2 } /System time/ { s = $2 } END { printf "%.1f", u + s }' "$WORK/lt.time")
@@ -464,4 +435,4 @@ else
   echo "verdict: FAILED:"
   sed 's/^/  /' "$WORK/failures"
 fi
-exit "$FAILED"
+bench_exit

@@ -18,47 +18,33 @@
 # idle-state wakeups, and varies 5x): the difference per switch is what
 # the hooks cost others.
 #
-# Usage: sudo scripts/bench-stacks.sh [-B BUILD_DIR] [--no-build]
-#          [--seconds N] [--loops N] [--keep]
+# Each mode's JSON is checked: the busy callback's slow dispatch is there
+# with stack samples.
+#
+# Usage: sudo scripts/bench-stacks.sh [options]
+#   --seconds N          length of each mode's run (default 5)
+#   --loops N            round trips of each perf bench sched pipe (default 300000)
+#   --pipe-rounds N      rounds of the pipe benchmark, the median shown (default 3)
+#   (--smoke: 2 s runs, 2000 round trips, one pipe round)
 # Exit status: 0 done, 1 a run failed, 2 usage, 3 not root.
 set -euo pipefail
 
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD_DIR="$REPO/build-bench"
-DO_BUILD=1
+# shellcheck source-path=SCRIPTDIR source=lib/bench-common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/bench-common.sh"
 SECONDS_RUN=5
 LOOPS=300000
-CPU=""
-USE_BPFTRACE=0
-KEEP=0
+PIPE_ROUNDS=3
+bench_opt --seconds SECONDS_RUN posint
+bench_opt --loops LOOPS posint
+bench_opt --pipe-rounds PIPE_ROUNDS posint
+bench_parse "$@"
+bench_smoke SECONDS_RUN=2 LOOPS=2000 PIPE_ROUNDS=1
+((SECONDS_RUN >= 2)) || die "--seconds must be at least 2" 2
 
-BENCH=bench-stacks.sh
-# shellcheck source=lib/bench-common.sh
-source "$REPO/scripts/lib/bench-common.sh"
-usage() { sed -n '/^# Usage:/,/^# Exit status/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
-
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    -B|--build-dir|--seconds|--loops)
-      [[ $# -ge 2 ]] || { echo "$BENCH: $1 needs a value" >&2; usage; } ;;
-  esac
-  case "$1" in
-    -B|--build-dir) BUILD_DIR=$(realpath -m "$2"); shift 2 ;;
-    --no-build) DO_BUILD=0; shift ;;
-    --seconds) SECONDS_RUN=$2; shift 2 ;;
-    --loops) LOOPS=$2; shift 2 ;;
-    --keep) KEEP=1; shift ;;
-    -h|--help) usage ;;
-    *) echo "$BENCH: unknown option $1" >&2; usage ;;
-  esac
-done
-[[ $SECONDS_RUN =~ ^[1-9][0-9]*$ && $LOOPS =~ ^[1-9][0-9]*$ ]] ||
-  die "--seconds and --loops must be positive integers" 2
-
-bench_prepare "it loads BPF programs" jq awk bpftool sysctl perf /usr/bin/python3
-bench_build
+bench_prepare "it loads BPF programs" jq awk bpftool sysctl perf taskset /usr/bin/python3
+bench_build looptrace_bench
 LT=$BUILD_DIR/looptrace
-[[ -x $LT ]] || die "$LT is missing: build the looptrace target"
+bench_need "$LT"
 bench_workdir looptrace-bench-stacks
 PY=/usr/bin/python3
 LOOP="$REPO/tests/programs/glib_loop.py"
@@ -78,15 +64,17 @@ for mode in fp dwarf; do
     "$PY" "$LOOP" --duration "$MS" --kind busy --stall "$stall" --log "$d.log" \
     >"$d.out" 2>"$d.err" &
   lt=$!; PIDS+=("$lt")
-  wait_for "$d.err" "looptrace: tracing" 30 || die "$mode: looptrace did not start: $(cat "$d.err")"
+  wait_attached "$d.err" "$mode"
   # The programs' counters just before the end (the tracer holds them).
   sleep $((SECONDS_RUN - 1))
   prog_stats "$lt" "$mode" >"$d.stats"
   wait "$lt" || die "$mode: looptrace failed: $(tail -3 "$d.err")"
   PIDS=()
+  check_json "$d.json" "$mode" || continue
   samples=$(jq '[.slow_dispatches[].samples] | add // 0' "$d.json")
   busy=$(jq '[.slow_dispatches[].duration_ns] | add // 0' "$d.json")
   read -r runs ns < <(awk '$2 ~ /^lt_sample#/ { print $3, $4 }' "$d.stats")
+  [[ $samples -gt 0 ]] || fail "$mode: no stack sample in the busy callback's slow dispatch"
   size=$FP_BYTES; [[ $mode == dwarf ]] && size=$DWARF_BYTES
   echo "$mode: lt_sample $runs runs, $(calc "$ns / ($runs ? $runs : 1)") ns/run;" \
     "$samples samples sent: <= $(calc "$ns / ($samples ? $samples : 1)" 0) ns each;" \
@@ -98,14 +86,14 @@ sysctl -q -w kernel.bpf_stats_enabled="$STATS_WAS"
 
 # Context switches of untraced threads, with the off-CPU hooks on.
 pipe_us() { taskset -c "$CPU" perf bench sched pipe -l "$LOOPS" 2>/dev/null | awk '/usecs\/op/ { print $1 }'; }
-# Three rounds of untraced, then traced: the medians.
+# PIPE_ROUNDS rounds of untraced, then traced: the medians.
 bases=() traceds=()
-for r in 1 2 3; do
+for ((r = 0; r < PIPE_ROUNDS; r++)); do
   bases+=("$(pipe_us)")
   "$LT" record --dispatch libglib-2.0.so.0:g_main_context_dispatch -- \
     "$PY" "$LOOP" --duration 60000 --kind sleep >"$WORK/pipe.out" 2>"$WORK/pipe.err" &
   lt=$!; PIDS+=("$lt")
-  wait_for "$WORK/pipe.err" "looptrace: tracing" 30 || die "looptrace did not start: $(cat "$WORK/pipe.err")"
+  wait_attached "$WORK/pipe.err" pipe
   traceds+=("$(pipe_us)")
   kill -INT "$lt" 2>/dev/null || true
   wait "$lt" || true
@@ -116,4 +104,5 @@ traced=$(printf '%s\n' "${traceds[@]}" | median)
 echo "perf bench sched pipe on CPU $CPU ($LOOPS round trips, 2 switches each):" \
   "untraced ${bases[*]} us/op, with looptrace attached elsewhere ${traceds[*]} us/op;" \
   "medians $base / $traced: $(calc "($traced - $base) * 1000 / 2" 0) ns per switch"
-[[ $FAILED -eq 0 ]] || exit 1
+[[ -n $base && -n $traced ]] || fail "perf bench sched pipe gave no usecs/op"
+bench_exit

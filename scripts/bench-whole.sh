@@ -22,9 +22,10 @@
 # same repeat. scripts/bench.sh measures the same tools at once in one
 # process; docs/benchmarks.md compares the two methods.
 #
+# Every looptrace run is checked from its JSON: the calls it counted =
+# the calls the target made.
+#
 # Usage: sudo scripts/bench-whole.sh [options]
-#   -B, --build-dir DIR  build directory (default: <repo>/build-bench)
-#   --no-build           use the binaries already in the build directory
 #   --repeats N          runs of each configuration (default 5)
 #   --calls N            calls per timed round (default 200000)
 #   --rounds N           timed rounds per run (default 10)
@@ -38,56 +39,32 @@
 #                        (--profile glib: callback, name and source keys),
 #                        lt-no-keys (--idle on the same function), and
 #                        lt-no-sample, lt-no-offcpu; no bpftrace
-#   --keep               keep the work directory
+#   (--smoke: one run of each configuration, 2 rounds of 2000 calls, no bpftrace)
 # Exit status: 0 done, 1 a run failed, 2 usage, 3 not root.
 set -euo pipefail
 
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD_DIR="$REPO/build-bench"
-DO_BUILD=1
+# shellcheck source-path=SCRIPTDIR source=lib/bench-common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/bench-common.sh"
 REPEATS=5
 CALLS=200000
 ROUNDS=10
-CPU=""
 USE_BPFTRACE=1
-KEEP=0
 GLIB=0
-BENCH=bench-whole.sh
-# shellcheck source=lib/bench-common.sh
-source "$REPO/scripts/lib/bench-common.sh"
-usage() { sed -n '/^# Usage:/,/^# Exit status/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
-
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    -B|--build-dir|--repeats|--calls|--rounds|--cpu)
-      [[ $# -ge 2 ]] || { echo "$BENCH: $1 needs a value" >&2; usage; } ;;
-  esac
-  case "$1" in
-    -B|--build-dir) BUILD_DIR=$(realpath -m "$2"); shift 2 ;;
-    --no-build) DO_BUILD=0; shift ;;
-    --repeats) REPEATS=$2; shift 2 ;;
-    --calls) CALLS=$2; shift 2 ;;
-    --rounds) ROUNDS=$2; shift 2 ;;
-    --cpu) CPU=$2; shift 2 ;;
-    --no-bpftrace) USE_BPFTRACE=0; shift ;;
-    --glib) GLIB=1; USE_BPFTRACE=0; shift ;;
-    --keep) KEEP=1; shift ;;
-    -h|--help) usage ;;
-    *) echo "$BENCH: unknown option $1" >&2; usage ;;
-  esac
-done
-for v in REPEATS CALLS ROUNDS; do
-  [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "--${v,,} must be a positive integer" 2
-done
+bench_opt --repeats REPEATS posint
+bench_opt --calls CALLS posint
+bench_opt --rounds ROUNDS posint
+bench_opt --cpu CPU
+bench_flag --no-bpftrace USE_BPFTRACE=0
+bench_flag --glib GLIB=1 USE_BPFTRACE=0
+bench_parse "$@"
+bench_smoke REPEATS=1 CALLS=2000 ROUNDS=2 USE_BPFTRACE=0
 
 bench_prepare "it loads BPF programs and attaches uprobes" jq awk mkfifo
-bench_build
+bench_build looptrace_bench
 LT=$BUILD_DIR/looptrace
 TGT=$BUILD_DIR/tests/bench/lt_bench_target
 FLOOR=$BUILD_DIR/tests/bench/lt-bench-floor
-for b in "$LT" "$TGT" "$FLOOR"; do
-  [[ -x $b ]] || die "$b is missing: build the looptrace_bench target"
-done
+bench_need "$LT" "$TGT" "$FLOOR"
 bench_workdir looptrace-bench-whole
 FUNC=lt_bench_dispatch
 # What the floor and the --dispatch/--idle configurations attach to.
@@ -144,7 +121,7 @@ run_one() {
   # scheduler's ns of every thread (/proc/PID/task/*/schedstat).
   cpu_ns=$(cat /proc/"$tpid"/task/*/schedstat | awk '{ s += $1 } END { print s }')
   total=$(sed -n 's/.* total_calls=\([0-9]*\).*/\1/p' "$d.txt" | head -1)
-  echo done >&8
+  echo "done" >&8
   wait "$tpid" || die "$cfg: the target failed: $(cat "$d.tlog")"
   exec 8>&-
   if [[ -n $holder ]]; then
@@ -152,11 +129,7 @@ run_one() {
     wait "$holder" || die "$cfg: the tracer failed: $(tail -3 "$d.log")"
   fi
   PIDS=()
-  if [[ -f $d.json ]]; then
-    local seen
-    seen=$(jq --argjson p "$tpid" '[.threads[] | select(.pid == $p) | .count] | add // 0' "$d.json")
-    [[ $seen == "$total" ]] || fail "$cfg run $n: looptrace counted $seen calls, the target made $total"
-  fi
+  [[ $ready != "looptrace: tracing" ]] || check_spans "$d.json" "$tpid" "$total" "$cfg run $n"
   echo "$cfg $(sed -n 's/.* ns_per_call=\([0-9.]*\).*/\1/p' "$d.txt" | head -1) \
 $(calc "$cpu_ns / $total" 1)" >>"$WORK/results"
 }
@@ -192,4 +165,4 @@ awk -v reps="$REPEATS" '
         c == "untraced" ? "-" : sprintf("%.2f", med(rb, reps))
     }
   }' "$WORK/results" | tee "$WORK/table"
-[[ $FAILED -eq 0 ]] || exit 1
+bench_exit

@@ -22,61 +22,36 @@
 # key press seen unless records were lost (counted), nothing unframed.
 #
 # Usage: sudo scripts/bench-x11.sh [options]
-#   -B, --build-dir DIR  build directory (default: <repo>/build-bench)
-#   --no-build           use the binaries already in the build directory
 #   --rounds N           runs per configuration (default 5)
 #   --iterations N       reads per run (default 20000)
 #   --protocols LIST     x11, wayland or both (default x11,wayland)
-#   --keep               keep the work directory (raw outputs)
+#   --chunks LIST        chunk sizes in bytes (default 1024,2048,4096)
+#   (--smoke: one round of 200 reads, 1 KiB chunks, both protocols)
 # Exit status: 0 done, 1 a check failed, 2 usage, 3 not root.
 set -euo pipefail
 
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD_DIR="$REPO/build-bench"
-DO_BUILD=1
+# shellcheck source-path=SCRIPTDIR source=lib/bench-common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/bench-common.sh"
 ROUNDS=5
 ITERS=20000
-CPU=""
-USE_BPFTRACE=0
-KEEP=0
 PROTOCOLS=x11,wayland
-
-BENCH=bench-x11.sh
-# shellcheck source=lib/bench-common.sh
-source "$REPO/scripts/lib/bench-common.sh"
-usage() { sed -n '/^# Usage:/,/^# Exit status/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
-
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    -B|--build-dir|--rounds|--iterations|--protocols)
-      [[ $# -ge 2 ]] || { echo "bench-x11.sh: $1 needs a value" >&2; usage; } ;;
-  esac
-  case "$1" in
-    -B|--build-dir) BUILD_DIR=$(realpath -m "$2"); shift 2 ;;
-    --no-build) DO_BUILD=0; shift ;;
-    --rounds) ROUNDS=$2; shift 2 ;;
-    --iterations) ITERS=$2; shift 2 ;;
-    --protocols) PROTOCOLS=$2; shift 2 ;;
-    --keep) KEEP=1; shift ;;
-    -h|--help) usage ;;
-    *) echo "bench-x11.sh: unknown option $1" >&2; usage ;;
-  esac
-done
-for v in ROUNDS:--rounds ITERS:--iterations; do
-  var=${v%%:*}
-  [[ ${!var} =~ ^[1-9][0-9]*$ ]] || die "${v#*:} must be a positive integer" 2
-done
+CHUNKS=1024,2048,4096
+bench_opt --rounds ROUNDS posint
+bench_opt --iterations ITERS posint
+bench_opt --protocols PROTOCOLS
+bench_opt --chunks CHUNKS
+bench_parse "$@"
+bench_smoke ROUNDS=1 ITERS=200 CHUNKS=1024
 ((ITERS >= 20)) || die "--iterations must be at least 20" 2
 [[ $PROTOCOLS =~ ^(x11|wayland)(,(x11|wayland))?$ ]] ||
   die "--protocols takes x11, wayland or both" 2
+[[ $CHUNKS =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--chunks takes sizes in bytes, comma-separated" 2
 
-bench_prepare "looptrace loads BPF programs" jq awk cmake
-bench_build
+bench_prepare "looptrace loads BPF programs" jq awk bpftool sysctl taskset cmake
+bench_build looptrace_bench
 LT=$BUILD_DIR/looptrace
 X11=$BUILD_DIR/tests/bench/lt_bench_x11
-for b in "$LT" "$X11"; do
-  [[ -x $b ]] || die "$b is missing: build the looptrace_bench target"
-done
+bench_need "$LT" "$X11"
 bench_workdir looptrace-bench-x11
 # A display number nobody uses: a socket bound where X servers bind theirs.
 mkdir -p /tmp/.X11-unix && chmod 1777 /tmp/.X11-unix
@@ -85,11 +60,11 @@ X11_SOCKET=/tmp/.X11-unix/X$((700 + RANDOM % 200))
 WL_SOCKET=$WORK/wayland-bench
 
 run_one() {  # run_one NAME CHUNK TRACED PROTOCOL
-  local name=$1 chunk=$2 traced=$3 proto=$4 go=$WORK/$1.go lt="" flag=""
+  local name=$1 chunk=$2 traced=$3 proto=$4 go=$WORK/$1.go lt="" flag=()
   SOCKET=$X11_SOCKET
-  if [[ $proto == wayland ]]; then SOCKET=$WL_SOCKET; flag=--wayland; fi
+  if [[ $proto == wayland ]]; then SOCKET=$WL_SOCKET; flag=(--wayland); fi
   rm -f "$go"
-  taskset -c "$CPU" "$X11" --socket "$SOCKET" --chunk "$chunk" $flag \
+  taskset -c "$CPU" "$X11" --socket "$SOCKET" --chunk "$chunk" "${flag[@]}" \
     --iterations "$ITERS" --go-file "$go" >"$WORK/$name.res" 2>"$WORK/$name.err" &
   local pid=$!
   PIDS+=("$pid")
@@ -100,7 +75,7 @@ run_one() {  # run_one NAME CHUNK TRACED PROTOCOL
       >"$WORK/$name.lt.out" 2>"$WORK/$name.lt.err" &
     lt=$!
     PIDS+=("$lt")
-    wait_for "$WORK/$name.lt.err" "tracing" 30 || die "looptrace did not start: $(cat "$WORK/$name.lt.err")"
+    wait_attached "$WORK/$name.lt.err" "$name"
     prog_stats "$lt" before >"$WORK/$name.stats"
   fi
   touch "$go"
@@ -114,6 +89,7 @@ run_one() {  # run_one NAME CHUNK TRACED PROTOCOL
   kill -INT "$lt"
   wait "$lt" || fail "$name: looptrace exited $?"
   local want seen rb unframed
+  check_json "$WORK/$name.json" "$name" || { echo 0 >"$WORK/$name.rb"; return 0; }
   want=$(jq -r .events "$WORK/$name.res")
   seen=$(jq -r '.input_summary.events' "$WORK/$name.json")
   rb=$(jq -r '.lost.ringbuf_full' "$WORK/$name.json")
@@ -133,7 +109,7 @@ printf '%-8s %-6s %6s %12s %12s %10s %10s %10s %10s %8s\n' protocol chunk ev/rd 
 for proto in ${PROTOCOLS//,/ }; do
   size=32
   [[ $proto == wayland ]] && size=24
-  for chunk in 1024 2048 4096; do
+  for chunk in ${CHUNKS//,/ }; do
     p=$proto-c$chunk
     for ((r = 0; r < ROUNDS; r++)); do
       if ((r % 2)); then order="1 0"; else order="0 1"; fi
@@ -149,4 +125,4 @@ for proto in ${PROTOCOLS//,/ }; do
       "$(calc "$t - $u" 0)" "$(calc "($t - $u) / $per" 1)" "$k" "$(calc "$eps" 0)" "$rb"
   done
 done
-exit "$FAILED"
+bench_exit

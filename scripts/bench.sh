@@ -34,8 +34,6 @@
 # Docs: docs/benchmarks.md.
 #
 # Usage: sudo scripts/bench.sh [options]
-#   -B, --build-dir DIR  build directory (default: <repo>/build-bench)
-#   --no-build           use the binaries already in the build directory
 #   --rounds N           rounds (default 8; a multiple of 4 gives every tool
 #                        every copy equally often)
 #   --slices K           slices per round (default 40)
@@ -48,70 +46,46 @@
 #   --breakdown          also measure where looptrace's cost goes: pairs
 #                        from tests/bench/ablation.bpf.c that add one piece
 #                        of its fast path at a time (4 more rounds, ~30 s)
-#   --keep               keep the work directory (raw outputs)
 #   --strict             exit 1 when looptrace misses the 1.15x target
+#   (--smoke: one round of 2 slices of 2000 calls (XOL: 200), a 1 s loss
+#   run at 20000 calls/s, no bpftrace)
 # Exit status: 0 done (see the verdict lines), 1 a check failed (lost or
 # miscounted dispatches, a run failed), 2 usage, 3 not root.
 set -euo pipefail
 
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD_DIR="$REPO/build-bench"
-DO_BUILD=1
+# shellcheck source-path=SCRIPTDIR source=lib/bench-common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/bench-common.sh"
 ROUNDS=8
 SLICES=40
 CALLS=20000
 XOL_CALLS=2000
 RATE=200000
 RATE_SECONDS=5
-CPU=""
 USE_BPFTRACE=1
 BREAKDOWN=0
-KEEP=0
 STRICT=0
 TARGET_RATIO=1.15
-
-BENCH=bench.sh
-# shellcheck source=lib/bench-common.sh
-source "$REPO/scripts/lib/bench-common.sh"
-usage() { sed -n '/^# Usage:/,/^# miscounted/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
-
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    -B|--build-dir|--rounds|--slices|--calls|--xol-calls|--rate|--rate-seconds|--cpu)
-      [[ $# -ge 2 ]] || { echo "bench.sh: $1 needs a value" >&2; usage; } ;;
-  esac
-  case "$1" in
-    -B|--build-dir) BUILD_DIR=$(realpath -m "$2"); shift 2 ;;
-    --no-build) DO_BUILD=0; shift ;;
-    --rounds) ROUNDS=$2; shift 2 ;;
-    --slices) SLICES=$2; shift 2 ;;
-    --calls) CALLS=$2; shift 2 ;;
-    --xol-calls) XOL_CALLS=$2; shift 2 ;;
-    --rate) RATE=$2; shift 2 ;;
-    --rate-seconds) RATE_SECONDS=$2; shift 2 ;;
-    --cpu) CPU=$2; shift 2 ;;
-    --no-bpftrace) USE_BPFTRACE=0; shift ;;
-    --breakdown) BREAKDOWN=1; shift ;;
-    --keep) KEEP=1; shift ;;
-    --strict) STRICT=1; shift ;;
-    -h|--help) usage ;;
-    *) echo "bench.sh: unknown option $1" >&2; usage ;;
-  esac
-done
-for v in ROUNDS SLICES CALLS XOL_CALLS RATE RATE_SECONDS; do
-  [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "--${v,,} must be a positive integer" 2
-done
+bench_opt --rounds ROUNDS posint
+bench_opt --slices SLICES posint
+bench_opt --calls CALLS posint
+bench_opt --xol-calls XOL_CALLS posint
+bench_opt --rate RATE posint
+bench_opt --rate-seconds RATE_SECONDS posint
+bench_opt --cpu CPU
+bench_flag --no-bpftrace USE_BPFTRACE=0
+bench_flag --breakdown BREAKDOWN=1
+bench_flag --strict STRICT=1
+bench_parse "$@"
+bench_smoke ROUNDS=1 SLICES=2 CALLS=2000 XOL_CALLS=200 RATE=20000 RATE_SECONDS=1 USE_BPFTRACE=0
 
 bench_prepare "it loads BPF programs and attaches uprobes" \
   jq awk objdump bpftool sysctl mkfifo pgrep /usr/bin/time cmake
-bench_build
+bench_build looptrace_bench
 LT=$BUILD_DIR/looptrace
 TGT=$BUILD_DIR/tests/bench/lt_bench_target
 FLOOR=$BUILD_DIR/tests/bench/lt-bench-floor
 ABL_OBJ=$BUILD_DIR/bpfgen/bench_ablation.bpf.o
-for b in "$LT" "$TGT" "$FLOOR"; do
-  [[ -x $b ]] || die "$b is missing: build the looptrace_bench target"
-done
+bench_need "$LT" "$TGT" "$FLOOR"
 [[ $BREAKDOWN -eq 0 || -f $ABL_OBJ ]] || die "$ABL_OBJ is missing: build the looptrace_bench target"
 
 bench_workdir looptrace-bench
@@ -140,13 +114,11 @@ XOL_ROLES=(untraced floor looptrace)
 # check_count JSON RESULT WHAT FUNC...: looptrace's count for the target's
 # thread equals the calls made to FUNC..., and no event is lost (lost_events).
 check_count() {
-  local json=$1 res=$2 what=$3 pid made=0 seen lost unseen f; shift 3
-  pid=$(kv "$res" pid)
+  local json=$1 res=$2 what=$3 made=0 unseen f; shift 3
   for f in "$@"; do made=$((made + $(kv "$res" total_calls "$f"))); done
-  seen=$(jq --argjson p "$pid" '[.threads[] | select(.pid == $p) | .count] | add // 0' "$json")
-  lost=$(lost_events "$json")
-  [[ $seen == "$made" ]] || fail "$what: looptrace counted $seen dispatches, the target made $made"
-  [[ $lost == "{}" ]] || fail "$what: looptrace lost events: $lost"
+  check_json "$json" "$what" || return 0
+  check_spans "$json" "$(kv "$res" pid)" "$made" "$what"
+  check_not_lost "$json" "$what"
   unseen=$(jq '.lost.unseen_switches // 0' "$json")
   [[ $unseen == 0 ]] || echo "$what: $unseen context switches unseen (no event lost: those spans' CPU split is the kernel's counters')" >&2
 }
@@ -217,7 +189,7 @@ run_round() {
              printf "%-10s %-30s %9d runs %8.1f ns/run\n", k[1], k[2], runs, runs ? ns / runs : 0 }' \
       >"$d.stats"
   fi
-  echo done >&8
+  echo "done" >&8
   wait "$tpid" || die "$name: the target failed: $(cat "$d.tlog")"
   exec 8>&-
   # floor and looptrace leave when the pid is gone; bpftrace needs telling.
@@ -415,7 +387,7 @@ traced_by_pid() {  # traced_by_pid NAME TARGET_ARGS...: leaves NAME.{txt,json,ti
   /usr/bin/time -v -o "$d.time" "$LT" record --dispatch "$TGT:lt_bench_dispatch" \
     -p "$tpid" --json "$d.json" </dev/null >"$d.log" 2>&1 &
   tmpid=$!; PIDS+=("$tmpid")
-  wait_for "$d.log" "looptrace: tracing" 60 || die "$name: looptrace did not attach: $(cat "$d.log")"
+  wait_attached "$d.log" "$name"
   lpid=$(pgrep -P "$tmpid" | head -1)
   # The loader's CPU time while the target runs, read from its schedstat
   # (ns) at release and once the target has written its result (it holds).
@@ -424,7 +396,7 @@ traced_by_pid() {  # traced_by_pid NAME TARGET_ARGS...: leaves NAME.{txt,json,ti
   wait_for "$d.txt" total_calls= 600 || die "$name: the target gave no result"
   c1=$(oncpu_ns "$lpid")
   echo "$((c1 - c0))" >"$d.oncpu"
-  echo done >&8
+  echo "done" >&8
   wait "$tpid" || die "$name: the target failed"
   exec 8>&-
   wait "$tmpid" || die "$name: looptrace failed: $(cat "$d.log")"
@@ -439,7 +411,7 @@ check_count "$WORK/rate.json" "$WORK/rate.txt" "paced run" lt_bench_dispatch
 R_MADE=$(kv "$WORK/rate.txt" total_calls)
 R_ACH=$(kv "$WORK/rate.txt" achieved_rate)
 R_WALL=$(kv "$WORK/rate.txt" elapsed_s)
-R_SEEN=$(jq --argjson p "$(kv "$WORK/rate.txt" pid)" '[.threads[] | select(.pid == $p) | .count] | add // 0' "$WORK/rate.json")
+R_SEEN=$(thread_count "$WORK/rate.json" "$(kv "$WORK/rate.txt" pid)")
 R_LOST=$(jq -c '.lost' "$WORK/rate.json")
 S_CPU=$(cpu_of "$WORK/setup.time"); R_CPU=$(cpu_of "$WORK/rate.time")
 S_WALL=$(timev "$WORK/setup.time" 'Elapsed (wall clock) time (h:mm:ss or m:ss)')
@@ -458,4 +430,4 @@ else
   echo "zero lost events at $RATE dispatches/s: NO"
 fi
 [[ $FAILED -eq 0 ]] || echo "some checks FAILED (see above)"
-exit "$FAILED"
+bench_exit

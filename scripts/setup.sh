@@ -9,6 +9,7 @@ packages=(
   libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev
   linux-perf bpftrace binutils procps time util-linux jq bc
   python3-gi gir1.2-glib-2.0 clang-format
+  shellcheck # scripts/lint.sh
   libclang-rt-14-dev # libFuzzer and the sanitizer runtimes for clang 14
   libdw-dev # DWARF CFI unwinding of user stacks (user/unwind)
   elfutils  # eu-stack: the unwinder tests' independent reference

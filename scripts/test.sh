@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test: unit tests, the privileged BPF
-# integration tests, the unit tests again under ASan + UBSan, then each
+# Sets up, builds and runs every test: bash -n and shellcheck over every
+# shell script (scripts/lint.sh), unit tests, the privileged BPF
+# integration tests, every bench script's --smoke mode (scripts/bench-smoke.sh,
+# about a minute, root), the unit tests again under ASan + UBSan, then each
 # fuzzer on its corpus for a short time (docs/fuzzing.md; about 2 minutes),
 # and looptrace built in the build types not built above (their optimizers
 # warn differently: a packager's Release build once failed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+scripts/lint.sh
 scripts/build.sh
 ctest --test-dir build --output-on-failure "$@"
+if [[ $(id -u) -eq 0 ]]; then
+  scripts/bench-smoke.sh
+else
+  echo "test: not root: the bench scripts' smoke runs skipped (they trace)" >&2
+fi
 BUILD_DIR=build-asan BUILD_TYPE=Debug TARGET=looptrace_unit_tests \
   scripts/build.sh -DLOOPTRACE_SANITIZE=ON
 ctest --test-dir build-asan --output-on-failure -L unit

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the lab scripts (sourced, not run). The caller sets LAB (its
 # name, for messages and its work directory), BUILD_DIR and KEEP.
 

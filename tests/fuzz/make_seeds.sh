@@ -15,6 +15,7 @@ seeds=$here/seeds
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
+# shellcheck disable=SC2054 # linker flags: their commas are no array separators
 small=(-Wl,--build-id -Wl,-z,max-page-size=64 -Wl,-z,common-page-size=64
        -Wl,-z,noseparate-code)
 elf=$here/corpus/elf
