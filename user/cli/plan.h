@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "base/status.h"
+#include "budget/budget.h"
 #include "cli/record.h"
 #include "loader/tracer.h"
 #include "profiles/probe.h"
 #include "profiles/resolve.h"
-#include "report/budget.h"
 
 namespace looptrace {
 

@@ -26,7 +26,7 @@ struct Findings {
 
 // The JSON report's document without its streamed list (input_events):
 // every summary, count and percentile; what budgets are evaluated against
-// (report/budget.h) and what the HTML page embeds.
+// (budget/budget.h) and what the HTML page embeds.
 nlohmann::json findings_to_json(const Findings& found,
                                 const ReportContext& ctx);
 

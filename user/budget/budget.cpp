@@ -1,4 +1,4 @@
-#include "report/budget.h"
+#include "budget/budget.h"
 
 #include <fmt/format.h>
 
