@@ -737,7 +737,7 @@ void InputAnalyzer::finalize(uint64_t idx) {
     InputBlame& b = *e.blame;
     std::vector<size_t> all(b.chain.size());
     for (size_t i = 0; i < all.size(); ++i) all[i] = i;
-    std::vector<size_t> kept = report::keep_best(
+    std::vector<size_t> kept = limits::keep_best(
         all, options_.max_chain,
         [&b](size_t x, size_t y) {
           return std::make_tuple(x == b.primary, b.chain[x].span.duration_ns) >

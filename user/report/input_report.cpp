@@ -6,9 +6,9 @@
 #include <map>
 #include <tuple>
 
+#include "analysis/list_limits.h"
 #include "base/duration.h"
 #include "profiles/profile.h"
-#include "report/json_limits.h"
 #include "report/report_common.h"
 
 namespace looptrace {
@@ -167,8 +167,8 @@ json input_summary_to_json(const InputAnalysis& a,
   std::vector<const InputChannelSummary*> all;
   for (const InputChannelSummary& c : a.channels) all.push_back(&c);
   size_t channels_omitted = 0;
-  std::vector<const InputChannelSummary*> kept = report::keep_best(
-      all, report::kJsonMaxInputChannels,
+  std::vector<const InputChannelSummary*> kept = limits::keep_best(
+      all, limits::kJsonMaxInputChannels,
       [](const InputChannelSummary* x, const InputChannelSummary* y) {
         return x->events > y->events;
       },

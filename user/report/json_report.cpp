@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
+#include "analysis/list_limits.h"
 #include "profiles/profile.h"
-#include "report/json_limits.h"
 #include "report/report.h"
 #include "report/report_common.h"
 #include "symbolize/kernel_symbols.h"
@@ -62,10 +62,10 @@ const char* unwind_name(Unwind u) {
 // Where the span blocked, most blocked time first, with who woke it.
 json blocked_json(const SlowSpan& s, report::FrameNames& names) {
   json out = json::array();
-  for (size_t i = 0; i < s.blocked.size() && i < report::kJsonMaxStacks; ++i) {
+  for (size_t i = 0; i < s.blocked.size() && i < limits::kJsonMaxStacks; ++i) {
     const BlockGroup& g = s.blocked[i];
     json wakers = json::array();
-    for (size_t k = 0; k < g.wakers.size() && k < report::kJsonMaxStacks; ++k) {
+    for (size_t k = 0; k < g.wakers.size() && k < limits::kJsonMaxStacks; ++k) {
       const Waker& w = g.wakers[k];
       // An interrupt's user stack is whatever thread it hit: left out.
       const bool irq = report::interrupt_wakeup(w, names);
@@ -93,8 +93,8 @@ json blocked_json(const SlowSpan& s, report::FrameNames& names) {
         {"frames_detail", frames_detail_json(s.span.pid, g.frames, names)},
         {"kernel_frames", frames_json(kKernelPid, g.kframes, names)},
         {"wakers", wakers}};
-    if (g.wakers.size() > report::kJsonMaxStacks)
-      entry["wakers_omitted"] = g.wakers.size() - report::kJsonMaxStacks;
+    if (g.wakers.size() > limits::kJsonMaxStacks)
+      entry["wakers_omitted"] = g.wakers.size() - limits::kJsonMaxStacks;
     out.push_back(std::move(entry));
   }
   return out;
@@ -112,7 +112,7 @@ json slow_span_json(const SlowSpan& s, const ReportContext& ctx,
 
   // Most samples first: the stacks left out are the rarest.
   json stacks = json::array();
-  for (size_t i = 0; i < s.stacks.size() && i < report::kJsonMaxStacks; ++i) {
+  for (size_t i = 0; i < s.stacks.size() && i < limits::kJsonMaxStacks; ++i) {
     const StackGroup& g = s.stacks[i];
     stacks.push_back(
         {{"count", g.count},
@@ -152,10 +152,10 @@ json slow_span_json(const SlowSpan& s, const ReportContext& ctx,
       {"blocked", blocked_json(s, names)},
       {"blocked_recorded_ns", s.blocked_recorded_ns},
   };
-  if (s.blocked.size() > report::kJsonMaxStacks)
-    out["blocked_omitted"] = s.blocked.size() - report::kJsonMaxStacks;
-  if (s.stacks.size() > report::kJsonMaxStacks)
-    out["stacks_omitted"] = s.stacks.size() - report::kJsonMaxStacks;
+  if (s.blocked.size() > limits::kJsonMaxStacks)
+    out["blocked_omitted"] = s.blocked.size() - limits::kJsonMaxStacks;
+  if (s.stacks.size() > limits::kJsonMaxStacks)
+    out["stacks_omitted"] = s.stacks.size() - limits::kJsonMaxStacks;
   if (s.hang_announced_ns) out["hang_announced_ns"] = s.hang_announced_ns;
   return out;
 }
@@ -228,8 +228,8 @@ json to_json(const DispatchAnalysis& a, const ReportContext& ctx) {
   // Too many threads: the ones with the most slow spans, then the busiest.
   size_t threads_omitted = 0;
   json threads = json::array();
-  for (const ThreadSummary* t : report::keep_best(
-           all_threads, report::kJsonMaxThreads,
+  for (const ThreadSummary* t : limits::keep_best(
+           all_threads, limits::kJsonMaxThreads,
            [](const ThreadSummary*x, const ThreadSummary*y) {
              return std::tie(x->slow_count, x->sum_ns) >
                     std::tie(y->slow_count, y->sum_ns);
@@ -252,7 +252,7 @@ json to_json(const DispatchAnalysis& a, const ReportContext& ctx) {
   json backlogs = json::array();
   size_t backlogs_omitted = 0;
   for (const DeliveryBacklog& g : a.backlogs) {
-    if (backlogs.size() >= report::kJsonMaxSpans) {
+    if (backlogs.size() >= limits::kJsonMaxSpans) {
       ++backlogs_omitted;
       continue;
     }
@@ -261,7 +261,7 @@ json to_json(const DispatchAnalysis& a, const ReportContext& ctx) {
     json behind = json::array();
     size_t behind_omitted = 0;
     for (size_t i : g.behind) {
-      if (behind.size() >= report::kJsonMaxRelated) {
+      if (behind.size() >= limits::kJsonMaxRelated) {
         ++behind_omitted;
         continue;
       }
