@@ -246,6 +246,8 @@ class DispatchAnalyzer {
     uint64_t woken_ns = 0;  // back on a run queue (WokenEvent), 0: not seen
     std::optional<WakeEvent> wake;  // who woke it, if known
   };
+  // The span's blocking points, no longer waiting for it or for a wakeup.
+  std::vector<Block> detach_blocks(const SpanKey& key);
   std::map<SpanKey, std::vector<Block>> blocks_;
   // The block of each thread still waiting for its wakeup.
   std::map<ThreadKey, std::pair<SpanKey, size_t>> awaiting_wake_;
