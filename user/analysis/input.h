@@ -238,6 +238,8 @@ class InputAnalyzer {
   struct Channel;
 
   void on_io(const IoEvent& io);
+  // A message of an Android InputChannel (an event or its FINISHED).
+  void on_input_channel(const IoEvent& io);
   void on_raw(const IoEvent& io);
   void on_x11(const IoEvent& io);
   void on_wayland(const IoEvent& io);
