@@ -1,7 +1,7 @@
 // Budgets (--fail-if): the grammar, every operator and unit, every metric
 // against synthetic report documents, clear errors, and runs that measured
 // nothing.
-#include "report/budget.h"
+#include "budget/budget.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,5 @@
 // Every list of the JSON report is bounded; what is left out is counted,
 // and what is kept is what matters most (the longest spans and lags).
-#include "report/json_limits.h"
-
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -10,6 +8,7 @@
 
 #include "analysis/backlog.h"
 #include "analysis/dispatch.h"
+#include "analysis/list_limits.h"
 #include "report/input_report.h"
 #include "report/report.h"
 
@@ -21,19 +20,19 @@ constexpr uint64_t kMs = 1'000'000;
 TEST(KeepBest, AllWhenTheyFit) {
   size_t omitted = 99;
   std::vector<int> v{3, 1, 2};
-  EXPECT_EQ(report::keep_best(v, 3, std::greater<int>(), &omitted), v);
+  EXPECT_EQ(limits::keep_best(v, 3, std::greater<int>(), &omitted), v);
   EXPECT_EQ(omitted, 0u);
 }
 
 TEST(KeepBest, TheBestInTheirOriginalOrder) {
   size_t omitted = 0;
   std::vector<int> v{5, 1, 9, 3, 7, 2};
-  EXPECT_EQ(report::keep_best(v, 3, std::greater<int>(), &omitted),
+  EXPECT_EQ(limits::keep_best(v, 3, std::greater<int>(), &omitted),
             (std::vector<int>{5, 9, 7}));
   EXPECT_EQ(omitted, 3u);
   // Ties go to the earlier item.
   std::vector<int> same{4, 4, 4, 4};
-  EXPECT_EQ(report::keep_best(same, 2, std::greater<int>(), &omitted),
+  EXPECT_EQ(limits::keep_best(same, 2, std::greater<int>(), &omitted),
             (std::vector<int>{4, 4}));
   EXPECT_EQ(omitted, 2u);
 }
@@ -57,7 +56,7 @@ struct FakeRun {
 
 TEST(JsonLimits, SlowDeliveriesKeepTheLongestLags) {
   FakeRun r;
-  const size_t n = report::kJsonMaxSpans + 5;
+  const size_t n = limits::kJsonMaxSpans + 5;
   // Lags grow with i except five tiny ones spread through the run: those
   // are the ones left out.
   for (size_t i = 0; i < n; ++i) {
@@ -68,7 +67,7 @@ TEST(JsonLimits, SlowDeliveriesKeepTheLongestLags) {
   explain_slow_spans(r.a);  // as the analysis does
   nlohmann::json j = to_json(r.a, r.ctx);
   const auto& d = j["slow_deliveries"];
-  ASSERT_EQ(d.size(), report::kJsonMaxSpans);
+  ASSERT_EQ(d.size(), limits::kJsonMaxSpans);
   EXPECT_EQ(j["slow_deliveries_omitted"], 5u);
   uint64_t prev = 0;
   for (const auto& e : d) {
@@ -83,13 +82,13 @@ TEST(JsonLimits, SlowDeliveriesKeepTheLongestLags) {
 
 TEST(JsonLimits, SlowDispatchesKeepAHangInProgress) {
   FakeRun r;
-  for (size_t i = 0; i < report::kJsonMaxSpans + 1; ++i)
+  for (size_t i = 0; i < limits::kJsonMaxSpans + 1; ++i)
     r.add(LT_ROLE_DISPATCH, i * 100 * kMs, 50 * kMs);
   // Short, but still running when tracing stopped: always listed.
   r.add(LT_ROLE_DISPATCH, 1, 20 * kMs).span.in_flight = true;
   explain_slow_spans(r.a);  // as the analysis does
   nlohmann::json j = to_json(r.a, r.ctx);
-  ASSERT_EQ(j["slow_dispatches"].size(), report::kJsonMaxSpans);
+  ASSERT_EQ(j["slow_dispatches"].size(), limits::kJsonMaxSpans);
   EXPECT_EQ(j["slow_dispatches_omitted"], 2u);
   bool hang = false;
   for (const auto& e : j["slow_dispatches"]) hang = hang || e["in_flight"];
@@ -103,7 +102,7 @@ TEST(JsonLimits, RunningInsteadAndStacksAreBounded) {
     r.add(LT_ROLE_DISPATCH, 1 + i * 20 * kMs, (i == 42 ? 19 : 17) * kMs);
   r.add(LT_ROLE_DELIVERY, 0, 150 * 20 * kMs);
   SlowSpan& stuck = r.add(LT_ROLE_IDLE, 4000 * kMs, 100 * kMs);
-  for (uint64_t i = 0; i < report::kJsonMaxStacks + 3; ++i) {
+  for (uint64_t i = 0; i < limits::kJsonMaxStacks + 3; ++i) {
     StackGroup g;
     g.frames = {0x1000 + i};
     g.count = static_cast<uint32_t>(100 - i);
@@ -112,7 +111,7 @@ TEST(JsonLimits, RunningInsteadAndStacksAreBounded) {
   explain_slow_spans(r.a);  // as the analysis does
   nlohmann::json j = to_json(r.a, r.ctx);
   const auto& d = j["slow_deliveries"][0];
-  ASSERT_EQ(d["running_instead"].size(), report::kJsonMaxRelated);
+  ASSERT_EQ(d["running_instead"].size(), limits::kJsonMaxRelated);
   EXPECT_EQ(d["running_instead_omitted"], 50u);
   bool longest = false;
   for (const auto& s : d["running_instead"])
@@ -121,7 +120,7 @@ TEST(JsonLimits, RunningInsteadAndStacksAreBounded) {
   EXPECT_FALSE(d.contains("sync_barriers_up_omitted"));
 
   const auto& idle = j["slow_idle_handlers"][0];
-  ASSERT_EQ(idle["stacks"].size(), report::kJsonMaxStacks);
+  ASSERT_EQ(idle["stacks"].size(), limits::kJsonMaxStacks);
   EXPECT_EQ(idle["stacks_omitted"], 3u);
   EXPECT_EQ(idle["stacks"][0]["count"], 100u) << "most samples first";
   EXPECT_FALSE(j["slow_dispatches"][0].contains("stacks_omitted"));
@@ -129,7 +128,7 @@ TEST(JsonLimits, RunningInsteadAndStacksAreBounded) {
 
 TEST(JsonLimits, ThreadsAreBoundedAndTotalsCountThemAll) {
   FakeRun r;
-  for (uint32_t t = 0; t < report::kJsonMaxThreads + 10; ++t) {
+  for (uint32_t t = 0; t < limits::kJsonMaxThreads + 10; ++t) {
     ThreadSummary s;
     s.pid = 1;
     s.tid = t + 1;
@@ -139,9 +138,9 @@ TEST(JsonLimits, ThreadsAreBoundedAndTotalsCountThemAll) {
   }
   explain_slow_spans(r.a);  // as the analysis does
   nlohmann::json j = to_json(r.a, r.ctx);
-  EXPECT_EQ(j["threads"].size(), report::kJsonMaxThreads);
+  EXPECT_EQ(j["threads"].size(), limits::kJsonMaxThreads);
   EXPECT_EQ(j["threads_omitted"], 10u);
-  EXPECT_EQ(j["totals"]["spans"], 10u * (report::kJsonMaxThreads + 10));
+  EXPECT_EQ(j["totals"]["spans"], 10u * (limits::kJsonMaxThreads + 10));
   bool slow_one = false;
   for (const auto& t : j["threads"]) slow_one = slow_one || t["tid"] == 6;
   EXPECT_TRUE(slow_one) << "a thread with slow spans is kept";

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <tuple>
 
-#include "report/json_limits.h"
+#include "analysis/list_limits.h"
 
 namespace looptrace {
 namespace {
@@ -109,7 +109,7 @@ void explain_slow_spans(DispatchAnalysis& a) {
            std::tie(sy.in_flight, sy.duration_ns);
   };
   for (uint32_t r = 0; r < LT_ROLE_MAX; ++r)
-    a.listed[r] = report::keep_best(by_role[r], report::kJsonMaxSpans, worst,
+    a.listed[r] = limits::keep_best(by_role[r], limits::kJsonMaxSpans, worst,
                                     &a.listed_omitted[r]);
 
   // The longest spans that ran instead, when there are too many to name.
@@ -123,8 +123,8 @@ void explain_slow_spans(DispatchAnalysis& a) {
     std::vector<size_t> instead;
     for (const SlowSpan* s : running(a.slow[d].span))
       instead.push_back(index(s));
-    why.running_instead = report::keep_best(
-        instead, report::kJsonMaxRelated,
+    why.running_instead = limits::keep_best(
+        instead, limits::kJsonMaxRelated,
         [&a](size_t x, size_t y) {
           return a.slow[x].span.duration_ns > a.slow[y].span.duration_ns;
         },
@@ -160,8 +160,8 @@ void note_barriers_up(DispatchAnalysis& a, const BarrierAnalysis& b) {
       uint64_t to = x.removed() ? std::min(x.removed_ns, end) : end;
       return to - std::max(x.posted_ns, d.start_ns);
     };
-    why.barriers_up = report::keep_best(
-        barriers_up(b, d.pid, d.tid, d.start_ns, end), report::kJsonMaxRelated,
+    why.barriers_up = limits::keep_best(
+        barriers_up(b, d.pid, d.tid, d.start_ns, end), limits::kJsonMaxRelated,
         [&](size_t x, size_t y) { return held(x) > held(y); },
         &why.barriers_up_omitted);
   }

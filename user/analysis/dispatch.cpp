@@ -133,10 +133,86 @@ void DispatchAnalyzer::on_woken(const WokenEvent& ev) {
   if (r->second.empty()) recent_wakes_.erase(r);
 }
 
-std::vector<BlockGroup> DispatchAnalyzer::take_blocks(const SpanKey& key,
-                                                      uint64_t end_ns,
-                                                      uint64_t* recorded_ns) {
-  *recorded_ns = 0;
+namespace {
+
+// A new group for the stacks of the blocking point `e`.
+BlockGroup block_group(const BlockEvent& e) {
+  BlockGroup g;
+  g.frames = e.frames;
+  g.kframes = e.kframes;
+  g.unwind = e.unwind;
+  g.truncated = e.truncated;
+  g.first_ns = e.ts_ns;
+  return g;
+}
+
+// One time the thread blocked at `e`, for `ns`, and who woke it.
+BlockGroup::Interval block_interval(const BlockEvent& e, uint64_t ns,
+                                    uint64_t woken_ns,
+                                    const std::optional<WakeEvent>& wake) {
+  BlockGroup::Interval iv;
+  iv.from_ns = e.ts_ns;
+  iv.to_ns = e.ts_ns + ns;
+  iv.woken = woken_ns != 0;
+  if (wake) {
+    iv.waker_known = true;
+    iv.from_irq = wake->from_irq;
+    if (!iv.from_irq) {
+      iv.waker_pid = wake->waker_pid;
+      iv.waker_tid = wake->waker_tid;
+      iv.waker_comm = wake->waker_comm;
+    }
+  }
+  return iv;
+}
+
+// Counts the wakeup `wk`, which ended `ns` of blocking, for its waker in
+// `g`.
+void count_waker(BlockGroup& g, const WakeEvent& wk, uint64_t ns) {
+  // An interrupt is the same waker whatever thread it happened to hit:
+  // its kernel path says which.
+  auto same = [&wk](const Waker& x) {
+    if (wk.from_irq) return x.from_irq && x.kframes == wk.kframes;
+    return !x.from_irq && x.pid == wk.waker_pid && x.tid == wk.waker_tid &&
+           x.frames == wk.frames && x.kframes == wk.kframes;
+  };
+  auto found = std::find_if(g.wakers.begin(), g.wakers.end(), same);
+  if (found == g.wakers.end()) {
+    Waker k;
+    k.from_irq = wk.from_irq;
+    if (!wk.from_irq) {
+      k.pid = wk.waker_pid;
+      k.tid = wk.waker_tid;
+      k.comm = wk.waker_comm;
+      k.frames = wk.frames;
+    }
+    k.kframes = wk.kframes;
+    k.unwind = wk.unwind;
+    k.truncated = wk.truncated;
+    g.wakers.push_back(std::move(k));
+    found = std::prev(g.wakers.end());
+  }
+  found->count++;
+  found->blocked_ns += ns;
+}
+
+// Most blocked time first: the groups, and the wakers of each.
+void sort_by_blocked_time(std::vector<BlockGroup>& groups) {
+  for (BlockGroup& g : groups)
+    std::stable_sort(g.wakers.begin(), g.wakers.end(),
+                     [](const Waker& a, const Waker& b) {
+                       return a.blocked_ns > b.blocked_ns;
+                     });
+  std::stable_sort(groups.begin(), groups.end(),
+                   [](const BlockGroup& a, const BlockGroup& b) {
+                     return a.blocked_ns > b.blocked_ns;
+                   });
+}
+
+}  // namespace
+
+std::vector<DispatchAnalyzer::Block> DispatchAnalyzer::detach_blocks(
+    const SpanKey& key) {
   auto it = blocks_.find(key);
   if (it == blocks_.end()) return {};
   std::vector<Block> blocks = std::move(it->second);
@@ -148,12 +224,19 @@ std::vector<BlockGroup> DispatchAnalyzer::take_blocks(const SpanKey& key,
   auto w = awaiting_wake_.find(thread);
   if (w != awaiting_wake_.end() && w->second.first == key)
     awaiting_wake_.erase(w);
+  return blocks;
+}
 
+std::vector<BlockGroup> DispatchAnalyzer::take_blocks(const SpanKey& key,
+                                                      uint64_t end_ns,
+                                                      uint64_t* recorded_ns) {
+  *recorded_ns = 0;
+  std::vector<Block> blocks = detach_blocks(key);
   std::vector<BlockGroup> groups;
   std::map<std::pair<std::vector<uint64_t>, std::vector<uint64_t>>, size_t>
       index;
   for (size_t i = 0; i < blocks.size(); ++i) {
-    Block& b = blocks[i];
+    const Block& b = blocks[i];
     const BlockEvent& e = b.block;
     // Blocked until it was back on a run queue. With no wakeup seen, the
     // next blocking point or the span's end bounds it.
@@ -167,69 +250,14 @@ std::vector<BlockGroup> DispatchAnalyzer::take_blocks(const SpanKey& key,
       for (uint64_t& k : ukey) k = options_.frame_key(e.pid, k);
     auto [at, added] =
         index.try_emplace({std::move(ukey), e.kframes}, groups.size());
-    if (added) {
-      BlockGroup g;
-      g.frames = e.frames;
-      g.kframes = e.kframes;
-      g.unwind = e.unwind;
-      g.truncated = e.truncated;
-      g.first_ns = e.ts_ns;
-      groups.push_back(std::move(g));
-    }
+    if (added) groups.push_back(block_group(e));
     BlockGroup& g = groups[at->second];
     g.count++;
     g.blocked_ns += ns;
-    BlockGroup::Interval iv;
-    iv.from_ns = e.ts_ns;
-    iv.to_ns = e.ts_ns + ns;
-    iv.woken = b.woken_ns != 0;
-    if (b.wake) {
-      iv.waker_known = true;
-      iv.from_irq = b.wake->from_irq;
-      if (!iv.from_irq) {
-        iv.waker_pid = b.wake->waker_pid;
-        iv.waker_tid = b.wake->waker_tid;
-        iv.waker_comm = b.wake->waker_comm;
-      }
-    }
-    g.intervals.push_back(std::move(iv));
-    if (!b.wake) continue;
-    const WakeEvent& wk = *b.wake;
-    // An interrupt is the same waker whatever thread it happened to hit:
-    // its kernel path says which.
-    auto same = [&wk](const Waker& x) {
-      if (wk.from_irq) return x.from_irq && x.kframes == wk.kframes;
-      return !x.from_irq && x.pid == wk.waker_pid && x.tid == wk.waker_tid &&
-             x.frames == wk.frames && x.kframes == wk.kframes;
-    };
-    auto found = std::find_if(g.wakers.begin(), g.wakers.end(), same);
-    if (found == g.wakers.end()) {
-      Waker k;
-      k.from_irq = wk.from_irq;
-      if (!wk.from_irq) {
-        k.pid = wk.waker_pid;
-        k.tid = wk.waker_tid;
-        k.comm = wk.waker_comm;
-        k.frames = wk.frames;
-      }
-      k.kframes = wk.kframes;
-      k.unwind = wk.unwind;
-      k.truncated = wk.truncated;
-      g.wakers.push_back(std::move(k));
-      found = std::prev(g.wakers.end());
-    }
-    found->count++;
-    found->blocked_ns += ns;
+    g.intervals.push_back(block_interval(e, ns, b.woken_ns, b.wake));
+    if (b.wake) count_waker(g, *b.wake, ns);
   }
-  for (BlockGroup& g : groups)
-    std::stable_sort(g.wakers.begin(), g.wakers.end(),
-                     [](const Waker& a, const Waker& b) {
-                       return a.blocked_ns > b.blocked_ns;
-                     });
-  std::stable_sort(groups.begin(), groups.end(),
-                   [](const BlockGroup& a, const BlockGroup& b) {
-                     return a.blocked_ns > b.blocked_ns;
-                   });
+  sort_by_blocked_time(groups);
   return groups;
 }
 

@@ -125,7 +125,7 @@ struct DeliveryBacklog {
 
 // Why one listed slow delivery was late: the slow spans of its thread that
 // ran between its due time and its dispatch, and the sync barriers of its
-// thread up meanwhile. Each list holds the report::kJsonMaxRelated that
+// thread up meanwhile. Each list holds the limits::kJsonMaxRelated that
 // matter most (the longest spans, the barriers held longest in that time),
 // in time order, and counts the rest.
 struct DeliveryBlame {
@@ -156,7 +156,7 @@ struct DispatchAnalysis {
   // The slow deliveries (in `slow`) grouped into backlogs.
   std::vector<DeliveryBacklog> backlogs;
   // The slow spans every output lists, by role: indices into `slow`, in
-  // start order; all of them, or report::kJsonMaxSpans of each role (a
+  // start order; all of them, or limits::kJsonMaxSpans of each role (a
   // hang in progress first, then the longest; a delivery's span runs from
   // its due time, so the longest lags). listed_omitted: how many each role
   // left out.
@@ -249,6 +249,8 @@ class DispatchAnalyzer {
     uint64_t woken_ns = 0;  // back on a run queue (WokenEvent), 0: not seen
     std::optional<WakeEvent> wake;  // who woke it, if known
   };
+  // The span's blocking points, no longer waiting for it or for a wakeup.
+  std::vector<Block> detach_blocks(const SpanKey& key);
   std::map<SpanKey, std::vector<Block>> blocks_;
   // The block of each thread still waiting for its wakeup.
   std::map<ThreadKey, std::pair<SpanKey, size_t>> awaiting_wake_;

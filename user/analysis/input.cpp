@@ -140,18 +140,14 @@ std::optional<uint64_t> InputEventInfo::app_latency() const {
   return finished_ns > a ? finished_ns - a : 0;
 }
 
-std::optional<InputBlame> select_blame(const InputEventInfo& ev,
-                                       const std::vector<SpanEvent>& spans,
-                                       uint64_t blame_ns) {
-  std::optional<uint64_t> lat = ev.app_latency();
-  if (!lat || *lat < blame_ns) return std::nullopt;
-  InputBlame b;
-  b.arrival_ns = ev.arrival_ns();
-  const uint64_t a = b.arrival_ns;
-  const uint64_t h =
-      ev.handling_start_ns ? ev.handling_start_ns : std::max(ev.received_ns, a);
-  // Dispatches that ran after the event arrived and ended before its
-  // handling began: the loop was busy with them instead.
+namespace {
+
+// Dispatches that ran after the event arrived (at `a`) and ended before its
+// handling began (at `h`): the loop was busy with them instead. In start
+// order, outer ones first.
+std::vector<const SpanEvent*> ran_instead(const InputEventInfo& ev,
+                                          const std::vector<SpanEvent>& spans,
+                                          uint64_t a, uint64_t h) {
   std::vector<const SpanEvent*> cand;
   for (const SpanEvent& s : spans) {
     if (s.role != LT_ROLE_DISPATCH && s.role != LT_ROLE_IDLE) continue;
@@ -164,10 +160,15 @@ std::optional<InputBlame> select_blame(const InputEventInfo& ev,
               return x->start_ns != y->start_ns ? x->start_ns < y->start_ns
                                                 : x->depth < y->depth;
             });
-  // Outermost only: a nested dispatch is part of the one around it (a
-  // nested main loop's). Unless one nested in it holds nearly all of its
-  // time (90 %): then that one is what ran, the outer a wrapper (GDK's
-  // event source around gtk_main_do_event); the deepest such is named.
+  return cand;
+}
+
+// Outermost only: a nested dispatch is part of the one around it (a nested
+// main loop's). Unless one nested in it holds nearly all of its time (90
+// %): then that one is what ran, the outer a wrapper (GDK's event source
+// around gtk_main_do_event); the deepest such is named.
+std::vector<BlameSpan> outermost(const std::vector<const SpanEvent*>& cand,
+                                 uint64_t a) {
   auto specific = [&](const SpanEvent* outer) {
     const SpanEvent* best = outer;
     for (const SpanEvent* s : cand)
@@ -177,35 +178,58 @@ std::optional<InputBlame> select_blame(const InputEventInfo& ev,
         best = s;
     return best;
   };
+  std::vector<BlameSpan> chain;
   uint64_t covered_to = 0;
   for (const SpanEvent* s : cand) {
-    if (!b.chain.empty() && span_end(*s) <= covered_to) continue;
+    if (!chain.empty() && span_end(*s) <= covered_to) continue;
     BlameSpan bs;
     bs.span = *specific(s);
     bs.running_at_arrival = bs.span.start_ns <= a && a < span_end(bs.span);
-    b.chain.push_back(std::move(bs));
+    chain.push_back(std::move(bs));
     covered_to = std::max(covered_to, span_end(*s));
   }
+  return chain;
+}
+
+// How long the event waited behind `b.chain` between arrival (`a`) and
+// handling (`h`), how long behind nothing named, and which dispatch of the
+// chain to name first: the one running at arrival, else the longest.
+void weigh_chain(InputBlame& b, uint64_t a, uint64_t h) {
+  uint64_t waited = 0, upto = a;
+  for (const BlameSpan& bs : b.chain) {
+    uint64_t from = std::max(upto, bs.span.start_ns);
+    uint64_t to = std::min(h, span_end(bs.span));
+    if (to > from) waited += to - from;
+    upto = std::max(upto, to);
+  }
+  b.waited_ns = waited;
+  b.unattributed_ns = h > a && h - a > waited ? h - a - waited : 0;
+  size_t best = 0;
+  for (size_t i = 0; i < b.chain.size(); ++i) {
+    if (b.chain[i].running_at_arrival) {
+      best = i;
+      break;
+    }
+    if (b.chain[i].span.duration_ns > b.chain[best].span.duration_ns) best = i;
+  }
+  b.primary = best;
+}
+
+}  // namespace
+
+std::optional<InputBlame> select_blame(const InputEventInfo& ev,
+                                       const std::vector<SpanEvent>& spans,
+                                       uint64_t blame_ns) {
+  std::optional<uint64_t> lat = ev.app_latency();
+  if (!lat || *lat < blame_ns) return std::nullopt;
+  InputBlame b;
+  b.arrival_ns = ev.arrival_ns();
+  const uint64_t a = b.arrival_ns;
+  const uint64_t h =
+      ev.handling_start_ns ? ev.handling_start_ns : std::max(ev.received_ns, a);
+  b.chain = outermost(ran_instead(ev, spans, a, h), a);
   if (!b.chain.empty()) {
-    uint64_t waited = 0, upto = a;
-    for (const BlameSpan& bs : b.chain) {
-      uint64_t from = std::max(upto, bs.span.start_ns);
-      uint64_t to = std::min(h, span_end(bs.span));
-      if (to > from) waited += to - from;
-      upto = std::max(upto, to);
-    }
-    b.waited_ns = waited;
-    b.unattributed_ns = h > a && h - a > waited ? h - a - waited : 0;
-    size_t best = 0;
-    for (size_t i = 0; i < b.chain.size(); ++i) {
-      if (b.chain[i].running_at_arrival) {
-        best = i;
-        break;
-      }
-      if (b.chain[i].span.duration_ns > b.chain[best].span.duration_ns)
-        best = i;
-    }
-    b.primary = best;
+    weigh_chain(b, a, h);
     return b;
   }
   // Nothing ran in between: the handling itself was slow.
@@ -262,6 +286,62 @@ uint64_t InputAnalyzer::open_event(uint64_t channel, uint32_t seq) {
   return it->second;
 }
 
+namespace {
+
+// The channel an input channel's message belongs to (the app's end of the
+// socket) and the other end; nullopt for a message that is neither an
+// event nor its FINISHED.
+std::optional<std::pair<uint64_t, uint64_t>> message_ends(
+    const InputMessageInfo& m, const IoEvent& io) {
+  const bool send = io.is_send();
+  // Events go dispatcher -> app: the app's end names the channel.
+  if (m.is_event())
+    return send ? std::pair(io.peer_inode, io.inode)
+                : std::pair(io.inode, io.peer_inode);
+  if (m.type == InputType::kFinished)
+    return send ? std::pair(io.inode, io.peer_inode)
+                : std::pair(io.peer_inode, io.inode);
+  return std::nullopt;
+}
+
+// What the message `m`, sent or received in `io`, says about its event:
+// its kind, who handles it, who sent it, how it was finished.
+void note_message(InputEventInfo& e, const InputMessageInfo& m,
+                  const IoEvent& io) {
+  const bool send = io.is_send();
+  e.layout = m.layout;
+  if (m.is_event()) {
+    e.type = m.type;
+    e.event_time_ns = m.event_time_ns;
+  }
+  const bool app_side = m.is_event() != send;  // receives events, sends ACKs
+  if (app_side) {
+    if (e.pid == 0 || (m.is_event() && !send)) {
+      e.pid = io.pid;
+      e.tid = io.tid;
+      e.comm = io.comm;
+    }
+  } else if (e.sender_pid == 0) {
+    e.sender_pid = io.pid;
+    e.sender_tid = io.tid;
+  }
+  if (m.type != InputType::kFinished) return;
+  e.has_finish = true;
+  if (!send) {
+    if (!e.handled) e.handled = m.handled;
+    return;
+  }
+  e.handled = m.handled;
+  e.consume_time_ns = m.consume_time_ns;
+  if (io.depth > 0) {
+    e.handling_start_ns = io.span_start_ns;
+    e.handling_span_id = io.span_id;
+    e.handling_probe = io.span_probe;
+  }
+}
+
+}  // namespace
+
 void InputAnalyzer::on_io(const IoEvent& io) {
   if (io.chan == LT_CHAN_RAW) {
     on_raw(io);
@@ -279,6 +359,10 @@ void InputAnalyzer::on_io(const IoEvent& io) {
     on_display_server(io);
     return;
   }
+  on_input_channel(io);
+}
+
+void InputAnalyzer::on_input_channel(const IoEvent& io) {
   std::optional<InputMessageInfo> m =
       decode_input_message(io.head.data(), io.head.size(), io.bytes);
   if (!m) {
@@ -287,18 +371,12 @@ void InputAnalyzer::on_io(const IoEvent& io) {
   }
   if (m->layout == LT_LAYOUT_LEGACY) ++stats_.legacy_messages;
   const bool send = io.is_send();
-  uint64_t channel = 0, peer = 0;
-  if (m->is_event()) {
-    // Events go dispatcher -> app: the app's end names the channel.
-    channel = send ? io.peer_inode : io.inode;
-    peer = send ? io.inode : io.peer_inode;
-  } else if (m->type == InputType::kFinished) {
-    channel = send ? io.inode : io.peer_inode;
-    peer = send ? io.peer_inode : io.inode;
-  } else {
+  std::optional<std::pair<uint64_t, uint64_t>> ends = message_ends(*m, io);
+  if (!ends) {
     ++stats_.other_messages;
     return;
   }
+  auto [channel, peer] = *ends;
   if (channel == 0 || m->seq == 0) {
     ++stats_.unmatched;
     return;
@@ -325,37 +403,7 @@ void InputAnalyzer::on_io(const IoEvent& io) {
   }
   slot(*e) = io.ts_ns;
   if (e->peer == 0) e->peer = peer;
-  e->layout = m->layout;
-  if (m->is_event()) {
-    e->type = m->type;
-    e->event_time_ns = m->event_time_ns;
-  }
-  const bool app_side = m->is_event() != send;  // receives events, sends ACKs
-  if (app_side) {
-    if (e->pid == 0 || (m->is_event() && !send)) {
-      e->pid = io.pid;
-      e->tid = io.tid;
-      e->comm = io.comm;
-    }
-  } else if (e->sender_pid == 0) {
-    e->sender_pid = io.pid;
-    e->sender_tid = io.tid;
-  }
-  if (m->type == InputType::kFinished) {
-    if (send) {
-      e->has_finish = true;
-      e->handled = m->handled;
-      e->consume_time_ns = m->consume_time_ns;
-      if (io.depth > 0) {
-        e->handling_start_ns = io.span_start_ns;
-        e->handling_span_id = io.span_id;
-        e->handling_probe = io.span_probe;
-      }
-    } else {
-      e->has_finish = true;
-      if (!e->handled) e->handled = m->handled;
-    }
-  }
+  note_message(*e, *m, io);
   // Done when each side that was seen at all has finished its part: the
   // app sent FINISHED, the sender received it. (An untraced side never
   // will.)
@@ -737,7 +785,7 @@ void InputAnalyzer::finalize(uint64_t idx) {
     InputBlame& b = *e.blame;
     std::vector<size_t> all(b.chain.size());
     for (size_t i = 0; i < all.size(); ++i) all[i] = i;
-    std::vector<size_t> kept = report::keep_best(
+    std::vector<size_t> kept = limits::keep_best(
         all, options_.max_chain,
         [&b](size_t x, size_t y) {
           return std::make_tuple(x == b.primary, b.chain[x].span.duration_ns) >

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "analysis/histogram.h"
+#include "analysis/list_limits.h"
 #include "analysis/value_spill.h"
-#include "report/json_limits.h"
 #include "trace/events.h"
 #include "trace/input_message.h"
 
@@ -198,12 +198,12 @@ struct InputOptions {
   uint64_t blame_ns = Thresholds::kSlowInputNs;
   // Spans kept for blame: at least this long (or consuming raw input).
   uint64_t min_span_ns = 1'000'000;
-  // What the analysis keeps (report/json_limits.h): listed events, the
+  // What the analysis keeps (analysis/list_limits.h): listed events, the
   // timeline's, dispatches per blame, worst groups per channel.
-  size_t max_listed = report::kJsonMaxInputEvents;
-  size_t max_timeline = report::kMaxTimelineInputs;
-  size_t max_chain = report::kJsonMaxRelated;
-  size_t max_worst = report::kMaxWorstGroups;
+  size_t max_listed = limits::kJsonMaxInputEvents;
+  size_t max_timeline = limits::kMaxTimelineInputs;
+  size_t max_chain = limits::kJsonMaxRelated;
+  size_t max_worst = limits::kMaxWorstGroups;
   // Dispatches kept per thread for blames still to come; beyond it the
   // oldest go (InputAnalysis::spans_dropped).
   size_t max_spans = 100'000;
@@ -238,6 +238,8 @@ class InputAnalyzer {
   struct Channel;
 
   void on_io(const IoEvent& io);
+  // A message of an Android InputChannel (an event or its FINISHED).
+  void on_input_channel(const IoEvent& io);
   void on_raw(const IoEvent& io);
   void on_x11(const IoEvent& io);
   void on_wayland(const IoEvent& io);

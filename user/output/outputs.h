@@ -8,8 +8,8 @@
 
 #include "base/output_file.h"
 #include "base/status.h"
+#include "budget/budget.h"
 #include "record/recording.h"
-#include "report/budget.h"
 #include "report/findings.h"
 #include "report/report.h"
 

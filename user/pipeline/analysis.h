@@ -15,10 +15,9 @@
 
 #include "analysis/barrier.h"
 #include "analysis/dispatch.h"
+#include "analysis/findings.h"
 #include "analysis/input.h"
 #include "base/status.h"
-#include "report/findings.h"
-#include "report/report.h"
 #include "symbolize/symbolizer.h"
 #include "trace/events.h"
 #include "trace/stream.h"

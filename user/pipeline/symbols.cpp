@@ -1,7 +1,7 @@
 #include "pipeline/symbols.h"
 
-#include "report/target.h"
 #include "symbolize/kernel_symbols.h"
+#include "trace/span_keys.h"
 
 namespace looptrace {
 
@@ -42,7 +42,7 @@ void CapturingSymbolizer::prepare(const Event& ev,
     frames(p->pid, p->frames);
   } else if (const auto* sp = std::get_if<SpanEvent>(&ev)) {
     for (const ProbeDef& probe : probes)
-      if (probe.id == sp->probe_id) (void)render_keys(*sp, probe, this);
+      if (probe.id == sp->probe_id) frames(sp->pid, code_keys(*sp, probe));
   }
 }
 

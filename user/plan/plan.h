@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "base/status.h"
+#include "budget/budget.h"
 #include "plan/request.h"
 #include "profiles/probe.h"
 #include "profiles/resolve.h"
-#include "report/budget.h"
 #include "trace/events.h"
 #include "trace/options.h"
 

@@ -1,14 +1,11 @@
-// What every output shows, computed once at the end of a run (live or
-// replayed): the analyses and the context to read them in. Outputs only
-// format it.
+// The outputs of the Findings (analysis/findings.h) that show all of them:
+// the JSON report and the text reports.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <ostream>
 
-#include "analysis/barrier.h"
-#include "analysis/dispatch.h"
-#include "analysis/input.h"
+#include "analysis/findings.h"
 #include "base/status.h"
 #include "report/report.h"
 
@@ -16,17 +13,9 @@ namespace looptrace {
 
 class OutputFile;
 
-struct Findings {
-  DispatchAnalysis analysis;
-  BarrierAnalysis barriers;
-  InputAnalysis input;
-  bool has_barriers = false;
-  bool has_input = false;
-};
-
 // The JSON report's document without its streamed list (input_events):
 // every summary, count and percentile; what budgets are evaluated against
-// (report/budget.h) and what the HTML page embeds.
+// (budget/budget.h) and what the HTML page embeds.
 nlohmann::json findings_to_json(const Findings& found,
                                 const ReportContext& ctx);
 

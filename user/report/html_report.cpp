@@ -8,9 +8,9 @@
 #include <string_view>
 #include <vector>
 
+#include "analysis/list_limits.h"
 #include "profiles/profile.h"
 #include "report/html_page.h"  // generated from report/html/page.html
-#include "report/json_limits.h"
 #include "report/report_common.h"
 #include "trace/input_message.h"
 

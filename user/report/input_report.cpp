@@ -6,9 +6,9 @@
 #include <map>
 #include <tuple>
 
+#include "analysis/list_limits.h"
 #include "base/duration.h"
 #include "profiles/profile.h"
-#include "report/json_limits.h"
 #include "report/report_common.h"
 
 namespace looptrace {
@@ -167,8 +167,8 @@ json input_summary_to_json(const InputAnalysis& a,
   std::vector<const InputChannelSummary*> all;
   for (const InputChannelSummary& c : a.channels) all.push_back(&c);
   size_t channels_omitted = 0;
-  std::vector<const InputChannelSummary*> kept = report::keep_best(
-      all, report::kJsonMaxInputChannels,
+  std::vector<const InputChannelSummary*> kept = limits::keep_best(
+      all, limits::kJsonMaxInputChannels,
       [](const InputChannelSummary* x, const InputChannelSummary* y) {
         return x->events > y->events;
       },
@@ -252,12 +252,11 @@ void for_each_input_event_json(
       [&emit](const InputEventInfo&, const nlohmann::json& j) { emit(j); });
 }
 
-void write_input_report(std::ostream& os, const InputAnalysis& a,
-                        const DispatchAnalysis& dispatch,
-                        const ReportContext& ctx) {
-  report::FrameNames names(ctx.symbolizer);
-  SpanIndex idx = index_spans(dispatch);
-  os << '\n';
+namespace {
+
+// The section's first lines: how many events and channels, and what could
+// not be read.
+void write_input_totals(std::ostream& os, const InputAnalysis& a) {
   report::put(os, fmt::format("INPUT: {} event{} on {} channel{}", a.total,
                               a.total == 1 ? "" : "s", a.channels.size(),
                               a.channels.size() == 1 ? "" : "s"));
@@ -273,106 +272,138 @@ void write_input_report(std::ostream& os, const InputAnalysis& a,
   if (a.unmatched || a.duplicates)
     report::put(os, fmt::format("  unmatched messages: {}   duplicates: {}",
                                 a.unmatched, a.duplicates));
-  for (const InputChannelSummary& c : a.channels) {
-    os << '\n';
+}
+
+// A channel's heading: whose it is, what it carried, what "consumed" means.
+void write_channel_heading(std::ostream& os, const InputChannelSummary& c) {
+  report::put(
+      os,
+      fmt::format("{} of pid {} ({}){}", channel_name(c.channel), c.pid, c.comm,
+                  c.sender_pid ? fmt::format(", sender pid {}", c.sender_pid)
+                               : std::string()));
+  report::put(
+      os, fmt::format(
+              "  {} event{} ({} key, {} motion), {} layout{}", c.events,
+              c.events == 1 ? "" : "s", c.keys, c.motions,
+              layout_name(c.chan_kind, c.layout),
+              is_display_chan(c.chan_kind)
+                  ? fmt::format("; {} other messages, not input", c.non_input)
+                  : std::string()));
+  report::put(
+      os, fmt::format(
+              "  consumed = {}{}{}",
+              is_display_chan(c.chan_kind)
+                  ? "end of the dispatch of that event (its type and time)"
+              : c.chan_kind == LT_CHAN_RAW ? "end of the dispatch that read it"
+                                           : "FINISHED sent by the app",
+              c.unfinished ? fmt::format("; {} never consumed", c.unfinished)
+                           : std::string(),
+              c.coalesced ? fmt::format(" ({} passed over for a later one)",
+                                        c.coalesced)
+                          : std::string()));
+}
+
+// The percentiles of each stage the channel has.
+void write_stage_table(std::ostream& os, const InputChannelSummary& c) {
+  report::put(os, fmt::format("  {:<26} {:>6} {:>9} {:>9} {:>9} {:>9}", "stage",
+                              "count", "p50", "p90", "p99", "max"));
+  for (int s = 0; s < kInputStages; ++s) {
+    auto st = static_cast<InputStage>(s);
+    const Percentiles& p = c.stages[s];
+    if (!stage_applies(c.chan_kind, st) || p.count == 0) continue;
     report::put(
-        os, fmt::format(
-                "{} of pid {} ({}){}", channel_name(c.channel), c.pid, c.comm,
-                c.sender_pid ? fmt::format(", sender pid {}", c.sender_pid)
-                             : std::string()));
+        os, fmt::format("  {:<26} {:>6} {:>9} {:>9} {:>9} {:>9}",
+                        input_stage_name(st), p.count, format_duration(p.p50),
+                        format_duration(p.p90), format_duration(p.p99),
+                        format_duration(p.max)));
+  }
+}
+
+// One group of the worst events: when they arrived, how late they were
+// consumed.
+void write_worst_group(std::ostream& os, const InputGroup& g,
+                       const ReportContext& ctx) {
+  auto rel = [&ctx](uint64_t ns) {
+    return format_duration(ctx.start_ns && ns > ctx.start_ns ? ns - ctx.start_ns
+                                                             : 0);
+  };
+  const InputEventInfo* e = &g.worst;
+  if (g.events == 1)
     report::put(
-        os, fmt::format(
-                "  {} event{} ({} key, {} motion), {} layout{}", c.events,
-                c.events == 1 ? "" : "s", c.keys, c.motions,
-                layout_name(c.chan_kind, c.layout),
-                is_display_chan(c.chan_kind)
-                    ? fmt::format("; {} other messages, not input", c.non_input)
-                    : std::string()));
-    report::put(
-        os,
-        fmt::format(
-            "  consumed = {}{}{}",
-            is_display_chan(c.chan_kind)
-                ? "end of the dispatch of that event (its type and time)"
-            : c.chan_kind == LT_CHAN_RAW ? "end of the dispatch that read it"
-                                         : "FINISHED sent by the app",
-            c.unfinished ? fmt::format("; {} never consumed", c.unfinished)
-                         : std::string(),
-            c.coalesced
-                ? fmt::format(" ({} passed over for a later one)", c.coalesced)
-                : std::string()));
-    report::put(os, fmt::format("  {:<26} {:>6} {:>9} {:>9} {:>9} {:>9}",
-                                "stage", "count", "p50", "p90", "p99", "max"));
-    for (int s = 0; s < kInputStages; ++s) {
-      auto st = static_cast<InputStage>(s);
-      const Percentiles& p = c.stages[s];
-      if (!stage_applies(c.chan_kind, st) || p.count == 0) continue;
-      report::put(
-          os, fmt::format("  {:<26} {:>6} {:>9} {:>9} {:>9} {:>9}",
-                          input_stage_name(st), p.count, format_duration(p.p50),
-                          format_duration(p.p90), format_duration(p.p99),
-                          format_duration(p.max)));
-    }
-    // The worst events: longest from arrival to consumption, grouped
-    // (analysis/input.h, InputGroup).
-    const std::vector<InputGroup>& groups = c.worst;
-    if (groups.empty()) continue;
-    report::put(os, "  worst (arrival -> consumed):");
-    auto rel = [&ctx](uint64_t ns) {
-      return format_duration(
-          ctx.start_ns && ns > ctx.start_ns ? ns - ctx.start_ns : 0);
-    };
-    for (const InputGroup& g : groups) {
-      const InputEventInfo* e = &g.worst;
-      if (g.events == 1)
-        report::put(os, fmt::format("    seq {} {}: arrived +{}, consumed {} "
-                                    "later",
-                                    e->seq, input_type_name(e->type),
-                                    rel(e->arrival_ns()),
-                                    format_duration(*e->app_latency())));
-      else
-        report::put(os,
-                    fmt::format("    {} events, seq {}..{}: arrived +{}.."
+        os, fmt::format("    seq {} {}: arrived +{}, consumed {} "
+                        "later",
+                        e->seq, input_type_name(e->type), rel(e->arrival_ns()),
+                        format_duration(*e->app_latency())));
+  else
+    report::put(os, fmt::format("    {} events, seq {}..{}: arrived +{}.."
                                 "+{}, consumed up to {} later",
                                 g.events, g.seq_lo, g.seq_hi,
                                 rel(g.first_arrival_ns), rel(g.last_arrival_ns),
                                 format_duration(*e->app_latency())));
-      if (!e->blame) continue;
-      const InputBlame& b = *e->blame;
-      if (b.chain.empty()) {
-        report::put(os, fmt::format("      behind dispatches each shorter than "
-                                    "the slow threshold ({}{})",
-                                    format_duration(b.unattributed_ns),
-                                    g.events == 1 ? "" : ", the worst"));
-        continue;
-      }
-      const BlameSpan& p = b.chain[b.primary];
-      std::string target = report::describe_target(p.span, ctx).text;
-      report::put(os, fmt::format("      {} {} ({}{})",
-                                  b.own_handler ? "handled in" : "behind",
-                                  target, format_duration(p.span.duration_ns),
-                                  p.running_at_arrival && g.events == 1
-                                      ? ", running at arrival"
-                                      : ""));
-      const size_t behind = b.chain.size() + b.omitted;
-      if (behind > 1)
-        report::put(os, fmt::format("      and {} more dispatch{}; waited {} "
-                                    "in all{}",
-                                    behind - 1, behind == 2 ? "" : "es",
-                                    format_duration(b.waited_ns),
-                                    g.events == 1 ? "" : " (the worst)"));
-      // Waits behind dispatches under --slow are not itemized, only summed.
-      if (!b.own_handler && b.unattributed_ns >= 1'000'000)
-        report::put(os, fmt::format("      and {} behind shorter dispatches{}",
-                                    format_duration(b.unattributed_ns),
-                                    g.events == 1 ? "" : " (the worst)"));
-      auto it = idx.find({p.span.pid, p.span.tid, p.span.span_id});
-      if (it != idx.end() && !it->second->stacks.empty()) {
-        const auto& fr = it->second->stacks[0].frames;
-        for (size_t i = 0; i < fr.size() && i < 3; ++i)
-          report::put(
-              os, fmt::format("        at {}", names.name(p.span.pid, fr[i])));
-      }
+}
+
+// What the group's worst event waited behind, and where the dispatch to
+// blame was stuck (the top of its first stack).
+void write_group_blame(std::ostream& os, const InputGroup& g,
+                       const ReportContext& ctx, const SpanIndex& idx,
+                       report::FrameNames& names) {
+  const InputBlame& b = *g.worst.blame;
+  if (b.chain.empty()) {
+    report::put(os, fmt::format("      behind dispatches each shorter than "
+                                "the slow threshold ({}{})",
+                                format_duration(b.unattributed_ns),
+                                g.events == 1 ? "" : ", the worst"));
+    return;
+  }
+  const BlameSpan& p = b.chain[b.primary];
+  std::string target = report::describe_target(p.span, ctx).text;
+  report::put(
+      os,
+      fmt::format(
+          "      {} {} ({}{})", b.own_handler ? "handled in" : "behind", target,
+          format_duration(p.span.duration_ns),
+          p.running_at_arrival && g.events == 1 ? ", running at arrival" : ""));
+  const size_t behind = b.chain.size() + b.omitted;
+  if (behind > 1)
+    report::put(os, fmt::format("      and {} more dispatch{}; waited {} "
+                                "in all{}",
+                                behind - 1, behind == 2 ? "" : "es",
+                                format_duration(b.waited_ns),
+                                g.events == 1 ? "" : " (the worst)"));
+  // Waits behind dispatches under --slow are not itemized, only summed.
+  if (!b.own_handler && b.unattributed_ns >= 1'000'000)
+    report::put(os, fmt::format("      and {} behind shorter dispatches{}",
+                                format_duration(b.unattributed_ns),
+                                g.events == 1 ? "" : " (the worst)"));
+  auto it = idx.find({p.span.pid, p.span.tid, p.span.span_id});
+  if (it != idx.end() && !it->second->stacks.empty()) {
+    const auto& fr = it->second->stacks[0].frames;
+    for (size_t i = 0; i < fr.size() && i < 3; ++i)
+      report::put(os,
+                  fmt::format("        at {}", names.name(p.span.pid, fr[i])));
+  }
+}
+
+}  // namespace
+
+void write_input_report(std::ostream& os, const InputAnalysis& a,
+                        const DispatchAnalysis& dispatch,
+                        const ReportContext& ctx) {
+  report::FrameNames names(ctx.symbolizer);
+  SpanIndex idx = index_spans(dispatch);
+  os << '\n';
+  write_input_totals(os, a);
+  for (const InputChannelSummary& c : a.channels) {
+    os << '\n';
+    write_channel_heading(os, c);
+    write_stage_table(os, c);
+    // The worst events: longest from arrival to consumption, grouped
+    // (analysis/input.h, InputGroup).
+    if (c.worst.empty()) continue;
+    report::put(os, "  worst (arrival -> consumed):");
+    for (const InputGroup& g : c.worst) {
+      write_worst_group(os, g, ctx);
+      if (g.worst.blame) write_group_blame(os, g, ctx, idx, names);
     }
   }
 }

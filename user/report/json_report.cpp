@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
+#include "analysis/list_limits.h"
 #include "profiles/profile.h"
-#include "report/json_limits.h"
 #include "report/report.h"
 #include "report/report_common.h"
 #include "symbolize/kernel_symbols.h"
@@ -62,10 +62,10 @@ const char* unwind_name(Unwind u) {
 // Where the span blocked, most blocked time first, with who woke it.
 json blocked_json(const SlowSpan& s, report::FrameNames& names) {
   json out = json::array();
-  for (size_t i = 0; i < s.blocked.size() && i < report::kJsonMaxStacks; ++i) {
+  for (size_t i = 0; i < s.blocked.size() && i < limits::kJsonMaxStacks; ++i) {
     const BlockGroup& g = s.blocked[i];
     json wakers = json::array();
-    for (size_t k = 0; k < g.wakers.size() && k < report::kJsonMaxStacks; ++k) {
+    for (size_t k = 0; k < g.wakers.size() && k < limits::kJsonMaxStacks; ++k) {
       const Waker& w = g.wakers[k];
       // An interrupt's user stack is whatever thread it hit: left out.
       const bool irq = report::interrupt_wakeup(w, names);
@@ -93,8 +93,8 @@ json blocked_json(const SlowSpan& s, report::FrameNames& names) {
         {"frames_detail", frames_detail_json(s.span.pid, g.frames, names)},
         {"kernel_frames", frames_json(kKernelPid, g.kframes, names)},
         {"wakers", wakers}};
-    if (g.wakers.size() > report::kJsonMaxStacks)
-      entry["wakers_omitted"] = g.wakers.size() - report::kJsonMaxStacks;
+    if (g.wakers.size() > limits::kJsonMaxStacks)
+      entry["wakers_omitted"] = g.wakers.size() - limits::kJsonMaxStacks;
     out.push_back(std::move(entry));
   }
   return out;
@@ -112,7 +112,7 @@ json slow_span_json(const SlowSpan& s, const ReportContext& ctx,
 
   // Most samples first: the stacks left out are the rarest.
   json stacks = json::array();
-  for (size_t i = 0; i < s.stacks.size() && i < report::kJsonMaxStacks; ++i) {
+  for (size_t i = 0; i < s.stacks.size() && i < limits::kJsonMaxStacks; ++i) {
     const StackGroup& g = s.stacks[i];
     stacks.push_back(
         {{"count", g.count},
@@ -152,10 +152,10 @@ json slow_span_json(const SlowSpan& s, const ReportContext& ctx,
       {"blocked", blocked_json(s, names)},
       {"blocked_recorded_ns", s.blocked_recorded_ns},
   };
-  if (s.blocked.size() > report::kJsonMaxStacks)
-    out["blocked_omitted"] = s.blocked.size() - report::kJsonMaxStacks;
-  if (s.stacks.size() > report::kJsonMaxStacks)
-    out["stacks_omitted"] = s.stacks.size() - report::kJsonMaxStacks;
+  if (s.blocked.size() > limits::kJsonMaxStacks)
+    out["blocked_omitted"] = s.blocked.size() - limits::kJsonMaxStacks;
+  if (s.stacks.size() > limits::kJsonMaxStacks)
+    out["stacks_omitted"] = s.stacks.size() - limits::kJsonMaxStacks;
   if (s.hang_announced_ns) out["hang_announced_ns"] = s.hang_announced_ns;
   return out;
 }
@@ -212,78 +212,103 @@ json thread_json(const ThreadSummary& t) {
   };
 }
 
+// Completed spans, from the histograms.
+uint64_t total_spans(const DispatchAnalysis& a) {
+  uint64_t n = 0;
+  for (const ThreadSummary& t : a.threads)
+    if (t.role != LT_ROLE_DELIVERY) n += t.count;
+  return n;
+}
+
+// Too many threads: the ones with the most slow spans, then the busiest.
+json threads_json(const DispatchAnalysis& a, size_t* omitted) {
+  std::vector<const ThreadSummary*> all_threads;
+  for (const ThreadSummary& t : a.threads) all_threads.push_back(&t);
+  json threads = json::array();
+  for (const ThreadSummary* t : limits::keep_best(
+           all_threads, limits::kJsonMaxThreads,
+           [](const ThreadSummary*x, const ThreadSummary*y) {
+             return std::tie(x->slow_count, x->sum_ns) >
+                    std::tie(y->slow_count, y->sum_ns);
+           },
+           omitted))
+    threads.push_back(thread_json(*t));
+  return threads;
+}
+
+// One backlog of late deliveries: who was late, and what ran meanwhile.
+json backlog_json(const DeliveryBacklog& g, const DispatchAnalysis& a,
+                  const ReportContext& ctx) {
+  const SpanEvent& first = a.slow[g.late.front()].span;
+  const SpanEvent& worst = a.slow[g.worst].span;
+  json behind = json::array();
+  size_t behind_omitted = 0;
+  for (size_t i : g.behind) {
+    if (behind.size() >= limits::kJsonMaxRelated) {
+      ++behind_omitted;
+      continue;
+    }
+    const SpanEvent& b = a.slow[i].span;
+    behind.push_back({{"target", report::describe_target(b, ctx).text},
+                      {"role", looptrace::role_name(b.role)},
+                      {"start_ns", b.start_ns},
+                      {"duration_ns", b.duration_ns}});
+  }
+  json entry = {{"pid", first.pid},
+                {"tid", first.tid},
+                {"comm", first.comm},
+                {"first_due_ns", first.start_ns},
+                {"last_due_ns", a.slow[g.late.back()].span.start_ns},
+                {"last_dispatch_ns", g.last_dispatch_ns},
+                {"late", g.late.size()},
+                {"worst_lag_ns", worst.duration_ns},
+                {"worst_target", report::describe_target(worst, ctx).text},
+                {"behind", std::move(behind)}};
+  if (behind_omitted) entry["behind_omitted"] = behind_omitted;
+  return entry;
+}
+
+// The backlogs the text report shows, with the same grouping.
+json backlogs_json(const DispatchAnalysis& a, const ReportContext& ctx,
+                   size_t* omitted) {
+  json backlogs = json::array();
+  *omitted = 0;
+  for (const DeliveryBacklog& g : a.backlogs) {
+    if (backlogs.size() >= limits::kJsonMaxSpans) {
+      ++*omitted;
+      continue;
+    }
+    backlogs.push_back(backlog_json(g, a, ctx));
+  }
+  return backlogs;
+}
+
+// The listed slow spans of one role.
+json listed_json(const DispatchAnalysis& a, lt_role role,
+                 const ReportContext& ctx, report::FrameNames& names) {
+  json out = json::array();
+  for (size_t i : a.listed[role])
+    out.push_back(slow_span_json(a.slow[i], ctx, names));
+  return out;
+}
+
 }  // namespace
 
 json to_json(const DispatchAnalysis& a, const ReportContext& ctx) {
   json thresholds = json::object();
   for (uint32_t r = 0; r < LT_ROLE_MAX; ++r)
     thresholds[looptrace::role_name(r)] = ctx.slow_ns[r];
-
-  uint64_t total_spans = 0;  // completed spans, from the histograms
-  std::vector<const ThreadSummary*> all_threads;
-  for (const ThreadSummary& t : a.threads) {
-    all_threads.push_back(&t);
-    if (t.role != LT_ROLE_DELIVERY) total_spans += t.count;
-  }
-  // Too many threads: the ones with the most slow spans, then the busiest.
   size_t threads_omitted = 0;
-  json threads = json::array();
-  for (const ThreadSummary* t : report::keep_best(
-           all_threads, report::kJsonMaxThreads,
-           [](const ThreadSummary*x, const ThreadSummary*y) {
-             return std::tie(x->slow_count, x->sum_ns) >
-                    std::tie(y->slow_count, y->sum_ns);
-           },
-           &threads_omitted))
-    threads.push_back(thread_json(*t));
+  json threads = threads_json(a, &threads_omitted);
 
   report::FrameNames names(ctx.symbolizer);
-  json dispatches = json::array();
-  json idle = json::array();
+  json dispatches = listed_json(a, LT_ROLE_DISPATCH, ctx, names);
+  json idle = listed_json(a, LT_ROLE_IDLE, ctx, names);
   json deliveries = json::array();
-  for (size_t i : a.listed[LT_ROLE_DISPATCH])
-    dispatches.push_back(slow_span_json(a.slow[i], ctx, names));
-  for (size_t i : a.listed[LT_ROLE_IDLE])
-    idle.push_back(slow_span_json(a.slow[i], ctx, names));
   for (const DeliveryBlame& why : a.delivery_blame)
     deliveries.push_back(slow_delivery_json(why, a, ctx));
-
-  // The backlogs the text report shows, with the same grouping.
-  json backlogs = json::array();
   size_t backlogs_omitted = 0;
-  for (const DeliveryBacklog& g : a.backlogs) {
-    if (backlogs.size() >= report::kJsonMaxSpans) {
-      ++backlogs_omitted;
-      continue;
-    }
-    const SpanEvent& first = a.slow[g.late.front()].span;
-    const SpanEvent& worst = a.slow[g.worst].span;
-    json behind = json::array();
-    size_t behind_omitted = 0;
-    for (size_t i : g.behind) {
-      if (behind.size() >= report::kJsonMaxRelated) {
-        ++behind_omitted;
-        continue;
-      }
-      const SpanEvent& b = a.slow[i].span;
-      behind.push_back({{"target", report::describe_target(b, ctx).text},
-                        {"role", looptrace::role_name(b.role)},
-                        {"start_ns", b.start_ns},
-                        {"duration_ns", b.duration_ns}});
-    }
-    json entry = {{"pid", first.pid},
-                  {"tid", first.tid},
-                  {"comm", first.comm},
-                  {"first_due_ns", first.start_ns},
-                  {"last_due_ns", a.slow[g.late.back()].span.start_ns},
-                  {"last_dispatch_ns", g.last_dispatch_ns},
-                  {"late", g.late.size()},
-                  {"worst_lag_ns", worst.duration_ns},
-                  {"worst_target", report::describe_target(worst, ctx).text},
-                  {"behind", std::move(behind)}};
-    if (behind_omitted) entry["behind_omitted"] = behind_omitted;
-    backlogs.push_back(std::move(entry));
-  }
+  json backlogs = backlogs_json(a, ctx, &backlogs_omitted);
 
   json lost = json::object();
   for (const report::LostItem& l : report::lost_items(a))
@@ -306,7 +331,7 @@ json to_json(const DispatchAnalysis& a, const ReportContext& ctx) {
       {"delivery_backlogs_omitted", backlogs_omitted},
       {"lost", std::move(lost)},
       {"totals",
-       {{"spans", total_spans},
+       {{"spans", total_spans(a)},
         {"samples", a.counters.bpf[LT_CNT_SAMPLES]},
         {"span_records", a.span_records},
         {"cut_short", a.cut_short}}},

@@ -2,38 +2,13 @@
 // JSON document for scripts (docs/json-schema.md).
 #pragma once
 
-#include <array>
-#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <ostream>
-#include <string>
-#include <vector>
 
 #include "analysis/dispatch.h"
-#include "profiles/probe.h"
-#include "symbolize/symbolizer.h"
+#include "analysis/findings.h"
 
 namespace looptrace {
-
-struct BarrierAnalysis;
-
-struct ReportContext {
-  const std::vector<ProbeDef>* probes = nullptr;  // looked up by ProbeDef::id
-  Symbolizer* symbolizer = nullptr;  // null: addresses shown in hex
-  std::array<uint64_t, LT_ROLE_MAX> slow_ns{};
-  uint64_t duration_ns = 0;  // how long the trace ran
-  std::string command_line;
-  // CLOCK_MONOTONIC when tracing began; the text report shows span starts
-  // relative to it. 0: relative to the first event in the stream.
-  uint64_t start_ns = 0;
-  uint64_t barrier_stall_ns = Thresholds::kBarrierStallNs;
-  // Stack samples per second per CPU: one sample stands for 1/sample_hz s
-  // of CPU time (0: no sampling).
-  uint32_t sample_hz = 0;
-  // Sync barriers, if the run had barrier probes: a backlog of late
-  // messages names the barriers that were up meanwhile.
-  const BarrierAnalysis* barriers = nullptr;
-};
 
 void write_text_report(std::ostream& os, const DispatchAnalysis& analysis,
                        const ReportContext& ctx);

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "base/size.h"
+#include "symbolize/kernel_frames.h"
 #include "symbolize/kernel_symbols.h"
 
 namespace looptrace::report {
@@ -140,58 +141,26 @@ const Frame& FrameNames::frame(uint32_t pid, uint64_t addr) {
 
 namespace {
 
-bool starts_with(const std::string& s, std::string_view p) {
-  return s.compare(0, p.size(), p) == 0;
-}
-
-// The scheduler's own frames and the tracing that recorded the stack.
-bool machinery(const std::string& fn) {
-  for (std::string_view p :
-       {"bpf_", "__bpf", "__traceiter_", "__probestub_", "perf_", "__schedule",
-        "schedule", "preempt_schedule", "__sched_text", "trace_"})
-    if (starts_with(fn, p)) return true;
-  return fn.front() == '[';  // unknown
+KernelFunctionName kernel_functions(FrameNames& names) {
+  return [&names](uint64_t addr) -> const std::string& {
+    return names.function(kKernelPid, addr);
+  };
 }
 
 }  // namespace
 
 std::string kernel_wait(const std::vector<uint64_t>& kframes,
                         FrameNames& names) {
-  for (uint64_t a : kframes) {
-    const std::string& fn = names.function(kKernelPid, a);
-    if (!machinery(fn)) return fn;
-  }
-  return {};
+  return waiting_in(kframes, kernel_functions(names));
 }
 
 bool interrupt_wakeup(const Waker& w, FrameNames& names) {
-  if (w.from_irq) return true;
-  for (uint64_t a : w.kframes) {
-    const std::string& fn = names.function(kKernelPid, a);
-    for (std::string_view p :
-         {"asm_sysvec_", "sysvec_", "__sysvec_", "asm_common_interrupt",
-          "common_interrupt", "__do_softirq", "handle_softirqs", "irq_exit",
-          "__irq_exit_rcu", "run_ksoftirqd", "hrtimer_interrupt"})
-      if (starts_with(fn, p)) return true;
-  }
-  return false;
+  return w.from_irq || through_interrupt(w.kframes, kernel_functions(names));
 }
 
 std::string kernel_waker(const std::vector<uint64_t>& kframes,
                          FrameNames& names) {
-  bool past_wakeup = false;
-  for (uint64_t a : kframes) {
-    const std::string& fn = names.function(kKernelPid, a);
-    bool wakeup = starts_with(fn, "try_to_wake_up") ||
-                  starts_with(fn, "wake_up") || starts_with(fn, "__wake_up") ||
-                  starts_with(fn, "ttwu");
-    if (wakeup) {
-      past_wakeup = true;
-      continue;
-    }
-    if (past_wakeup && !machinery(fn)) return fn;
-  }
-  return {};
+  return woken_by(kframes, kernel_functions(names));
 }
 
 }  // namespace looptrace::report

@@ -75,17 +75,17 @@ class FrameNames {
   std::map<std::pair<uint32_t, uint64_t>, Names> cache_;
 };
 
+// Kernel stacks read with the names of `names` (symbolize/kernel_frames.h).
 // The kernel function a blocked thread waits in (do_nanosleep, futex_wait,
-// ep_poll...): the first of its kernel frames that is not the scheduler or
-// the tracing that recorded it; empty when none is known.
+// ep_poll...); empty when none is known.
 std::string kernel_wait(const std::vector<uint64_t>& kframes,
                         FrameNames& names);
 // Whether a wakeup came from an interrupt (a timer, a device, a softirq)
 // rather than from the thread that was running: its kernel stack passes
 // through an interrupt entry.
 bool interrupt_wakeup(const Waker& w, FrameNames& names);
-// What woke a thread from an interrupt (hrtimer_wakeup...): the frame
-// under try_to_wake_up and its kin; empty when none is known.
+// What woke a thread from an interrupt (hrtimer_wakeup...); empty when
+// none is known.
 std::string kernel_waker(const std::vector<uint64_t>& kframes,
                          FrameNames& names);
 

@@ -5,25 +5,12 @@
 #include <string_view>
 
 #include "base/log.h"
+#include "trace/span_keys.h"
 
 namespace looptrace {
 namespace {
 
 constexpr std::string_view kVtablePrefix = "vtable for ";
-
-// A key read with a size (1, 2 or 4 bytes) holds only that many bytes;
-// registers holding an `int` carry garbage above bit 31, so truncate there
-// too.
-uint64_t truncate(uint64_t v, uint8_t size) {
-  if (size == 0 || size >= 8) return v;
-  return v & ((1ULL << (size * 8)) - 1);
-}
-
-int64_t sign_extend(uint64_t v, uint8_t size) {
-  if (size == 0 || size >= 8) return static_cast<int64_t>(v);
-  unsigned shift = 64 - size * 8;
-  return static_cast<int64_t>(v << shift) >> shift;
-}
 
 std::string hex(uint64_t v) { return fmt::format("{:#x}", v); }
 
@@ -69,8 +56,8 @@ std::vector<RenderedKey> render_keys(const SpanEvent& span,
     k.role = def.role;
     k.format = def.format;
     k.raw = span.keys[i];
-    uint64_t v = truncate(k.raw, def.spec.size);
-    k.int_value = sign_extend(v, def.spec.size);
+    uint64_t v = key_bits(k.raw, def.spec.size);
+    k.int_value = key_int(v, def.spec.size);
     if (span.key_fault_mask & (1u << i)) {
       k.fault = true;
       // Not `= "?"`: GCC 12 reports a bogus -Wrestrict on that assignment.

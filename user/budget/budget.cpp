@@ -1,4 +1,4 @@
-#include "report/budget.h"
+#include "budget/budget.h"
 
 #include <fmt/format.h>
 
@@ -228,66 +228,71 @@ Measure input_stage_max(const json& report, const char* stage,
 
 // ---- the table ----
 
-std::vector<MetricImpl> build_metrics() {
-  std::vector<MetricImpl> m;
-  auto add = [&m](std::string name, MetricKind kind, std::string meaning,
-                  Eval eval) {
-    m.push_back({{std::move(name), kind, std::move(meaning)}, std::move(eval)});
-  };
-  constexpr MetricKind kCount = MetricKind::kCount;
-  constexpr MetricKind kDur = MetricKind::kDuration;
+using Metrics = std::vector<MetricImpl>;
+constexpr MetricKind kCount = MetricKind::kCount;
+constexpr MetricKind kDur = MetricKind::kDuration;
 
+void add(Metrics& m, std::string name, MetricKind kind, std::string meaning,
+         Eval eval) {
+  m.push_back({{std::move(name), kind, std::move(meaning)}, std::move(eval)});
+}
+
+// dispatch.*, idle.*, delivery.*, and slow.count.
+void add_role_metrics(Metrics& m) {
   for (const RoleInfo& r : kRoles) {
     const std::string p = std::string(r.role) + ".";
     const std::string in = fmt::format("(threads[] of role {})", r.role);
-    add(p + "count", kCount,
+    add(m, p + "count", kCount,
         fmt::format("{} completed, summed over threads {}", r.noun, in),
         [&r](const json& j) { return role_sum(j, r, "count"); });
-    add(p + "slow", kCount,
+    add(m, p + "slow", kCount,
         fmt::format("slow {}, in flight and cut short included (length of "
                     "{} + {}_omitted)",
                     r.noun, r.slow_list, r.slow_list),
         [&r](const json& j) { return role_slow(j, r); });
-    add(p + "sum", kDur,
+    add(m, p + "sum", kDur,
         fmt::format("total time of the {}, summed over threads (sum_ns)",
                     r.noun),
         [&r](const json& j) { return role_sum(j, r, "sum_ns"); });
     for (const char* pct : {"p50", "p90", "p99"}) {
       const std::string field = std::string(pct) + "_ns";
-      add(p + pct, kDur,
+      add(m, p + pct, kDur,
           fmt::format("the worst thread's {} of {} (max of {} {})", pct, r.noun,
                       field, in),
           [&r, field](const json& j) {
             return role_percentile(j, r, field.c_str());
           });
     }
-    add(p + "max", kDur,
+    add(m, p + "max", kDur,
         fmt::format("the longest of the {}: max of max_ns {} and of {}'s "
                     "{} (a hang still running at the end counts)",
                     r.noun, in, r.slow_list, r.duration),
         [&r](const json& j) { return role_max(j, r); });
   }
-  add("slow.count", kCount, "same as dispatch.slow",
+  add(m, "slow.count", kCount, "same as dispatch.slow",
       [](const json& j) { return role_slow(j, kRoles[0]); });
+}
 
-  add("input.events", kCount, "input events traced (input_summary.events)",
+// input.*: the run's totals, then each stage's count and percentiles.
+void add_input_metrics(Metrics& m) {
+  add(m, "input.events", kCount, "input events traced (input_summary.events)",
       [](const json& j) -> Measure {
         const json* s = member(j, "input_summary");
         if (s == nullptr) return no_data(kNoInput);
         return measured(u64(*s, "events").value_or(0));
       });
-  add("input.unfinished", kCount,
+  add(m, "input.unfinished", kCount,
       "input events never consumed while traced (sum of "
       "input_channels[].unfinished)",
       [](const json& j) { return input_sum(j, nullptr, "unfinished"); });
-  add("input.blamed", kCount,
+  add(m, "input.blamed", kCount,
       "input events that took --slow-input or longer (sum of "
       "input_channels[].blamed)",
       [](const json& j) { return input_sum(j, nullptr, "blamed"); });
   for (int s = 0; s < kInputStages; ++s) {
     const std::string stage(input_stage_name(static_cast<InputStage>(s)));
     const std::string p = "input." + stage + ".";
-    add(p + "count", kCount,
+    add(m, p + "count", kCount,
         fmt::format("input events with a {} (sum of the channels' count)",
                     stage),
         [stage](const json& j) {
@@ -295,7 +300,7 @@ std::vector<MetricImpl> build_metrics() {
         });
     for (const char* stat : {"p50", "p90", "p99", "max"}) {
       const std::string field = std::string(stat) + "_ns";
-      add(p + stat, kDur,
+      add(m, p + stat, kDur,
           fmt::format("the worst channel's {} of {} (max of "
                       "input_channels[].stages.{}.{})",
                       stat, stage, stage, field),
@@ -304,10 +309,12 @@ std::vector<MetricImpl> build_metrics() {
           });
     }
   }
+}
 
+void add_barrier_metrics(Metrics& m) {
   for (const char* f :
        {"posted", "removed", "stalled", "leaked", "unknown_removes"}) {
-    add(std::string("barrier.") + f, kCount,
+    add(m, std::string("barrier.") + f, kCount,
         fmt::format("sync barriers {} (barrier_summary.{})", f, f),
         [f](const json& j) -> Measure {
           const json* s = member(j, "barrier_summary");
@@ -315,36 +322,49 @@ std::vector<MetricImpl> build_metrics() {
           return measured(u64(*s, f).value_or(0));
         });
   }
+}
 
-  add("lost", kCount,
+// The lost counters that mean lost events, summed, naming the nonzero ones.
+Measure lost_sum(const json& j) {
+  const json* lost = member(j, "lost");
+  if (lost == nullptr || !lost->is_object())
+    return no_data("the report has no lost counters");
+  uint64_t sum = 0;
+  std::string which;
+  for (const auto& [k, v] : lost->items()) {
+    if (k == "unseen_switches" || k == "blocks_capped") continue;
+    uint64_t n = u64(*lost, k).value_or(0);
+    sum += n;
+    if (n) which += fmt::format("{}{} {}", which.empty() ? "" : ", ", k, n);
+  }
+  return measured(sum, which);
+}
+
+// lost, and lost.* for each counter.
+void add_lost_metrics(Metrics& m) {
+  add(m, "lost", kCount,
       "the sum of the counters in lost but unseen_switches and "
       "blocks_capped (no event is lost there)",
-      [](const json& j) -> Measure {
-        const json* lost = member(j, "lost");
-        if (lost == nullptr || !lost->is_object())
-          return no_data("the report has no lost counters");
-        uint64_t sum = 0;
-        std::string which;
-        for (const auto& [k, v] : lost->items()) {
-          if (k == "unseen_switches" || k == "blocks_capped") continue;
-          uint64_t n = u64(*lost, k).value_or(0);
-          sum += n;
-          if (n)
-            which += fmt::format("{}{} {}", which.empty() ? "" : ", ", k, n);
-        }
-        return measured(sum, which);
-      });
+      lost_sum);
   // One metric per counter the reports know, named as in the JSON.
   for (const report::LostItem& l : report::lost_items(DispatchAnalysis{})) {
     const char* key = l.json_key;
-    add(std::string("lost.") + key, kCount, fmt::format("lost.{} alone", key),
-        [key](const json& j) -> Measure {
+    add(m, std::string("lost.") + key, kCount,
+        fmt::format("lost.{} alone", key), [key](const json& j) -> Measure {
           const json* lost = member(j, "lost");
           if (lost == nullptr || member(*lost, key) == nullptr)
             return no_data("the report has no lost counters");
           return measured(u64(*lost, key).value_or(0));
         });
   }
+}
+
+Metrics build_metrics() {
+  Metrics m;
+  add_role_metrics(m);
+  add_input_metrics(m);
+  add_barrier_metrics(m);
+  add_lost_metrics(m);
   return m;
 }
 
@@ -488,30 +508,20 @@ const std::vector<BudgetMetric>& budget_metrics() {
   return kInfo;
 }
 
-Result<Budget> parse_budget(const std::string& text) {
-  auto error = [&text](const std::string& what) {
-    // The message stays one line whatever was typed.
-    std::string quoted;
-    for (char c : text)
-      quoted += c == '\n' ? "\\n" : c == '\r' ? "\\r" : std::string(1, c);
-    return Status::Error(fmt::format("--fail-if '{}': {}", quoted, what),
-                         ErrorKind::kUsage);
-  };
-  if (text.find_first_of("\n\r") != std::string::npos)
-    return error("one expression per --fail-if, on one line");
-  Tokens toks(text);
-  if (toks.at_end())
-    return error("empty; expected METRIC OP VALUE, e.g. 'dispatch.p99 > 16ms'");
+namespace {
 
-  Budget b;
+// Each step of reading a budget takes its token from `toks` into `b`, or
+// says what is wrong with it (parse_budget quotes the expression).
+
+Status read_metric(Tokens& toks, Budget& b) {
   Token metric = toks.take(is_metric_char);
   if (metric.text.empty())
-    return error(fmt::format("expected a metric at column {}, found {}",
-                             metric.column, found(toks.peek())));
+    return Status::Error(fmt::format("expected a metric at column {}, found {}",
+                                     metric.column, found(toks.peek())));
   const MetricImpl* m = find_metric(metric.text);
   if (m == nullptr) {
     std::string near = closest_metric(metric.text);
-    Status st = error(fmt::format(
+    Status st = Status::Error(fmt::format(
         "unknown metric '{}' at column {}{}", metric.text, metric.column,
         near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near)));
     return st.with_hint(
@@ -521,55 +531,98 @@ Result<Budget> parse_budget(const std::string& text) {
   }
   b.metric = m->info.name;
   b.kind = m->info.kind;
+  return Status::Ok();
+}
 
+Status read_op(Tokens& toks, Budget& b) {
   Token op = toks.take(is_op_char);
   auto it = std::find_if(kOps.begin(), kOps.end(),
                          [&op](const auto& o) { return o.first == op.text; });
   if (it == kOps.end()) {
     Token at = op.text.empty() ? toks.peek() : op;
-    return error(fmt::format(
+    return Status::Error(fmt::format(
         "expected an operator (> >= < <= == !=) at column {}, found {}{}",
         at.column, found(at), op.text == "=" ? " (compare with '==')" : ""));
   }
   b.op = it->second;
+  return Status::Ok();
+}
 
+// The value as the metric's kind reads it: a duration or a whole number.
+Status read_limit(const Token& value, Budget& b) {
+  if (b.kind == MetricKind::kCount) {
+    Result<uint64_t> n = parse_count(value.text);
+    if (!n.ok())
+      return Status::Error(fmt::format("{} is a count: '{}' at column {} {}",
+                                       b.metric, value.text, value.column,
+                                       n.status().message()));
+    b.limit = *n;
+    return Status::Ok();
+  }
+  // A bare 0 is the same in every unit; any other number needs one.
+  if (value.text == "0") {
+    b.limit = 0;
+    return Status::Ok();
+  }
+  Result<uint64_t> ns = parse_duration(value.text);
+  if (!ns.ok() && !has_unit(value.text))
+    return Status::Error(
+        fmt::format("{} is a duration: '{}' at column {} needs a unit (ns, us, "
+                    "ms, s), e.g. 16ms",
+                    b.metric, value.text, value.column));
+  if (!ns.ok())
+    return Status::Error(fmt::format("{} is a duration: {} (at column {})",
+                                     b.metric, ns.status().message(),
+                                     value.column));
+  b.limit = *ns;
+  return Status::Ok();
+}
+
+// The value, which ends the expression.
+Status read_value(Tokens& toks, Budget& b) {
   Token value =
       toks.take([](char c) { return !is_space(c) && !is_op_char(c); });
   if (value.text.empty())
-    return error(fmt::format("expected a {} at column {}, found {}",
-                             b.kind == MetricKind::kDuration
-                                 ? "duration (e.g. 16ms)"
-                                 : "whole number",
-                             value.column, found(toks.peek())));
+    return Status::Error(fmt::format("expected a {} at column {}, found {}",
+                                     b.kind == MetricKind::kDuration
+                                         ? "duration (e.g. 16ms)"
+                                         : "whole number",
+                                     value.column, found(toks.peek())));
   if (!toks.at_end()) {
     Token rest = toks.peek();
-    return error(fmt::format("unexpected {} at column {} after the value",
-                             found(rest), rest.column));
+    return Status::Error(
+        fmt::format("unexpected {} at column {} after the value", found(rest),
+                    rest.column));
   }
   b.limit_text = std::string(value.text);
-  if (b.kind == MetricKind::kDuration) {
-    // A bare 0 is the same in every unit; any other number needs one.
-    if (value.text == "0") {
-      b.limit = 0;
-    } else {
-      Result<uint64_t> ns = parse_duration(value.text);
-      if (!ns.ok() && !has_unit(value.text))
-        return error(fmt::format(
-            "{} is a duration: '{}' at column {} needs a unit (ns, us, ms, "
-            "s), e.g. 16ms",
-            b.metric, value.text, value.column));
-      if (!ns.ok())
-        return error(fmt::format("{} is a duration: {} (at column {})",
-                                 b.metric, ns.status().message(),
-                                 value.column));
-      b.limit = *ns;
-    }
-  } else {
-    Result<uint64_t> n = parse_count(value.text);
-    if (!n.ok())
-      return error(fmt::format("{} is a count: '{}' at column {} {}", b.metric,
-                               value.text, value.column, n.status().message()));
-    b.limit = *n;
+  return read_limit(value, b);
+}
+
+}  // namespace
+
+Result<Budget> parse_budget(const std::string& text) {
+  auto error = [&text](const Status& what) {
+    // The message stays one line whatever was typed.
+    std::string quoted;
+    for (char c : text)
+      quoted += c == '\n' ? "\\n" : c == '\r' ? "\\r" : std::string(1, c);
+    Status st =
+        Status::Error(fmt::format("--fail-if '{}': {}", quoted, what.message()),
+                      ErrorKind::kUsage);
+    if (!what.hint().empty()) st.with_hint(what.hint());
+    return st;
+  };
+  if (text.find_first_of("\n\r") != std::string::npos)
+    return error(Status::Error("one expression per --fail-if, on one line"));
+  Tokens toks(text);
+  if (toks.at_end())
+    return error(Status::Error(
+        "empty; expected METRIC OP VALUE, e.g. 'dispatch.p99 > 16ms'"));
+
+  Budget b;
+  for (auto step : {read_metric, read_op, read_value}) {
+    Status st = step(toks, b);
+    if (!st.ok()) return error(st);
   }
   b.text =
       fmt::format("{} {} {}", b.metric, budget_op_text(b.op), b.limit_text);

@@ -1,8 +1,9 @@
-// Every list in the JSON report is bounded, so that a long or pathological
-// run cannot write a report nobody can open (one run listed 270 000 slow
-// deliveries, 77 MB). What does not fit is counted beside the list
-// (docs/json-schema.md, "Bounded lists"); the text report and every count,
-// percentile and total still cover everything.
+// How much the analysis lists. Every list in the JSON report is bounded, so
+// that a long or pathological run cannot write a report nobody can open (one
+// run listed 270 000 slow deliveries, 77 MB). The analysis decides what is
+// listed, so the bounds are its own; what does not fit is counted beside the
+// list (docs/json-schema.md, "Bounded lists"); the text report and every
+// count, percentile and total still cover everything.
 #pragma once
 
 #include <algorithm>
@@ -10,7 +11,7 @@
 #include <numeric>
 #include <vector>
 
-namespace looptrace::report {
+namespace looptrace::limits {
 
 // slow_dispatches, slow_idle_handlers, slow_deliveries: each.
 constexpr size_t kJsonMaxSpans = 10000;
@@ -54,4 +55,4 @@ std::vector<T> keep_best(const std::vector<T>& items, size_t cap, Better better,
   return out;
 }
 
-}  // namespace looptrace::report
+}  // namespace looptrace::limits

@@ -1,0 +1,48 @@
+// What every output shows, computed once at the end of a run (live or
+// replayed): the analyses, and the context to read them in. Outputs
+// (report/) only format them.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analysis/barrier.h"
+#include "analysis/dispatch.h"
+#include "analysis/input.h"
+#include "profiles/probe.h"
+#include "symbolize/symbolizer.h"
+#include "trace/events.h"
+
+namespace looptrace {
+
+struct Findings {
+  DispatchAnalysis analysis;
+  BarrierAnalysis barriers;
+  InputAnalysis input;
+  bool has_barriers = false;
+  bool has_input = false;
+};
+
+// What the findings are read with: the run's probes, thresholds and
+// symbols. The analysis fills it from the session header.
+struct ReportContext {
+  const std::vector<ProbeDef>* probes = nullptr;  // looked up by ProbeDef::id
+  Symbolizer* symbolizer = nullptr;  // null: addresses shown in hex
+  std::array<uint64_t, LT_ROLE_MAX> slow_ns{};
+  uint64_t duration_ns = 0;  // how long the trace ran
+  std::string command_line;
+  // CLOCK_MONOTONIC when tracing began; the text report shows span starts
+  // relative to it. 0: relative to the first event in the stream.
+  uint64_t start_ns = 0;
+  uint64_t barrier_stall_ns = Thresholds::kBarrierStallNs;
+  // Stack samples per second per CPU: one sample stands for 1/sample_hz s
+  // of CPU time (0: no sampling).
+  uint32_t sample_hz = 0;
+  // Sync barriers, if the run had barrier probes: a backlog of late
+  // messages names the barriers that were up meanwhile.
+  const BarrierAnalysis* barriers = nullptr;
+};
+
+}  // namespace looptrace
