@@ -162,17 +162,17 @@ std::vector<BlockGroup> DispatchAnalyzer::take_blocks(const SpanKey& key,
                                              : end_ns;
     uint64_t ns = until > e.ts_ns ? until - e.ts_ns : 0;
     *recorded_ns += ns;
-    std::vector<uint64_t> ukey = e.frames;
+    std::vector<uint64_t> ukey = e.stack.frames;
     if (options_.frame_key)
       for (uint64_t& k : ukey) k = options_.frame_key(e.pid, k);
     auto [at, added] =
         index.try_emplace({std::move(ukey), e.kframes}, groups.size());
     if (added) {
       BlockGroup g;
-      g.frames = e.frames;
+      g.frames = e.stack.frames;
       g.kframes = e.kframes;
-      g.unwind = e.unwind;
-      g.truncated = e.truncated;
+      g.unwind = e.stack.unwind;
+      g.truncated = e.stack.truncated;
       g.first_ns = e.ts_ns;
       groups.push_back(std::move(g));
     }
@@ -200,7 +200,7 @@ std::vector<BlockGroup> DispatchAnalyzer::take_blocks(const SpanKey& key,
     auto same = [&wk](const Waker& x) {
       if (wk.from_irq) return x.from_irq && x.kframes == wk.kframes;
       return !x.from_irq && x.pid == wk.waker_pid && x.tid == wk.waker_tid &&
-             x.frames == wk.frames && x.kframes == wk.kframes;
+             x.frames == wk.stack.frames && x.kframes == wk.kframes;
     };
     auto found = std::find_if(g.wakers.begin(), g.wakers.end(), same);
     if (found == g.wakers.end()) {
@@ -210,11 +210,11 @@ std::vector<BlockGroup> DispatchAnalyzer::take_blocks(const SpanKey& key,
         k.pid = wk.waker_pid;
         k.tid = wk.waker_tid;
         k.comm = wk.waker_comm;
-        k.frames = wk.frames;
+        k.frames = wk.stack.frames;
       }
       k.kframes = wk.kframes;
-      k.unwind = wk.unwind;
-      k.truncated = wk.truncated;
+      k.unwind = wk.stack.unwind;
+      k.truncated = wk.stack.truncated;
       g.wakers.push_back(std::move(k));
       found = std::prev(g.wakers.end());
     }
@@ -315,8 +315,9 @@ const std::vector<uint64_t>* DispatchAnalyzer::latest_frames(
   if (auto it = blocks_.find({pid, tid, span_id});
       it != blocks_.end() && !it->second.empty())
     block = &it->second.back().block;
-  if (block && (!sample || block->ts_ns > sample->ts_ns)) return &block->frames;
-  return sample ? &sample->frames : nullptr;
+  if (block && (!sample || block->ts_ns > sample->ts_ns))
+    return &block->stack.frames;
+  return sample ? &sample->stack.frames : nullptr;
 }
 
 std::vector<StackGroup> group_stacks(std::vector<SampleEvent> samples,
@@ -331,17 +332,17 @@ std::vector<StackGroup> group_stacks(std::vector<SampleEvent> samples,
   size_t prev = SIZE_MAX;
   uint32_t run = 0;
   for (SampleEvent& s : samples) {
-    std::vector<uint64_t> key = s.frames;
+    std::vector<uint64_t> key = s.stack.frames;
     if (frame_key) {
       for (uint64_t& k : key) k = frame_key(s.pid, k);
     }
     auto [it, added] = index.try_emplace(std::move(key), groups.size());
     if (added) {
       StackGroup g;
-      g.frames = std::move(s.frames);
+      g.frames = std::move(s.stack.frames);
       g.first_ns = s.ts_ns;
-      g.unwind = s.unwind;
-      g.truncated = s.truncated;
+      g.unwind = s.stack.unwind;
+      g.truncated = s.stack.truncated;
       groups.push_back(std::move(g));
     }
     StackGroup& g = groups[it->second];
