@@ -244,45 +244,35 @@ void DispatchAnalyzer::on_span(const SpanEvent& ev) {
   if (ev.unfinished()) {
     if (ev.cut_short()) cut_short_++;
     if (ev.duration_ns < slow_threshold(ev.role)) return;
-    SlowSpan slow;
-    slow.span = ev;
-    slow.nsamples = static_cast<uint32_t>(samples.size());
-    slow.stacks = group_stacks(std::move(samples), options_.frame_key);
-    slow.blocked =
-        take_blocks({ev.pid, ev.tid, ev.span_id}, ev.start_ns + ev.duration_ns,
-                    &slow.blocked_recorded_ns);
-    slow.hang_announced_ns = take_hang({ev.pid, ev.tid, ev.span_id});
-    slow_.push_back(std::move(slow));
-    return;
-  }
+  } else {
+    span_records_++;
+    ThreadHistogram& h = stream_hists_[{ev.pid, ev.tid, ev.role, ev.probe_id}];
+    if (h.count == 0) {
+      h.pid = ev.pid;
+      h.tid = ev.tid;
+      h.comm = ev.comm;
+      h.probe_id = ev.probe_id;
+      h.role = ev.role;
+    }
+    histogram_add(h, ev.duration_ns);
 
-  span_records_++;
-  ThreadHistogram& h = stream_hists_[{ev.pid, ev.tid, ev.role, ev.probe_id}];
-  if (h.count == 0) {
-    h.pid = ev.pid;
-    h.tid = ev.tid;
-    h.comm = ev.comm;
-    h.probe_id = ev.probe_id;
-    h.role = ev.role;
+    Seen& seen = seen_[{ev.pid, ev.tid, ev.role}];
+    if (seen.comm.empty()) seen.comm = ev.comm;
+    seen.spans++;
+    seen.sum_ns += ev.duration_ns;
+    // With --record-all fast spans are in the stream too: they only count.
+    if (ev.duration_ns < slow_threshold(ev.role)) {
+      uint64_t ignored;
+      take_blocks({ev.pid, ev.tid, ev.span_id}, 0, &ignored);
+      if (seen.fast_complete && seen.fast_durations.size() < kMaxFastDurations)
+        seen.fast_durations.push_back(ev.duration_ns);
+      else
+        seen.fast_complete = false;
+      return;
+    }
+    seen.slow++;
+    seen.slow_durations.push_back(ev.duration_ns);
   }
-  histogram_add(h, ev.duration_ns);
-
-  Seen& seen = seen_[{ev.pid, ev.tid, ev.role}];
-  if (seen.comm.empty()) seen.comm = ev.comm;
-  seen.spans++;
-  seen.sum_ns += ev.duration_ns;
-  // With --record-all fast spans are in the stream too: they only count.
-  if (ev.duration_ns < slow_threshold(ev.role)) {
-    uint64_t ignored;
-    take_blocks({ev.pid, ev.tid, ev.span_id}, 0, &ignored);
-    if (seen.fast_complete && seen.fast_durations.size() < kMaxFastDurations)
-      seen.fast_durations.push_back(ev.duration_ns);
-    else
-      seen.fast_complete = false;
-    return;
-  }
-  seen.slow++;
-  seen.slow_durations.push_back(ev.duration_ns);
 
   SlowSpan slow;
   slow.span = ev;
