@@ -89,7 +89,7 @@ struct Tally {
       span_ts += sp->start_ns + sp->keys[2];
     } else if (const auto* sa = std::get_if<SampleEvent>(&ev)) {
       ++samples;
-      for (uint64_t f : sa->frames) sample_frames += f;
+      for (uint64_t f : sa->stack.frames) sample_frames += f;
     } else {
       ++other;
     }
@@ -253,8 +253,9 @@ class Generator {
     e.ts_ns =
         t_ + 4'000'000 + 10'000'000 + static_cast<uint64_t>(i) * 5'000'000;
     e.span_id = span_id_ + 1;
-    e.frames = stacks_[(cycle_ + static_cast<uint64_t>(i)) % kStacks];
-    e.frames[0] += 4 * rng_.below(16);  // a busy loop: its instructions vary
+    e.stack.frames = stacks_[(cycle_ + static_cast<uint64_t>(i)) % kStacks];
+    e.stack.frames[0] +=
+        4 * rng_.below(16);  // a busy loop: its instructions vary
     return sample_;
   }
 

@@ -11,10 +11,13 @@
 
 namespace {
 
-// A user stack copy within what the kernel copies (or none).
-bool ustack_ok(const std::shared_ptr<const looptrace::UserStack>& u) {
-  return !u || (u->bytes.size() <= LT_STACK_COPY &&
-                u->ret_addrs.size() <= LT_MAX_DEPTH);
+// A user stack within what the kernel walks, and its copy within what the
+// kernel copies (or none).
+bool stack_ok(const looptrace::Stack& s) {
+  const auto& u = s.ustack;
+  return s.frames.size() <= LT_MAX_STACK &&
+         (!u || (u->bytes.size() <= LT_STACK_COPY &&
+                 u->ret_addrs.size() <= LT_MAX_DEPTH));
 }
 
 }  // namespace
@@ -31,7 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     looptrace::Event ev;
     if (looptrace::decode_record(rec.data(), rec.size(), &ev)) {
       if (auto* s = std::get_if<looptrace::SampleEvent>(&ev))
-        LT_FUZZ_CHECK(s->frames.size() <= LT_MAX_STACK && ustack_ok(s->ustack));
+        LT_FUZZ_CHECK(stack_ok(s->stack));
       if (auto* p = std::get_if<looptrace::PointEvent>(&ev))
         LT_FUZZ_CHECK(p->frames.size() <= LT_MAX_STACK &&
                       p->probe_id < LT_MAX_PROBES);
@@ -41,15 +44,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (auto* io = std::get_if<looptrace::IoEvent>(&ev))
         LT_FUZZ_CHECK(io->comm.size() <= LT_COMM_LEN && io->bytes > 0);
       if (auto* b = std::get_if<looptrace::BlockEvent>(&ev))
-        LT_FUZZ_CHECK(b->frames.size() <= LT_MAX_STACK &&
+        LT_FUZZ_CHECK(stack_ok(b->stack) &&
                       b->kframes.size() <= LT_MAX_KSTACK &&
-                      b->probe_id < LT_MAX_PROBES && ustack_ok(b->ustack));
+                      b->probe_id < LT_MAX_PROBES);
       // A wakeup from an interrupt has no user stack to unwind.
       if (auto* w = std::get_if<looptrace::WakeEvent>(&ev))
-        LT_FUZZ_CHECK(w->frames.size() <= LT_MAX_STACK &&
+        LT_FUZZ_CHECK(stack_ok(w->stack) &&
                       w->kframes.size() <= LT_MAX_KSTACK &&
                       w->waker_comm.size() <= LT_COMM_LEN &&
-                      ustack_ok(w->ustack) && !(w->from_irq && w->ustack));
+                      !(w->from_irq && w->stack.ustack));
     }
     data += len;
     size -= len;

@@ -35,7 +35,7 @@ SampleEvent sample(uint32_t tid, uint64_t id, uint64_t ts,
   s.tid = tid;
   s.span_id = id;
   s.ts_ns = ts;
-  s.frames = std::move(frames);
+  s.stack.frames = std::move(frames);
   return s;
 }
 
@@ -117,7 +117,7 @@ BlockEvent block(uint32_t tid, uint64_t id, uint64_t ts, uint32_t seq,
   b.span_id = id;
   b.ts_ns = ts;
   b.seq = seq;
-  b.frames = std::move(frames);
+  b.stack.frames = std::move(frames);
   b.kframes = {0xffff0001};
   return b;
 }
@@ -135,7 +135,7 @@ std::vector<Event> wake(uint32_t tid, uint64_t ts, uint32_t seq,
   w.waker_pid = 100;
   w.waker_tid = waker_tid;
   w.waker_comm = "w" + std::to_string(waker_tid);
-  w.frames = std::move(frames);
+  w.stack.frames = std::move(frames);
   std::vector<Event> out{Event(w)};
   if (seq) out.push_back(Event(WokenEvent{100, tid, ts, seq, id}));
   return out;
@@ -451,14 +451,15 @@ TEST(DispatchAnalysisFrameKey, GroupsByFunctionNotInstruction) {
     s.pid = 1;
     s.tid = 1;
     s.ts_ns = 1000 + i;
-    s.frames = {0x1000 + i * 4, 0x2010};  // a loop inside [0x1000, 0x1100)
+    s.stack.frames = {0x1000 + i * 4,
+                      0x2010};  // a loop inside [0x1000, 0x1100)
     samples.push_back(s);
   }
   SampleEvent other;
   other.pid = 1;
   other.tid = 1;
   other.ts_ns = 2000;
-  other.frames = {0x3000, 0x2010};
+  other.stack.frames = {0x3000, 0x2010};
   samples.push_back(other);
   auto by_addr = group_stacks(samples);
   EXPECT_EQ(by_addr.size(), 7u);
@@ -489,7 +490,7 @@ TEST(DispatchAnalysisInFlight, ReportedNotCounted) {
   s.tid = 8;
   s.ts_ns = 2'000'000'000;
   s.span_id = 5;
-  s.frames = {0x1234};
+  s.stack.frames = {0x1234};
   an.consume(s);
   SpanEvent ev;
   ev.pid = 7;

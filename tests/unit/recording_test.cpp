@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 
@@ -53,6 +54,7 @@ std::vector<Event> sample_events() {
   type.names = {{1, "Timer"}, {-3, "Minus"}, {1000, "User"}};
   p.keys.push_back(type);
   p.outermost = true;
+  p.input = ProbeDef::InputMatch{2, 0, {{1, "key_press"}}};
   s.probes.push_back(p);
 
   SpanEvent sp;
@@ -74,9 +76,9 @@ std::vector<Event> sample_events() {
   sa.tid = 43;
   sa.ts_ns = 3000;
   sa.span_id = 7;
-  sa.frames = {0x1000, 0x2000, 0x3000};
-  sa.unwind = Unwind::kDwarf;
-  sa.truncated = true;
+  sa.stack.frames = {0x1000, 0x2000, 0x3000};
+  sa.stack.unwind = Unwind::kDwarf;
+  sa.stack.truncated = true;
   PointEvent pt;
   pt.frames = {0x10, 0x20};
   pt.keys = {9, 8, 7, 6};
@@ -129,9 +131,9 @@ std::vector<Event> sample_events() {
   bl.span_id = 7;
   bl.probe_id = 1;
   bl.seq = 5;
-  bl.frames = {0x1100, 0x2200};
+  bl.stack.frames = {0x1100, 0x2200};
   bl.kframes = {0xffffffff81000000, 0xffffffff81000100};
-  bl.unwind = Unwind::kDwarf;
+  bl.stack.unwind = Unwind::kDwarf;
   WakeEvent wk;
   wk.pid = 42;
   wk.tid = 43;
@@ -141,9 +143,9 @@ std::vector<Event> sample_events() {
   wk.waker_pid = 50;
   wk.waker_tid = 51;
   wk.waker_comm = "holder";
-  wk.frames = {0x3300};
+  wk.stack.frames = {0x3300};
   wk.kframes = {0xffffffff81000200};
-  wk.truncated = true;
+  wk.stack.truncated = true;
   return {Event(s),
           Event(sp),
           Event(sa),
@@ -217,6 +219,89 @@ TEST(RecordingCodec, ShortOrLongPayloadsAreRefused) {
   Event back;
   EXPECT_FALSE(rec::decode_event(0, nullptr, 0, &back));
   EXPECT_FALSE(rec::decode_event(200, nullptr, 0, &back));
+}
+
+// Payloads as older releases wrote them, before fields were appended: a
+// span without its str key, a sample without how it was unwound, a probe
+// without label, outermost, enum names or input match, an end without
+// hook_misses. They still decode, with those fields at their defaults.
+bool decode_payload(uint8_t type, const std::string& payload, Event* out) {
+  return rec::decode_event(type,
+                           reinterpret_cast<const uint8_t*>(payload.data()),
+                           payload.size(), out);
+}
+
+TEST(RecordingCodec, OlderPayloadsStillDecode) {
+  std::vector<Event> evs = sample_events();
+  const auto& span = std::get<SpanEvent>(evs[1]);
+  ASSERT_FALSE(span.key_str.empty());
+  // The str key is the last field: its length (u32) and its bytes.
+  size_t key_str_bytes = 4 + span.key_str.size();
+  for (uint8_t type : {rec::kSpan, rec::kHang}) {
+    std::string b = bytes_of(type == rec::kSpan ? evs[1] : evs[12]);
+    ASSERT_EQ(static_cast<uint8_t>(b[0]), type);
+    Event back;
+    ASSERT_TRUE(
+        decode_payload(type, b.substr(5, b.size() - 5 - key_str_bytes), &back))
+        << "type " << int(type);
+    const SpanEvent& s = type == rec::kSpan ? std::get<SpanEvent>(back)
+                                            : std::get<HangEvent>(back).span;
+    EXPECT_EQ(s.key_str, "");
+    EXPECT_EQ(s.span_id, span.span_id);
+    EXPECT_EQ(s.keys, span.keys);
+    EXPECT_EQ(s.flags, span.flags);
+    EXPECT_TRUE(s.in_flight);
+  }
+
+  // How a sample was unwound: two bytes at the end.
+  std::string b = bytes_of(evs[2]);
+  Event back;
+  ASSERT_TRUE(
+      decode_payload(rec::kSample, b.substr(5, b.size() - 5 - 2), &back));
+  const auto& sa = std::get<SampleEvent>(back);
+  EXPECT_EQ(sa.stack.frames, std::get<SampleEvent>(evs[2]).stack.frames);
+  EXPECT_EQ(sa.stack.unwind, Unwind::kFramePointer);
+  EXPECT_FALSE(sa.stack.truncated);
+  // One byte of them is malformed.
+  EXPECT_FALSE(
+      decode_payload(rec::kSample, b.substr(5, b.size() - 5 - 1), &back));
+
+  // The CBOR documents, with the newer keys taken out.
+  using nlohmann::json;
+  auto without = [](const Event& ev, auto&& strip) {
+    std::string b = bytes_of(ev);
+    json j = json::from_cbor(b.substr(5));
+    strip(j);
+    std::vector<uint8_t> cbor = json::to_cbor(j);
+    return std::string(cbor.begin(), cbor.end());
+  };
+  ASSERT_TRUE(decode_payload(rec::kSession,
+                             without(evs[0],
+                                     [](json& j) {
+                                       json& p = j["probes"][0];
+                                       p.erase("label");
+                                       p.erase("outermost");
+                                       p.erase("input");
+                                       p["keys"][1].erase("names");
+                                     }),
+                             &back));
+  const ProbeDef& p = std::get<SessionEvent>(back).probes.at(0);
+  EXPECT_EQ(p.label, "");
+  EXPECT_FALSE(p.outermost);
+  EXPECT_FALSE(p.input.has_value());
+  EXPECT_TRUE(p.keys.at(1).names.empty());
+  EXPECT_EQ(p.keys.at(1).format, KeyFormat::kEnum);
+  EXPECT_EQ(p.resolved_symbol,
+            std::get<SessionEvent>(evs[0]).probes[0].resolved_symbol);
+
+  ASSERT_TRUE(decode_payload(
+      rec::kEnd, without(evs[11], [](json& j) { j.erase("hook_misses"); }),
+      &back));
+  const auto& end = std::get<EndEvent>(back);
+  EXPECT_EQ(end.counters.hook_misses, 0u);
+  EXPECT_EQ(end.counters.decode_errors, 1u);
+  ASSERT_EQ(end.hists.size(), 1u);
+  EXPECT_EQ(end.hists[0].slots[3], 5u);
 }
 
 // A recording of `blocks` blocks, each holding every sample event.

@@ -228,7 +228,7 @@ struct Fixture {
       s.pid = s.tid = 4242;
       s.span_id = 5;
       s.ts_ns = t0 + 1234 * kMs + (i + 1) * 10 * kMs;
-      s.frames = i < 7 ? stuck : other;
+      s.stack.frames = i < 7 ? stuck : other;
       a.consume(s);
     }
     SpanEvent slow = dispatch_span(kStallVtable, 0, 7);
@@ -423,7 +423,7 @@ TEST(TextReport, LostNoneAndLongLinesCut) {
   s.tid = 4194303;
   s.span_id = 1;
   s.ts_ns = 5;
-  for (int i = 0; i < 20; ++i) s.frames.push_back(kSleep + i);
+  for (int i = 0; i < 20; ++i) s.stack.frames.push_back(kSleep + i);
   a.consume(s);
   SpanEvent e = dispatch_span(kStallVtable, kOnTick, -123456789);
   e.pid = 4194304;

@@ -138,10 +138,10 @@ namespace {
 // A new group for the stacks of the blocking point `e`.
 BlockGroup block_group(const BlockEvent& e) {
   BlockGroup g;
-  g.frames = e.frames;
+  g.frames = e.stack.frames;
   g.kframes = e.kframes;
-  g.unwind = e.unwind;
-  g.truncated = e.truncated;
+  g.unwind = e.stack.unwind;
+  g.truncated = e.stack.truncated;
   g.first_ns = e.ts_ns;
   return g;
 }
@@ -174,7 +174,7 @@ void count_waker(BlockGroup& g, const WakeEvent& wk, uint64_t ns) {
   auto same = [&wk](const Waker& x) {
     if (wk.from_irq) return x.from_irq && x.kframes == wk.kframes;
     return !x.from_irq && x.pid == wk.waker_pid && x.tid == wk.waker_tid &&
-           x.frames == wk.frames && x.kframes == wk.kframes;
+           x.frames == wk.stack.frames && x.kframes == wk.kframes;
   };
   auto found = std::find_if(g.wakers.begin(), g.wakers.end(), same);
   if (found == g.wakers.end()) {
@@ -184,11 +184,11 @@ void count_waker(BlockGroup& g, const WakeEvent& wk, uint64_t ns) {
       k.pid = wk.waker_pid;
       k.tid = wk.waker_tid;
       k.comm = wk.waker_comm;
-      k.frames = wk.frames;
+      k.frames = wk.stack.frames;
     }
     k.kframes = wk.kframes;
-    k.unwind = wk.unwind;
-    k.truncated = wk.truncated;
+    k.unwind = wk.stack.unwind;
+    k.truncated = wk.stack.truncated;
     g.wakers.push_back(std::move(k));
     found = std::prev(g.wakers.end());
   }
@@ -245,7 +245,7 @@ std::vector<BlockGroup> DispatchAnalyzer::take_blocks(const SpanKey& key,
                                              : end_ns;
     uint64_t ns = until > e.ts_ns ? until - e.ts_ns : 0;
     *recorded_ns += ns;
-    std::vector<uint64_t> ukey = e.frames;
+    std::vector<uint64_t> ukey = e.stack.frames;
     if (options_.frame_key)
       for (uint64_t& k : ukey) k = options_.frame_key(e.pid, k);
     auto [at, added] =
@@ -272,45 +272,35 @@ void DispatchAnalyzer::on_span(const SpanEvent& ev) {
   if (ev.unfinished()) {
     if (ev.cut_short()) cut_short_++;
     if (ev.duration_ns < slow_threshold(ev.role)) return;
-    SlowSpan slow;
-    slow.span = ev;
-    slow.nsamples = static_cast<uint32_t>(samples.size());
-    slow.stacks = group_stacks(std::move(samples), options_.frame_key);
-    slow.blocked =
-        take_blocks({ev.pid, ev.tid, ev.span_id}, ev.start_ns + ev.duration_ns,
-                    &slow.blocked_recorded_ns);
-    slow.hang_announced_ns = take_hang({ev.pid, ev.tid, ev.span_id});
-    slow_.push_back(std::move(slow));
-    return;
-  }
+  } else {
+    span_records_++;
+    ThreadHistogram& h = stream_hists_[{ev.pid, ev.tid, ev.role, ev.probe_id}];
+    if (h.count == 0) {
+      h.pid = ev.pid;
+      h.tid = ev.tid;
+      h.comm = ev.comm;
+      h.probe_id = ev.probe_id;
+      h.role = ev.role;
+    }
+    histogram_add(h, ev.duration_ns);
 
-  span_records_++;
-  ThreadHistogram& h = stream_hists_[{ev.pid, ev.tid, ev.role, ev.probe_id}];
-  if (h.count == 0) {
-    h.pid = ev.pid;
-    h.tid = ev.tid;
-    h.comm = ev.comm;
-    h.probe_id = ev.probe_id;
-    h.role = ev.role;
+    Seen& seen = seen_[{ev.pid, ev.tid, ev.role}];
+    if (seen.comm.empty()) seen.comm = ev.comm;
+    seen.spans++;
+    seen.sum_ns += ev.duration_ns;
+    // With --record-all fast spans are in the stream too: they only count.
+    if (ev.duration_ns < slow_threshold(ev.role)) {
+      uint64_t ignored;
+      take_blocks({ev.pid, ev.tid, ev.span_id}, 0, &ignored);
+      if (seen.fast_complete && seen.fast_durations.size() < kMaxFastDurations)
+        seen.fast_durations.push_back(ev.duration_ns);
+      else
+        seen.fast_complete = false;
+      return;
+    }
+    seen.slow++;
+    seen.slow_durations.push_back(ev.duration_ns);
   }
-  histogram_add(h, ev.duration_ns);
-
-  Seen& seen = seen_[{ev.pid, ev.tid, ev.role}];
-  if (seen.comm.empty()) seen.comm = ev.comm;
-  seen.spans++;
-  seen.sum_ns += ev.duration_ns;
-  // With --record-all fast spans are in the stream too: they only count.
-  if (ev.duration_ns < slow_threshold(ev.role)) {
-    uint64_t ignored;
-    take_blocks({ev.pid, ev.tid, ev.span_id}, 0, &ignored);
-    if (seen.fast_complete && seen.fast_durations.size() < kMaxFastDurations)
-      seen.fast_durations.push_back(ev.duration_ns);
-    else
-      seen.fast_complete = false;
-    return;
-  }
-  seen.slow++;
-  seen.slow_durations.push_back(ev.duration_ns);
 
   SlowSpan slow;
   slow.span = ev;
@@ -343,8 +333,9 @@ const std::vector<uint64_t>* DispatchAnalyzer::latest_frames(
   if (auto it = blocks_.find({pid, tid, span_id});
       it != blocks_.end() && !it->second.empty())
     block = &it->second.back().block;
-  if (block && (!sample || block->ts_ns > sample->ts_ns)) return &block->frames;
-  return sample ? &sample->frames : nullptr;
+  if (block && (!sample || block->ts_ns > sample->ts_ns))
+    return &block->stack.frames;
+  return sample ? &sample->stack.frames : nullptr;
 }
 
 std::vector<StackGroup> group_stacks(std::vector<SampleEvent> samples,
@@ -359,17 +350,17 @@ std::vector<StackGroup> group_stacks(std::vector<SampleEvent> samples,
   size_t prev = SIZE_MAX;
   uint32_t run = 0;
   for (SampleEvent& s : samples) {
-    std::vector<uint64_t> key = s.frames;
+    std::vector<uint64_t> key = s.stack.frames;
     if (frame_key) {
       for (uint64_t& k : key) k = frame_key(s.pid, k);
     }
     auto [it, added] = index.try_emplace(std::move(key), groups.size());
     if (added) {
       StackGroup g;
-      g.frames = std::move(s.frames);
+      g.frames = std::move(s.stack.frames);
       g.first_ns = s.ts_ns;
-      g.unwind = s.unwind;
-      g.truncated = s.truncated;
+      g.unwind = s.stack.unwind;
+      g.truncated = s.stack.truncated;
       groups.push_back(std::move(g));
     }
     StackGroup& g = groups[it->second];

@@ -60,15 +60,12 @@ class MappingsTracker {
       unwinder_.forget(pid);
       unwind_maps_.erase(pid);
     }
-    if (auto* s = std::get_if<SampleEvent>(&ev); s && s->ustack) {
-      unwind(s->pid, s->ts_ns, std::move(s->ustack), &s->frames, &s->unwind,
-             &s->truncated);
-    } else if (auto* b = std::get_if<BlockEvent>(&ev); b && b->ustack) {
-      unwind(b->pid, b->ts_ns, std::move(b->ustack), &b->frames, &b->unwind,
-             &b->truncated);
-    } else if (auto* w = std::get_if<WakeEvent>(&ev); w && w->ustack) {
-      unwind(w->waker_pid, w->ts_ns, std::move(w->ustack), &w->frames,
-             &w->unwind, &w->truncated);
+    if (auto* s = std::get_if<SampleEvent>(&ev); s && s->stack.ustack) {
+      unwind(s->pid, s->ts_ns, &s->stack);
+    } else if (auto* b = std::get_if<BlockEvent>(&ev); b && b->stack.ustack) {
+      unwind(b->pid, b->ts_ns, &b->stack);
+    } else if (auto* w = std::get_if<WakeEvent>(&ev); w && w->stack.ustack) {
+      unwind(w->waker_pid, w->ts_ns, &w->stack);
     }
     out_.consume(ev);
   }
@@ -89,8 +86,8 @@ class MappingsTracker {
 
   // The frame pointers where they reach the thread's first frame, else
   // the CFI's stack when it goes further; the stack bytes go either way.
-  void unwind(uint32_t pid, uint64_t ts_ns, std::shared_ptr<const UserStack> u,
-              std::vector<uint64_t>* frames, Unwind* how, bool* truncated) {
+  void unwind(uint32_t pid, uint64_t ts_ns, Stack* st) {
+    std::shared_ptr<const UserStack> u = std::move(st->ustack);
     // The mappings as the unwinder last saw them; again after a stack that
     // stopped short (a library loaded since?), at most every second.
     auto [it, fresh] = unwind_maps_.try_emplace(pid);
@@ -129,13 +126,13 @@ class MappingsTracker {
     unwind_ns_ += monotonic_ns() - t0;
     unwound_++;
     if (r.truncated && um.short_since == 0) um.short_since = ts_ns;
-    if (r.frames.size() > frames->size() ||
-        (!r.truncated && r.frames.size() == frames->size())) {
-      *frames = std::move(r.frames);
-      *how = Unwind::kDwarf;
-      *truncated = r.truncated;
+    if (r.frames.size() > st->frames.size() ||
+        (!r.truncated && r.frames.size() == st->frames.size())) {
+      st->frames = std::move(r.frames);
+      st->unwind = Unwind::kDwarf;
+      st->truncated = r.truncated;
     } else {
-      *truncated = frames->size() >= LT_MAX_STACK;
+      st->truncated = st->frames.size() >= LT_MAX_STACK;
     }
   }
 

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <string_view>
 
@@ -680,17 +681,7 @@ std::vector<ThreadHistogram> Tracer::read_histograms() const {
   lt_hist h;
   for (uint32_t i = 0; i < used; ++i) {
     if (bpf_map_lookup_elem(fd, &i, &h) != 0 || h.count == 0) continue;
-    ThreadHistogram t;
-    t.pid = h.pid;
-    t.tid = h.tid;
-    t.comm.assign(h.comm, strnlen(h.comm, sizeof(h.comm)));
-    t.probe_id = h.probe_id;
-    t.role = h.role;
-    t.count = h.count;
-    t.sum_ns = h.sum_ns;
-    t.max_ns = h.max_ns;
-    for (int s = 0; s < LT_HIST_SLOTS; ++s) t.slots[s] = h.slots[s];
-    out.push_back(std::move(t));
+    out.push_back(thread_histogram(h));
   }
   return out;
 }
@@ -723,22 +714,23 @@ std::vector<SpanEvent> Tracer::read_in_flight(
       if (f.probe_id >= LT_MAX_PROBES || now_ns < f.start_ns) continue;
       // Only spans can be in flight; a barrier post is a point.
       if (skel->rodata->lt_cfg.probes[f.probe_id].role >= LT_ROLE_MAX) continue;
-      SpanEvent ev;
-      ev.pid = pid;
-      ev.tid = tid;
-      ev.comm = comm;
-      ev.span_id = f.span_id;
-      ev.start_ns = f.start_ns;
-      ev.duration_ns = now_ns - f.start_ns;
-      ev.cpu_ns = cpu > f.cpu_at_start ? cpu - f.cpu_at_start : 0;
-      ev.runq_ns = runq > f.runq_at_start ? runq - f.runq_at_start : 0;
-      ev.steal_ns =
+      // The record the kernel would send if the span ended now.
+      lt_span_rec r{};
+      r.hdr = {LT_REC_SPAN, sizeof(r), now_ns, pid, tid};
+      comm.copy(r.comm, sizeof(r.comm));
+      r.span_id = f.span_id;
+      r.start_ns = f.start_ns;
+      r.duration_ns = now_ns - f.start_ns;
+      r.cpu_ns = cpu > f.cpu_at_start ? cpu - f.cpu_at_start : 0;
+      r.runq_ns = runq > f.runq_at_start ? runq - f.runq_at_start : 0;
+      r.steal_ns =
           st.steal_acc > f.steal_at_start ? st.steal_acc - f.steal_at_start : 0;
-      ev.probe_id = f.probe_id;
-      ev.role = skel->rodata->lt_cfg.probes[f.probe_id].role;
-      ev.depth = d;
-      ev.key_fault_mask = f.key_fault_mask;
-      for (int k = 0; k < LT_MAX_KEYS; ++k) ev.keys[k] = f.keys[k];
+      r.probe_id = f.probe_id;
+      r.role = skel->rodata->lt_cfg.probes[f.probe_id].role;
+      r.depth = d;
+      r.key_fault_mask = f.key_fault_mask;
+      std::copy(std::begin(f.keys), std::end(f.keys), r.keys);
+      SpanEvent ev = span_event(r);
       if (st.sched_unseen != f.unseen_at_start) {
         // The books missed a switch: the kernel's counters of the thread,
         // now (schedstat: CPU ns, run-queue wait ns).

@@ -31,12 +31,12 @@ void CapturingSymbolizer::prepare(const Event& ev,
     for (uint64_t addr : f) symbolize(pid, addr);
   };
   if (const auto* s = std::get_if<SampleEvent>(&ev)) {
-    frames(s->pid, s->frames);
+    frames(s->pid, s->stack.frames);
   } else if (const auto* b = std::get_if<BlockEvent>(&ev)) {
-    frames(b->pid, b->frames);
+    frames(b->pid, b->stack.frames);
     frames(kKernelPid, b->kframes);
   } else if (const auto* w = std::get_if<WakeEvent>(&ev)) {
-    frames(w->waker_pid, w->frames);
+    frames(w->waker_pid, w->stack.frames);
     frames(kKernelPid, w->kframes);
   } else if (const auto* p = std::get_if<PointEvent>(&ev)) {
     frames(p->pid, p->frames);

@@ -1,9 +1,12 @@
 #include "record/codec.h"
 
+#include <concepts>
 #include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <type_traits>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "profiles/key_expr.h"
@@ -18,188 +21,263 @@ using nlohmann::json;
 constexpr uint32_t kMaxFrames = 1024;
 
 // Fixed-width little-endian fields (x86-64 and the BPF side are little
-// endian; a big-endian reader would swap here).
+// endian; a big-endian reader would swap here). Writer and Reader take the
+// same calls, so that one field list (Codec<E>::fields below) drives both:
+// a(fields...) writes or reads them in order; a.optional(f) is a trailing
+// part that older recordings lack; a.check(ok) refuses what was read.
 class Writer {
  public:
   explicit Writer(std::string* out) : out_(out) {}
-  template <typename T>
-  void put(T v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    char b[sizeof(T)];
-    std::memcpy(b, &v, sizeof(T));
-    out_->append(b, sizeof(T));
+  template <typename... T>
+  bool operator()(const T&... v) {
+    (put(v), ...);
+    return true;
   }
-  void put_str(const std::string& s) {
-    put<uint32_t>(static_cast<uint32_t>(s.size()));
-    out_->append(s);
+  template <typename F>
+  bool optional(F&& part) {
+    return part();
   }
-  void put_frames(const std::vector<uint64_t>& f) {
-    put<uint32_t>(static_cast<uint32_t>(f.size()));
-    if (!f.empty())
-      out_->append(reinterpret_cast<const char*>(f.data()), f.size() * 8);
-  }
-  template <size_t N>
-  void put_keys(const std::array<uint64_t, N>& k) {
-    out_->append(reinterpret_cast<const char*>(k.data()), N * 8);
-  }
-  template <size_t N>
-  void put_raw(const std::array<uint8_t, N>& b) {
-    out_->append(reinterpret_cast<const char*>(b.data()), N);
-  }
+  bool check(bool) { return true; }
   // Straight into the block, no copy.
   void put_cbor(const json& j) { json::to_cbor(j, *out_); }
 
  private:
+  // Integers, bool and Unwind as one byte, arrays and the kernel's message
+  // structs as they are in memory.
+  template <typename T>
+  requires std::is_trivially_copyable_v<T>
+  void put(const T& v) {
+    out_->append(reinterpret_cast<const char*>(&v), sizeof(T));
+  }
+  void put(const std::string& s) {
+    put(static_cast<uint32_t>(s.size()));
+    out_->append(s);
+  }
+  // The count, then the elements.
+  template <typename T>
+  void put(const std::vector<T>& v) {
+    put(static_cast<uint32_t>(v.size()));
+    if (!v.empty())
+      out_->append(reinterpret_cast<const char*>(v.data()),
+                   v.size() * sizeof(T));
+  }
+
   std::string* out_;
 };
+
+static_assert(sizeof(bool) == 1 && sizeof(Unwind) == 1);
+
+// The most elements a vector field may have: more is a malformed payload.
+template <typename T>
+constexpr uint32_t kMaxCount = 0;
+template <>
+constexpr uint32_t kMaxCount<uint64_t> = kMaxFrames;
+template <>
+constexpr uint32_t kMaxCount<lt_x11_msg> = LT_X11_MAX_MSGS;
+template <>
+constexpr uint32_t kMaxCount<lt_wl_msg> = LT_WL_MAX_MSGS;
 
 class Reader {
  public:
   Reader(const uint8_t* p, size_t n) : p_(p), end_(p + n) {}
-  template <typename T>
-  bool get(T* v) {
-    if (static_cast<size_t>(end_ - p_) < sizeof(T)) return false;
-    std::memcpy(v, p_, sizeof(T));
-    p_ += sizeof(T);
-    return true;
+  template <typename... T>
+  bool operator()(T&... v) {
+    return (get(v) && ...);
   }
-  bool get_bool(bool* v) {
-    uint8_t b;
-    if (!get(&b) || b > 1) return false;
-    *v = b != 0;
-    return true;
+  template <typename F>
+  bool optional(F&& part) {
+    return done() || part();
   }
-  bool get_str(std::string* s) {
-    uint32_t n;
-    if (!get(&n) || static_cast<size_t>(end_ - p_) < n) return false;
-    s->assign(reinterpret_cast<const char*>(p_), n);
-    p_ += n;
-    return true;
-  }
-  bool get_frames(std::vector<uint64_t>* f) {
-    uint32_t n;
-    if (!get(&n) || n > kMaxFrames || static_cast<size_t>(end_ - p_) < n * 8ull)
-      return false;
-    f->resize(n);
-    if (n) std::memcpy(f->data(), p_, n * 8ull);
-    p_ += n * 8ull;
-    return true;
-  }
-  template <size_t N>
-  bool get_keys(std::array<uint64_t, N>* k) {
-    if (static_cast<size_t>(end_ - p_) < N * 8) return false;
-    std::memcpy(k->data(), p_, N * 8);
-    p_ += N * 8;
-    return true;
-  }
-  template <size_t N>
-  bool get_raw(std::array<uint8_t, N>* k) {
-    if (static_cast<size_t>(end_ - p_) < N) return false;
-    std::memcpy(k->data(), p_, N);
-    p_ += N;
-    return true;
-  }
+  bool check(bool ok) { return ok; }
   // Every byte consumed: a payload longer than its type is malformed.
   bool done() const { return p_ == end_; }
 
  private:
+  size_t left() const { return static_cast<size_t>(end_ - p_); }
+  template <typename T>
+  requires std::is_trivially_copyable_v<T>
+  bool get(T& v) {
+    if (left() < sizeof(T)) return false;
+    std::memcpy(&v, p_, sizeof(T));
+    p_ += sizeof(T);
+    return true;
+  }
+  bool get(bool& v) {
+    uint8_t b = 0;
+    if (!get(b) || b > 1) return false;
+    v = b != 0;
+    return true;
+  }
+  bool get(Unwind& v) {
+    uint8_t b = 0;
+    if (!get(b) || b > static_cast<uint8_t>(Unwind::kDwarf)) return false;
+    v = static_cast<Unwind>(b);
+    return true;
+  }
+  bool get(std::string& s) {
+    uint32_t n = 0;
+    if (!get(n) || left() < n) return false;
+    s.assign(reinterpret_cast<const char*>(p_), n);
+    p_ += n;
+    return true;
+  }
+  template <typename T>
+  bool get(std::vector<T>& v) {
+    static_assert(kMaxCount<T> > 0, "a vector field needs a kMaxCount");
+    uint32_t n = 0;
+    if (!get(n) || n > kMaxCount<T> || left() < n * sizeof(T)) return false;
+    v.resize(n);
+    if (n) std::memcpy(v.data(), p_, n * sizeof(T));
+    p_ += n * sizeof(T);
+    return true;
+  }
+
   const uint8_t* p_;
   const uint8_t* end_;
 };
 
-void put_span(Writer& w, const SpanEvent& e) {
-  w.put(e.pid);
-  w.put(e.tid);
-  w.put_str(e.comm);
-  w.put(e.span_id);
-  w.put(e.start_ns);
-  w.put(e.duration_ns);
-  w.put(e.cpu_ns);
-  w.put(e.runq_ns);
-  w.put(e.steal_ns);
-  w.put(e.probe_id);
-  w.put(e.role);
-  w.put(e.depth);
-  w.put(e.key_fault_mask);
-  w.put_keys(e.keys);
-  w.put(e.flags);
-  w.put<uint8_t>(e.in_flight);
-  w.put_str(e.key_str);
-}
+// E, written (const) or read into.
+template <typename E, typename T>
+concept Is = std::same_as<std::remove_const_t<E>, T>;
 
-bool get_span(Reader& r, SpanEvent* e) {
-  return r.get(&e->pid) && r.get(&e->tid) && r.get_str(&e->comm) &&
-         r.get(&e->span_id) && r.get(&e->start_ns) && r.get(&e->duration_ns) &&
-         r.get(&e->cpu_ns) && r.get(&e->runq_ns) && r.get(&e->steal_ns) &&
-         r.get(&e->probe_id) && r.get(&e->role) && r.get(&e->depth) &&
-         r.get(&e->key_fault_mask) && r.get_keys(&e->keys) &&
-         r.get(&e->flags) && r.get_bool(&e->in_flight) &&
-         // Recordings before str keys end here.
-         (r.done() || (r.get_str(&e->key_str) &&
-                       e->key_str.size() < LT_KEY_STR_LEN && r.done()));
-}
+// Each event's record type and its payload: fixed fields in this order
+// (docs/recording.md), or a CBOR document (doc/from below).
+template <typename T>
+struct Codec;
 
-// A framed read's messages: their count, then each as the kernel sent it.
-template <typename M>
-void put_msgs(Writer& w, const std::vector<M>& msgs) {
-  w.put<uint32_t>(static_cast<uint32_t>(msgs.size()));
-  for (const M& m : msgs) w.put(m);
-}
-
-template <typename M>
-bool get_msgs(Reader& r, std::vector<M>* msgs, uint32_t max) {
-  uint32_t n = 0;
-  if (!r.get(&n) || n > max) return false;
-  msgs->resize(n);
-  for (M& m : *msgs)
-    if (!r.get(&m)) return false;
-  return true;
-}
-
-void put_io(Writer& w, const IoEvent& e) {
-  w.put(e.pid);
-  w.put(e.tid);
-  w.put_str(e.comm);
-  w.put(e.ts_ns);
-  w.put(e.enter_ns);
-  w.put(e.exit_ns);
-  w.put(e.inode);
-  w.put(e.peer_inode);
-  w.put(e.bytes);
-  w.put(e.fd);
-  w.put(e.op);
-  w.put(e.chan);
-  w.put(e.depth);
-  w.put(e.span_start_ns);
-  w.put(e.span_id);
-  w.put(e.span_probe);
-  w.put_raw(e.head);
-  if (e.chan == LT_CHAN_WAYLAND) {
-    w.put(e.frame_flags);
-    w.put(e.wl_other);
-    put_msgs(w, e.wl);
-  } else if (e.chan == LT_CHAN_X11) {
-    w.put(e.frame_flags);
-    put_msgs(w, e.x11);
+template <>
+struct Codec<SpanEvent> {
+  static constexpr RecordType kType = kSpan;
+  template <typename A, Is<SpanEvent> E>
+  static bool fields(A& a, E& e) {
+    return a(e.pid, e.tid, e.comm, e.span_id, e.start_ns, e.duration_ns,
+             e.cpu_ns, e.runq_ns, e.steal_ns, e.probe_id, e.role, e.depth,
+             e.key_fault_mask, e.keys, e.flags, e.in_flight) &&
+           // Recordings before str keys end here.
+           a.optional([&] {
+             return a(e.key_str) && a.check(e.key_str.size() < LT_KEY_STR_LEN);
+           });
   }
-}
+};
 
-bool get_io(Reader& r, IoEvent* e) {
-  if (!(r.get(&e->pid) && r.get(&e->tid) && r.get_str(&e->comm) &&
-        r.get(&e->ts_ns) && r.get(&e->enter_ns) && r.get(&e->exit_ns) &&
-        r.get(&e->inode) && r.get(&e->peer_inode) && r.get(&e->bytes) &&
-        r.get(&e->fd) && r.get(&e->op) && r.get(&e->chan) && r.get(&e->depth) &&
-        r.get(&e->span_start_ns) && r.get(&e->span_id) &&
-        r.get(&e->span_probe) && r.get_raw(&e->head)))
-    return false;
-  if (e->chan == LT_CHAN_WAYLAND)
-    return r.get(&e->frame_flags) && r.get(&e->wl_other) &&
-           get_msgs(r, &e->wl, LT_WL_MAX_MSGS) && r.done();
-  if (e->chan == LT_CHAN_X11)
-    return r.get(&e->frame_flags) && get_msgs(r, &e->x11, LT_X11_MAX_MSGS) &&
-           r.done();
-  return r.done();
-}
+template <>
+struct Codec<SampleEvent> {
+  static constexpr RecordType kType = kSample;
+  template <typename A, Is<SampleEvent> E>
+  static bool fields(A& a, E& e) {
+    return a(e.pid, e.tid, e.ts_ns, e.span_id, e.probe_id, e.stack.frames) &&
+           // How it was unwound: absent from recordings before --call-graph.
+           a.optional([&] { return a(e.stack.unwind, e.stack.truncated); });
+  }
+};
+
+template <>
+struct Codec<SpanDropEvent> {
+  static constexpr RecordType kType = kSpanDrop;
+  template <typename A, Is<SpanDropEvent> E>
+  static bool fields(A& a, E& e) {
+    return a(e.pid, e.tid, e.span_id);
+  }
+};
+
+template <>
+struct Codec<PointEvent> {
+  static constexpr RecordType kType = kPoint;
+  template <typename A, Is<PointEvent> E>
+  static bool fields(A& a, E& e) {
+    return a(e.pid, e.tid, e.ts_ns, e.ret, e.probe_id, e.role, e.key_fault_mask,
+             e.keys, e.frames);
+  }
+};
+
+template <>
+struct Codec<IoEvent> {
+  static constexpr RecordType kType = kIo;
+  template <typename A, Is<IoEvent> E>
+  static bool fields(A& a, E& e) {
+    if (!a(e.pid, e.tid, e.comm, e.ts_ns, e.enter_ns, e.exit_ns, e.inode,
+           e.peer_inode, e.bytes, e.fd, e.op, e.chan, e.depth, e.span_start_ns,
+           e.span_id, e.span_probe, e.head))
+      return false;
+    // A framed read's messages: their count, then each as the kernel sent
+    // it.
+    if (e.chan == LT_CHAN_WAYLAND) return a(e.frame_flags, e.wl_other, e.wl);
+    if (e.chan == LT_CHAN_X11) return a(e.frame_flags, e.x11);
+    return true;
+  }
+};
+
+template <>
+struct Codec<ExecEvent> {
+  static constexpr RecordType kType = kExec;
+  template <typename A, Is<ExecEvent> E>
+  static bool fields(A& a, E& e) {
+    return a(e.pid, e.tid, e.ts_ns);
+  }
+};
+
+template <>
+struct Codec<QueueEvent> {
+  static constexpr RecordType kType = kQueue;
+  template <typename A, Is<QueueEvent> E>
+  static bool fields(A& a, E& e) {
+    return a(e.pid, e.tid, e.queue, e.ts_ns, e.waiting, e.oldest_due_ns);
+  }
+};
+
+template <>
+struct Codec<TickEvent> {
+  static constexpr RecordType kType = kTick;
+  template <typename A, Is<TickEvent> E>
+  static bool fields(A& a, E& e) {
+    return a(e.ts_ns);  // run-wide: no pid or tid
+  }
+};
+
+template <>
+struct Codec<HangEvent> {
+  static constexpr RecordType kType = kHang;
+  template <typename A, Is<HangEvent> E>
+  static bool fields(A& a, E& e) {
+    if (!Codec<SpanEvent>::fields(a, e.span)) return false;
+    // The hang's thread is its span's.
+    if constexpr (!std::is_const_v<E>) {
+      e.pid = e.span.pid;
+      e.tid = e.span.tid;
+    }
+    return true;
+  }
+};
+
+template <>
+struct Codec<BlockEvent> {
+  static constexpr RecordType kType = kBlock;
+  template <typename A, Is<BlockEvent> E>
+  static bool fields(A& a, E& e) {
+    return a(e.pid, e.tid, e.ts_ns, e.span_id, e.probe_id, e.seq,
+             e.stack.frames, e.kframes, e.stack.unwind, e.stack.truncated);
+  }
+};
+
+template <>
+struct Codec<WakeEvent> {
+  static constexpr RecordType kType = kWake;
+  template <typename A, Is<WakeEvent> E>
+  static bool fields(A& a, E& e) {
+    return a(e.pid, e.tid, e.ts_ns, e.wake_id, e.from_irq, e.waker_pid,
+             e.waker_tid, e.waker_comm, e.stack.frames, e.kframes,
+             e.stack.unwind, e.stack.truncated);
+  }
+};
+
+template <>
+struct Codec<WokenEvent> {
+  static constexpr RecordType kType = kWoken;
+  template <typename A, Is<WokenEvent> E>
+  static bool fields(A& a, E& e) {
+    return a(e.pid, e.tid, e.ts_ns, e.seq, e.wake_id);
+  }
+};
 
 // --- CBOR events -----------------------------------------------------------
 
@@ -445,20 +523,80 @@ bool has_float(const json& root) {
   return false;
 }
 
-template <typename F>
-bool from_cbor(const uint8_t* data, size_t size, F&& make, Event* out) {
-  try {
-    // Even without exceptions the DOM parser throws for an absurd array
-    // size (out_of_range.408).
-    json j = json::from_cbor(data, data + size, true, false);
-    if (j.is_discarded() || has_float(j)) return false;
-    *out = make(j);
-  } catch (const json::exception&) {
-    return false;
-  } catch (const std::out_of_range&) {
-    return false;
+template <>
+struct Codec<SessionEvent> {
+  static constexpr RecordType kType = kSession;
+  static json doc(const SessionEvent& e) { return session_json(e); }
+  static SessionEvent from(const json& j) { return session_from(j); }
+};
+
+template <>
+struct Codec<MappingsEvent> {
+  static constexpr RecordType kType = kMappings;
+  static json doc(const MappingsEvent& e) { return mappings_json(e); }
+  static MappingsEvent from(const json& j) { return mappings_from(j); }
+};
+
+template <>
+struct Codec<SymbolEvent> {
+  static constexpr RecordType kType = kSymbol;
+  static json doc(const SymbolEvent& e) { return symbol_json(e); }
+  static SymbolEvent from(const json& j) { return symbol_from(j); }
+};
+
+template <>
+struct Codec<EndEvent> {
+  static constexpr RecordType kType = kEnd;
+  static json doc(const EndEvent& e) { return end_json(e); }
+  static EndEvent from(const json& j) { return end_from(j); }
+};
+
+template <typename E>
+constexpr bool kCbor = requires(const E& e) {
+  Codec<E>::doc(e);
+};
+
+template <typename E>
+void write(Writer& w, const E& e) {
+  if constexpr (kCbor<E>)
+    w.put_cbor(Codec<E>::doc(e));
+  else
+    Codec<E>::fields(w, e);
+}
+
+template <typename E>
+bool read(const uint8_t* data, size_t size, Event* out) {
+  if constexpr (kCbor<E>) {
+    try {
+      // Even without exceptions the DOM parser throws for an absurd array
+      // size (out_of_range.408).
+      json j = json::from_cbor(data, data + size, true, false);
+      if (j.is_discarded() || has_float(j)) return false;
+      *out = Codec<E>::from(j);
+    } catch (const json::exception&) {
+      return false;
+    } catch (const std::out_of_range&) {
+      return false;
+    }
+    return true;
+  } else {
+    Reader r(data, size);
+    E e;
+    if (!(Codec<E>::fields(r, e) && r.done())) return false;
+    *out = std::move(e);
+    return true;
   }
-  return true;
+}
+
+// The event type whose Codec has `type`, read; false if none has.
+template <size_t... I>
+bool read_type(uint8_t type, const uint8_t* data, size_t size, Event* out,
+               std::index_sequence<I...>) {
+  bool ok = false;
+  ((type == Codec<std::variant_alternative_t<I, Event>>::kType &&
+    (ok = read<std::variant_alternative_t<I, Event>>(data, size, out), true)) ||
+   ...);
+  return ok;
 }
 
 }  // namespace
@@ -467,107 +605,11 @@ void encode_event(const Event& ev, std::string* out) {
   size_t at = out->size();
   out->append(5, '\0');  // type and length, filled in below
   Writer w(out);
-  uint8_t type = 0;
-  std::visit(
+  uint8_t type = std::visit(
       [&](const auto& e) {
-        using T = std::decay_t<decltype(e)>;
-        if constexpr (std::is_same_v<T, SpanEvent>) {
-          type = kSpan;
-          put_span(w, e);
-        } else if constexpr (std::is_same_v<T, SampleEvent>) {
-          type = kSample;
-          w.put(e.pid);
-          w.put(e.tid);
-          w.put(e.ts_ns);
-          w.put(e.span_id);
-          w.put(e.probe_id);
-          w.put_frames(e.frames);
-          w.put<uint8_t>(static_cast<uint8_t>(e.unwind));
-          w.put<uint8_t>(e.truncated);
-        } else if constexpr (std::is_same_v<T, SpanDropEvent>) {
-          type = kSpanDrop;
-          w.put(e.pid);
-          w.put(e.tid);
-          w.put(e.span_id);
-        } else if constexpr (std::is_same_v<T, PointEvent>) {
-          type = kPoint;
-          w.put(e.pid);
-          w.put(e.tid);
-          w.put(e.ts_ns);
-          w.put(e.ret);
-          w.put(e.probe_id);
-          w.put(e.role);
-          w.put(e.key_fault_mask);
-          w.put_keys(e.keys);
-          w.put_frames(e.frames);
-        } else if constexpr (std::is_same_v<T, IoEvent>) {
-          type = kIo;
-          put_io(w, e);
-        } else if constexpr (std::is_same_v<T, ExecEvent>) {
-          type = kExec;
-          w.put(e.pid);
-          w.put(e.tid);
-          w.put(e.ts_ns);
-        } else if constexpr (std::is_same_v<T, SessionEvent>) {
-          type = kSession;
-          w.put_cbor(session_json(e));
-        } else if constexpr (std::is_same_v<T, MappingsEvent>) {
-          type = kMappings;
-          w.put_cbor(mappings_json(e));
-        } else if constexpr (std::is_same_v<T, SymbolEvent>) {
-          type = kSymbol;
-          w.put_cbor(symbol_json(e));
-        } else if constexpr (std::is_same_v<T, QueueEvent>) {
-          type = kQueue;
-          w.put(e.pid);
-          w.put(e.tid);
-          w.put(e.queue);
-          w.put(e.ts_ns);
-          w.put(e.waiting);
-          w.put(e.oldest_due_ns);
-        } else if constexpr (std::is_same_v<T, TickEvent>) {
-          type = kTick;
-          w.put(e.ts_ns);
-        } else if constexpr (std::is_same_v<T, EndEvent>) {
-          type = kEnd;
-          w.put_cbor(end_json(e));
-        } else if constexpr (std::is_same_v<T, HangEvent>) {
-          type = kHang;
-          put_span(w, e.span);
-        } else if constexpr (std::is_same_v<T, BlockEvent>) {
-          type = kBlock;
-          w.put(e.pid);
-          w.put(e.tid);
-          w.put(e.ts_ns);
-          w.put(e.span_id);
-          w.put(e.probe_id);
-          w.put(e.seq);
-          w.put_frames(e.frames);
-          w.put_frames(e.kframes);
-          w.put<uint8_t>(static_cast<uint8_t>(e.unwind));
-          w.put<uint8_t>(e.truncated);
-        } else if constexpr (std::is_same_v<T, WakeEvent>) {
-          type = kWake;
-          w.put(e.pid);
-          w.put(e.tid);
-          w.put(e.ts_ns);
-          w.put(e.wake_id);
-          w.put<uint8_t>(e.from_irq);
-          w.put(e.waker_pid);
-          w.put(e.waker_tid);
-          w.put_str(e.waker_comm);
-          w.put_frames(e.frames);
-          w.put_frames(e.kframes);
-          w.put<uint8_t>(static_cast<uint8_t>(e.unwind));
-          w.put<uint8_t>(e.truncated);
-        } else if constexpr (std::is_same_v<T, WokenEvent>) {
-          type = kWoken;
-          w.put(e.pid);
-          w.put(e.tid);
-          w.put(e.ts_ns);
-          w.put(e.seq);
-          w.put(e.wake_id);
-        }
+        using E = std::decay_t<decltype(e)>;
+        write(w, e);
+        return static_cast<uint8_t>(Codec<E>::kType);
       },
       ev);
   (*out)[at] = static_cast<char>(type);
@@ -576,129 +618,8 @@ void encode_event(const Event& ev, std::string* out) {
 }
 
 bool decode_event(uint8_t type, const uint8_t* data, size_t size, Event* out) {
-  Reader r(data, size);
-  switch (type) {
-    case kSpan: {
-      SpanEvent e;
-      if (!get_span(r, &e)) return false;
-      *out = std::move(e);
-      return true;
-    }
-    case kSample: {
-      SampleEvent e;
-      if (!(r.get(&e.pid) && r.get(&e.tid) && r.get(&e.ts_ns) &&
-            r.get(&e.span_id) && r.get(&e.probe_id) && r.get_frames(&e.frames)))
-        return false;
-      // How it was unwound: absent from recordings before --call-graph.
-      if (!r.done()) {
-        uint8_t unwind = 0;
-        if (!(r.get(&unwind) && unwind <= 1 && r.get_bool(&e.truncated) &&
-              r.done()))
-          return false;
-        e.unwind = static_cast<Unwind>(unwind);
-      }
-      *out = std::move(e);
-      return true;
-    }
-    case kSpanDrop: {
-      SpanDropEvent e;
-      if (!(r.get(&e.pid) && r.get(&e.tid) && r.get(&e.span_id) && r.done()))
-        return false;
-      *out = e;
-      return true;
-    }
-    case kPoint: {
-      PointEvent e;
-      if (!(r.get(&e.pid) && r.get(&e.tid) && r.get(&e.ts_ns) &&
-            r.get(&e.ret) && r.get(&e.probe_id) && r.get(&e.role) &&
-            r.get(&e.key_fault_mask) && r.get_keys(&e.keys) &&
-            r.get_frames(&e.frames) && r.done()))
-        return false;
-      *out = std::move(e);
-      return true;
-    }
-    case kIo: {
-      IoEvent e;
-      if (!get_io(r, &e)) return false;
-      *out = std::move(e);
-      return true;
-    }
-    case kExec: {
-      ExecEvent e;
-      if (!(r.get(&e.pid) && r.get(&e.tid) && r.get(&e.ts_ns) && r.done()))
-        return false;
-      *out = e;
-      return true;
-    }
-    case kQueue: {
-      QueueEvent e;
-      if (!(r.get(&e.pid) && r.get(&e.tid) && r.get(&e.queue) &&
-            r.get(&e.ts_ns) && r.get(&e.waiting) && r.get(&e.oldest_due_ns) &&
-            r.done()))
-        return false;
-      *out = e;
-      return true;
-    }
-    case kTick: {
-      TickEvent e;
-      if (!(r.get(&e.ts_ns) && r.done())) return false;
-      *out = e;
-      return true;
-    }
-    case kHang: {
-      HangEvent e;
-      if (!get_span(r, &e.span)) return false;
-      e.pid = e.span.pid;
-      e.tid = e.span.tid;
-      *out = std::move(e);
-      return true;
-    }
-    case kBlock: {
-      BlockEvent e;
-      uint8_t unwind = 0;
-      if (!(r.get(&e.pid) && r.get(&e.tid) && r.get(&e.ts_ns) &&
-            r.get(&e.span_id) && r.get(&e.probe_id) && r.get(&e.seq) &&
-            r.get_frames(&e.frames) && r.get_frames(&e.kframes) &&
-            r.get(&unwind) && unwind <= 1 && r.get_bool(&e.truncated) &&
-            r.done()))
-        return false;
-      e.unwind = static_cast<Unwind>(unwind);
-      *out = std::move(e);
-      return true;
-    }
-    case kWake: {
-      WakeEvent e;
-      uint8_t unwind = 0;
-      if (!(r.get(&e.pid) && r.get(&e.tid) && r.get(&e.ts_ns) &&
-            r.get(&e.wake_id) && r.get_bool(&e.from_irq) &&
-            r.get(&e.waker_pid) && r.get(&e.waker_tid) &&
-            r.get_str(&e.waker_comm) && r.get_frames(&e.frames) &&
-            r.get_frames(&e.kframes) && r.get(&unwind) && unwind <= 1 &&
-            r.get_bool(&e.truncated) && r.done()))
-        return false;
-      e.unwind = static_cast<Unwind>(unwind);
-      *out = std::move(e);
-      return true;
-    }
-    case kWoken: {
-      WokenEvent e;
-      if (!(r.get(&e.pid) && r.get(&e.tid) && r.get(&e.ts_ns) &&
-            r.get(&e.seq) && r.get(&e.wake_id) && r.done()))
-        return false;
-      *out = e;
-      return true;
-    }
-    case kSession:
-      return from_cbor(data, size, session_from, out);
-    case kMappings:
-      return from_cbor(data, size, mappings_from, out);
-    case kSymbol:
-      return from_cbor(data, size, symbol_from, out);
-    case kEnd:
-      return from_cbor(data, size, end_from, out);
-    default:
-      return false;
-  }
+  return read_type(type, data, size, out,
+                   std::make_index_sequence<std::variant_size_v<Event>>());
 }
 
 }  // namespace looptrace::rec

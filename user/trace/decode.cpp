@@ -74,114 +74,219 @@ bool framed_tail(const char* bytes, size_t size, uint32_t rec_size,
   return true;
 }
 
+// The user stack the kernel walked, with its copy for unwinding if it sent
+// one.
+Stack stack_of(const __u64* frames, __u32 nframes, const lt_ucopy* copy) {
+  Stack s;
+  s.frames.assign(frames, frames + nframes);
+  if (copy) s.ustack = user_stack(*copy);
+  return s;
+}
+
+bool decode_span(const void* data, size_t size, Event* out) {
+  lt_span_rec r;
+  if (!read_rec(data, size, &r) || r.role >= LT_ROLE_MAX ||
+      r.probe_id >= LT_MAX_PROBES)
+    return false;
+  *out = span_event(r);
+  return true;
+}
+
+SampleEvent sample_event(const lt_sample_rec& r, const lt_ucopy* copy) {
+  SampleEvent ev;
+  ev.pid = r.hdr.pid;
+  ev.tid = r.hdr.tid;
+  ev.ts_ns = r.hdr.ts_ns;
+  ev.span_id = r.span_id;
+  ev.probe_id = r.probe_id;
+  ev.stack = stack_of(r.frames, r.nframes, copy);
+  return ev;
+}
+
+bool decode_sample(const void* data, size_t size, Event* out) {
+  lt_sample_rec r;
+  if (!read_rec(data, size, &r) || r.nframes > LT_MAX_STACK) return false;
+  *out = sample_event(r, nullptr);
+  return true;
+}
+
+// A sample with the copy of the user stack after it.
+bool decode_ustack(const void* data, size_t size, Event* out) {
+  // 9 KB: on the heap, not the stack.
+  if (size < sizeof(lt_ustack_rec)) return false;
+  auto r = std::make_unique<lt_ustack_rec>();
+  std::memcpy(r.get(), data, sizeof(lt_ustack_rec));
+  if (r->s.hdr.size != sizeof(lt_ustack_rec) || r->s.nframes > LT_MAX_STACK ||
+      !ucopy_ok(r->u))
+    return false;
+  *out = sample_event(r->s, &r->u);
+  return true;
+}
+
+bool decode_offcpu(const void* data, size_t size, Event* out) {
+  bool copy = false;
+  auto c = read_with_copy<lt_offcpu_rec, lt_offcpu_copy_rec>(data, size, &copy);
+  if (!c || c->r.nframes > LT_MAX_STACK || c->r.nkframes > LT_MAX_KSTACK ||
+      c->r.probe_id >= LT_MAX_PROBES || (copy && !ucopy_ok(c->u)))
+    return false;
+  const lt_offcpu_rec& r = c->r;
+  BlockEvent ev;
+  ev.pid = r.hdr.pid;
+  ev.tid = r.hdr.tid;
+  ev.ts_ns = r.hdr.ts_ns;
+  ev.span_id = r.span_id;
+  ev.probe_id = r.probe_id;
+  ev.seq = r.seq;
+  ev.stack = stack_of(r.frames, r.nframes, copy ? &c->u : nullptr);
+  ev.kframes.assign(r.kframes, r.kframes + r.nkframes);
+  *out = std::move(ev);
+  return true;
+}
+
+bool decode_wake(const void* data, size_t size, Event* out) {
+  bool copy = false;
+  auto c = read_with_copy<lt_wake_rec, lt_wake_copy_rec>(data, size, &copy);
+  if (!c || c->r.nframes > LT_MAX_STACK || c->r.nkframes > LT_MAX_KSTACK ||
+      (copy && !ucopy_ok(c->u)))
+    return false;
+  const lt_wake_rec& r = c->r;
+  WakeEvent ev;
+  ev.pid = r.hdr.pid;
+  ev.tid = r.hdr.tid;
+  ev.ts_ns = r.hdr.ts_ns;
+  ev.wake_id = r.wake_id;
+  ev.from_irq = (r.flags & LT_WAKE_IRQ) != 0;
+  ev.waker_pid = r.waker_pid;
+  ev.waker_tid = r.waker_tid;
+  ev.waker_comm = comm_string(r.waker_comm);
+  // A waker from an interrupt has no user stack to unwind.
+  bool unwind = copy && !ev.from_irq && c->u.stack_len;
+  ev.stack = stack_of(r.frames, r.nframes, unwind ? &c->u : nullptr);
+  ev.kframes.assign(r.kframes, r.kframes + r.nkframes);
+  *out = std::move(ev);
+  return true;
+}
+
+bool decode_point(const void* data, size_t size, Event* out) {
+  lt_point_rec r;
+  if (!read_rec(data, size, &r) || r.nframes > LT_MAX_STACK ||
+      r.probe_id >= LT_MAX_PROBES ||
+      (r.role != LT_ROLE_BARRIER_POST && r.role != LT_ROLE_BARRIER_REMOVE))
+    return false;
+  PointEvent ev;
+  ev.pid = r.hdr.pid;
+  ev.tid = r.hdr.tid;
+  ev.ts_ns = r.hdr.ts_ns;
+  ev.probe_id = r.probe_id;
+  ev.role = r.role;
+  std::copy(std::begin(r.keys), std::end(r.keys), ev.keys.begin());
+  ev.key_fault_mask = r.key_fault_mask;
+  ev.ret = r.ret;
+  ev.frames.assign(r.frames, r.frames + r.nframes);
+  *out = std::move(ev);
+  return true;
+}
+
+bool decode_io(const void* data, size_t size, Event* out) {
+  lt_io_rec r;
+  if (size < sizeof(r)) return false;
+  std::memcpy(&r, data, sizeof(r));
+  if (r.bytes <= 0 ||
+      (r.chan != LT_CHAN_INPUT && r.chan != LT_CHAN_RAW &&
+       r.chan != LT_CHAN_X11 && r.chan != LT_CHAN_X11_SERVER &&
+       r.chan != LT_CHAN_WAYLAND && r.chan != LT_CHAN_WAYLAND_SERVER))
+    return false;
+  // An X11 read carries its messages after the call (lt_x11_rec), a
+  // Wayland read its input events (lt_wl_rec).
+  IoEvent ev;
+  const char* bytes = static_cast<const char*>(data);
+  if (r.chan == LT_CHAN_WAYLAND) {
+    if (!framed_tail<lt_wl_rec, LT_WL_MAX_MSGS>(bytes, size, r.hdr.size, &ev.wl,
+                                                &ev.frame_flags))
+      return false;
+    std::memcpy(&ev.wl_other, bytes + offsetof(lt_wl_rec, other),
+                sizeof(ev.wl_other));
+  } else if (r.chan == LT_CHAN_X11) {
+    if (!framed_tail<lt_x11_rec, LT_X11_MAX_MSGS>(bytes, size, r.hdr.size,
+                                                  &ev.x11, &ev.frame_flags))
+      return false;
+  } else if (r.hdr.size != sizeof(r)) {
+    return false;
+  }
+  ev.pid = r.hdr.pid;
+  ev.tid = r.hdr.tid;
+  ev.comm = comm_string(r.comm);
+  ev.ts_ns = r.hdr.ts_ns;
+  ev.enter_ns = r.enter_ns;
+  ev.exit_ns = r.exit_ns;
+  ev.inode = r.inode;
+  ev.peer_inode = r.peer_inode;
+  ev.bytes = r.bytes;
+  ev.fd = r.fd;
+  ev.op = r.op;
+  ev.chan = r.chan;
+  ev.depth = r.depth;
+  ev.span_start_ns = r.span_start_ns;
+  ev.span_id = r.span_id;
+  ev.span_probe = r.span_probe;
+  std::memcpy(ev.head.data(), r.head, LT_IO_HEAD);
+  *out = std::move(ev);
+  return true;
+}
+
 }  // namespace
+
+SpanEvent span_event(const lt_span_rec& r) {
+  SpanEvent ev;
+  ev.pid = r.hdr.pid;
+  ev.tid = r.hdr.tid;
+  ev.comm = comm_string(r.comm);
+  ev.span_id = r.span_id;
+  ev.start_ns = r.start_ns;
+  ev.duration_ns = r.duration_ns;
+  ev.cpu_ns = r.cpu_ns;
+  ev.runq_ns = r.runq_ns;
+  ev.steal_ns = r.steal_ns;
+  ev.probe_id = r.probe_id;
+  ev.role = r.role;
+  ev.depth = r.depth;
+  ev.key_fault_mask = r.key_fault_mask;
+  ev.flags = r.flags;
+  std::copy(std::begin(r.keys), std::end(r.keys), ev.keys.begin());
+  // The kernel always ends it with a NUL: at most LT_KEY_STR_LEN - 1.
+  ev.key_str.assign(r.key_str, strnlen(r.key_str, LT_KEY_STR_LEN - 1));
+  return ev;
+}
+
+ThreadHistogram thread_histogram(const lt_hist& h) {
+  ThreadHistogram t;
+  t.pid = h.pid;
+  t.tid = h.tid;
+  t.comm = comm_string(h.comm);
+  t.probe_id = h.probe_id;
+  t.role = h.role;
+  t.count = h.count;
+  t.sum_ns = h.sum_ns;
+  t.max_ns = h.max_ns;
+  std::copy(std::begin(h.slots), std::end(h.slots), t.slots.begin());
+  return t;
+}
 
 bool decode_record(const void* data, size_t size, Event* out) {
   lt_rec_header hdr;
   if (size < sizeof(hdr)) return false;
   std::memcpy(&hdr, data, sizeof(hdr));
   switch (hdr.type) {
-    case LT_REC_SPAN: {
-      lt_span_rec r;
-      if (!read_rec(data, size, &r) || r.role >= LT_ROLE_MAX ||
-          r.probe_id >= LT_MAX_PROBES)
-        return false;
-      SpanEvent ev;
-      ev.pid = r.hdr.pid;
-      ev.tid = r.hdr.tid;
-      ev.comm = comm_string(r.comm);
-      ev.span_id = r.span_id;
-      ev.start_ns = r.start_ns;
-      ev.duration_ns = r.duration_ns;
-      ev.cpu_ns = r.cpu_ns;
-      ev.runq_ns = r.runq_ns;
-      ev.steal_ns = r.steal_ns;
-      ev.probe_id = r.probe_id;
-      ev.role = r.role;
-      ev.depth = r.depth;
-      ev.key_fault_mask = r.key_fault_mask;
-      ev.flags = r.flags;
-      for (int i = 0; i < LT_MAX_KEYS; ++i) ev.keys[i] = r.keys[i];
-      // The kernel always ends it with a NUL: at most LT_KEY_STR_LEN - 1.
-      ev.key_str.assign(r.key_str, strnlen(r.key_str, LT_KEY_STR_LEN - 1));
-      *out = std::move(ev);
-      return true;
-    }
-    case LT_REC_SAMPLE: {
-      lt_sample_rec r;
-      if (!read_rec(data, size, &r) || r.nframes > LT_MAX_STACK) return false;
-      SampleEvent ev;
-      ev.pid = r.hdr.pid;
-      ev.tid = r.hdr.tid;
-      ev.ts_ns = r.hdr.ts_ns;
-      ev.span_id = r.span_id;
-      ev.probe_id = r.probe_id;
-      ev.frames.assign(r.frames, r.frames + r.nframes);
-      *out = std::move(ev);
-      return true;
-    }
-    case LT_REC_USTACK: {
-      // 9 KB: on the heap, not the stack.
-      if (size < sizeof(lt_ustack_rec)) return false;
-      auto r = std::make_unique<lt_ustack_rec>();
-      std::memcpy(r.get(), data, sizeof(lt_ustack_rec));
-      if (r->s.hdr.size != sizeof(lt_ustack_rec) ||
-          r->s.nframes > LT_MAX_STACK || !ucopy_ok(r->u))
-        return false;
-      SampleEvent ev;
-      ev.pid = r->s.hdr.pid;
-      ev.tid = r->s.hdr.tid;
-      ev.ts_ns = r->s.hdr.ts_ns;
-      ev.span_id = r->s.span_id;
-      ev.probe_id = r->s.probe_id;
-      ev.frames.assign(r->s.frames, r->s.frames + r->s.nframes);
-      ev.ustack = user_stack(r->u);
-      *out = std::move(ev);
-      return true;
-    }
-    case LT_REC_OFFCPU: {
-      bool copy = false;
-      auto c =
-          read_with_copy<lt_offcpu_rec, lt_offcpu_copy_rec>(data, size, &copy);
-      if (!c || c->r.nframes > LT_MAX_STACK || c->r.nkframes > LT_MAX_KSTACK ||
-          c->r.probe_id >= LT_MAX_PROBES || (copy && !ucopy_ok(c->u)))
-        return false;
-      const lt_offcpu_rec& r = c->r;
-      BlockEvent ev;
-      ev.pid = r.hdr.pid;
-      ev.tid = r.hdr.tid;
-      ev.ts_ns = r.hdr.ts_ns;
-      ev.span_id = r.span_id;
-      ev.probe_id = r.probe_id;
-      ev.seq = r.seq;
-      ev.frames.assign(r.frames, r.frames + r.nframes);
-      ev.kframes.assign(r.kframes, r.kframes + r.nkframes);
-      if (copy) ev.ustack = user_stack(c->u);
-      *out = std::move(ev);
-      return true;
-    }
-    case LT_REC_WAKE: {
-      bool copy = false;
-      auto c = read_with_copy<lt_wake_rec, lt_wake_copy_rec>(data, size, &copy);
-      if (!c || c->r.nframes > LT_MAX_STACK || c->r.nkframes > LT_MAX_KSTACK ||
-          (copy && !ucopy_ok(c->u)))
-        return false;
-      const lt_wake_rec& r = c->r;
-      WakeEvent ev;
-      ev.pid = r.hdr.pid;
-      ev.tid = r.hdr.tid;
-      ev.ts_ns = r.hdr.ts_ns;
-      ev.wake_id = r.wake_id;
-      ev.from_irq = (r.flags & LT_WAKE_IRQ) != 0;
-      ev.waker_pid = r.waker_pid;
-      ev.waker_tid = r.waker_tid;
-      ev.waker_comm = comm_string(r.waker_comm);
-      ev.frames.assign(r.frames, r.frames + r.nframes);
-      ev.kframes.assign(r.kframes, r.kframes + r.nkframes);
-      if (copy && !ev.from_irq && c->u.stack_len) ev.ustack = user_stack(c->u);
-      *out = std::move(ev);
-      return true;
-    }
+    case LT_REC_SPAN:
+      return decode_span(data, size, out);
+    case LT_REC_SAMPLE:
+      return decode_sample(data, size, out);
+    case LT_REC_USTACK:
+      return decode_ustack(data, size, out);
+    case LT_REC_OFFCPU:
+      return decode_offcpu(data, size, out);
+    case LT_REC_WAKE:
+      return decode_wake(data, size, out);
     case LT_REC_WOKEN: {
       lt_woken_rec r;
       if (!read_rec(data, size, &r)) return false;
@@ -194,71 +299,10 @@ bool decode_record(const void* data, size_t size, Event* out) {
       *out = SpanDropEvent{r.hdr.pid, r.hdr.tid, r.span_id};
       return true;
     }
-    case LT_REC_POINT: {
-      lt_point_rec r;
-      if (!read_rec(data, size, &r) || r.nframes > LT_MAX_STACK ||
-          r.probe_id >= LT_MAX_PROBES ||
-          (r.role != LT_ROLE_BARRIER_POST && r.role != LT_ROLE_BARRIER_REMOVE))
-        return false;
-      PointEvent ev;
-      ev.pid = r.hdr.pid;
-      ev.tid = r.hdr.tid;
-      ev.ts_ns = r.hdr.ts_ns;
-      ev.probe_id = r.probe_id;
-      ev.role = r.role;
-      for (int i = 0; i < LT_MAX_KEYS; ++i) ev.keys[i] = r.keys[i];
-      ev.key_fault_mask = r.key_fault_mask;
-      ev.ret = r.ret;
-      ev.frames.assign(r.frames, r.frames + r.nframes);
-      *out = std::move(ev);
-      return true;
-    }
-    case LT_REC_IO: {
-      lt_io_rec r;
-      if (size < sizeof(r)) return false;
-      std::memcpy(&r, data, sizeof(r));
-      if (r.bytes <= 0 ||
-          (r.chan != LT_CHAN_INPUT && r.chan != LT_CHAN_RAW &&
-           r.chan != LT_CHAN_X11 && r.chan != LT_CHAN_X11_SERVER &&
-           r.chan != LT_CHAN_WAYLAND && r.chan != LT_CHAN_WAYLAND_SERVER))
-        return false;
-      // An X11 read carries its messages after the call (lt_x11_rec), a
-      // Wayland read its input events (lt_wl_rec).
-      IoEvent ev;
-      const char* bytes = static_cast<const char*>(data);
-      if (r.chan == LT_CHAN_WAYLAND) {
-        if (!framed_tail<lt_wl_rec, LT_WL_MAX_MSGS>(bytes, size, r.hdr.size,
-                                                    &ev.wl, &ev.frame_flags))
-          return false;
-        std::memcpy(&ev.wl_other, bytes + offsetof(lt_wl_rec, other),
-                    sizeof(ev.wl_other));
-      } else if (r.chan == LT_CHAN_X11) {
-        if (!framed_tail<lt_x11_rec, LT_X11_MAX_MSGS>(bytes, size, r.hdr.size,
-                                                      &ev.x11, &ev.frame_flags))
-          return false;
-      } else if (r.hdr.size != sizeof(r)) {
-        return false;
-      }
-      ev.pid = r.hdr.pid;
-      ev.tid = r.hdr.tid;
-      ev.comm = comm_string(r.comm);
-      ev.ts_ns = r.hdr.ts_ns;
-      ev.enter_ns = r.enter_ns;
-      ev.exit_ns = r.exit_ns;
-      ev.inode = r.inode;
-      ev.peer_inode = r.peer_inode;
-      ev.bytes = r.bytes;
-      ev.fd = r.fd;
-      ev.op = r.op;
-      ev.chan = r.chan;
-      ev.depth = r.depth;
-      ev.span_start_ns = r.span_start_ns;
-      ev.span_id = r.span_id;
-      ev.span_probe = r.span_probe;
-      std::memcpy(ev.head.data(), r.head, LT_IO_HEAD);
-      *out = std::move(ev);
-      return true;
-    }
+    case LT_REC_POINT:
+      return decode_point(data, size, out);
+    case LT_REC_IO:
+      return decode_io(data, size, out);
     case LT_REC_EXEC: {
       lt_exec_rec r;
       if (!read_rec(data, size, &r)) return false;

@@ -72,13 +72,8 @@ enum class Unwind : uint8_t {
   kDwarf = 1,         // CFI (.eh_frame, .debug_frame) in userspace
 };
 
-// A user stack sampled while a span was running.
-struct SampleEvent {
-  uint32_t pid = 0;
-  uint32_t tid = 0;
-  uint64_t ts_ns = 0;
-  uint64_t span_id = 0;
-  uint32_t probe_id = 0;
+// A user stack as an event carries it: its frames and how they were found.
+struct Stack {
   std::vector<uint64_t> frames;  // innermost first, raw user addresses
   Unwind unwind = Unwind::kFramePointer;
   // Stopped before the thread's first frame (a frame without CFI, the end
@@ -87,6 +82,16 @@ struct SampleEvent {
   // Straight from the kernel with --call-graph dwarf, until unwound; never
   // recorded (the frames are).
   std::shared_ptr<const UserStack> ustack;
+};
+
+// A user stack sampled while a span was running.
+struct SampleEvent {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint64_t ts_ns = 0;
+  uint64_t span_id = 0;
+  uint32_t probe_id = 0;
+  Stack stack;
 };
 
 // A traced thread blocked (left the CPU not runnable: sleep, lock, I/O)
@@ -99,11 +104,8 @@ struct BlockEvent {
   uint64_t span_id = 0;
   uint32_t probe_id = 0;
   uint32_t seq = 0;               // the thread's blocking count
-  std::vector<uint64_t> frames;   // user stack, innermost first
+  Stack stack;                    // where it blocked
   std::vector<uint64_t> kframes;  // kernel stack, innermost first
-  Unwind unwind = Unwind::kFramePointer;
-  bool truncated = false;
-  std::shared_ptr<const UserStack> ustack;  // as SampleEvent's
 };
 
 // A thread inside a span is being woken, seen in the waker. Which
@@ -119,11 +121,8 @@ struct WakeEvent {
   uint32_t waker_pid = 0;
   uint32_t waker_tid = 0;
   std::string waker_comm;
-  std::vector<uint64_t> frames;   // the waker's user stack (none from irq)
+  Stack stack;                    // the waker's user stack (none from irq)
   std::vector<uint64_t> kframes;  // the waker's kernel stack
-  Unwind unwind = Unwind::kFramePointer;
-  bool truncated = false;
-  std::shared_ptr<const UserStack> ustack;
 };
 
 // A thread's blocking point `seq` (BlockEvent) ended: it is back on a run

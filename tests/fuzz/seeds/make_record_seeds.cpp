@@ -116,9 +116,9 @@ std::vector<std::pair<std::string, Event>> events() {
   sample.ts_ns = 950'000'000;
   sample.span_id = 7;
   sample.probe_id = 1;
-  sample.frames = {0x401000, 0x401100};
-  sample.unwind = Unwind::kDwarf;
-  sample.truncated = true;
+  sample.stack.frames = {0x401000, 0x401100};
+  sample.stack.unwind = Unwind::kDwarf;
+  sample.stack.truncated = true;
   out.emplace_back("sample_dwarf", sample);
 
   out.emplace_back("span_drop", SpanDropEvent{1234, 1235, 8});
@@ -189,7 +189,7 @@ std::vector<std::pair<std::string, Event>> events() {
   block.span_id = 7;
   block.probe_id = 1;
   block.seq = 1;
-  block.frames = {0x7f0000002000, 0x401000};
+  block.stack.frames = {0x7f0000002000, 0x401000};
   block.kframes = {0xffffffff81000000, 0xffffffff81000100};
   out.emplace_back("block", block);
 
@@ -201,7 +201,7 @@ std::vector<std::pair<std::string, Event>> events() {
   wake.waker_pid = 1234;
   wake.waker_tid = 1236;
   wake.waker_comm = "worker";
-  wake.frames = {0x401400};
+  wake.stack.frames = {0x401400};
   wake.kframes = {0xffffffff81000200};
   out.emplace_back("wake", wake);
 
