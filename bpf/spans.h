@@ -528,7 +528,3 @@ int BPF_KRETPROBE(lt_span_return)
 	submit_span(rec, st, f, &b, probe_id, role, d, f->flags);
 	return 0;
 }
-
-struct task_struct___old {
-	long state;
-} __attribute__((preserve_access_index));
