@@ -5,6 +5,12 @@
  */
 #pragma once
 
+/* task_struct before 5.14 named __state `state` (CO-RE picks the one the
+ * running kernel has). */
+struct task_struct___old {
+	long state;
+} __attribute__((preserve_access_index));
+
 static __always_inline long task_state(struct task_struct *t)
 {
 	if (bpf_core_field_exists(t->__state))

@@ -206,23 +206,28 @@ static __always_inline int is_tail_call(struct task_struct *task, __u64 sp)
 	return ra == BPF_CORE_READ(area, vaddr);
 }
 
-/* Frame `f` will never return: counted, and what it sent (samples,
- * blocking points) is dropped with it as with a fast span. */
-static __always_inline void abandon(struct lt_frame *f)
+/* Tells userspace, at `ts`, that span `span_id` is not recorded: what it
+ * sent (samples, blocking points) is dropped with it. */
+static __always_inline void emit_span_drop(__u64 span_id, __u64 ts)
 {
-	struct lt_span_drop_rec *drop;
+	struct lt_span_drop_rec *drop = bpf_ringbuf_reserve(&lt_events, sizeof(*drop), 0);
 
-	count(LT_CNT_ABANDONED);
-	if (!f->sampled)
-		return;
-	drop = bpf_ringbuf_reserve(&lt_events, sizeof(*drop), 0);
 	if (!drop) {
 		count(LT_CNT_RB_FULL);
 		return;
 	}
-	fill_header(&drop->hdr, LT_REC_SPAN_DROP, sizeof(*drop), bpf_ktime_get_ns());
-	drop->span_id = f->span_id;
+	fill_header(&drop->hdr, LT_REC_SPAN_DROP, sizeof(*drop), ts);
+	drop->span_id = span_id;
 	bpf_ringbuf_submit(drop, rb_flags());
+}
+
+/* Frame `f` will never return: counted, and what it sent (samples,
+ * blocking points) is dropped with it as with a fast span. */
+static __always_inline void abandon(struct lt_frame *f)
+{
+	count(LT_CNT_ABANDONED);
+	if (f->sampled)
+		emit_span_drop(f->span_id, bpf_ktime_get_ns());
 }
 
 static __always_inline void drop_abandoned(struct lt_thread *st, struct task_struct *task, __u64 sp)
@@ -281,23 +286,14 @@ static __always_inline int inside_outermost(struct lt_thread *st, __u32 id)
  * on_delivery, on_due, emit_point); a dispatch pays four tests of its
  * probe's configuration for them.
  */
-SEC("uprobe")
-int BPF_KPROBE(lt_span_entry)
+/*
+ * The thread's state for a span entry, created if need be; NULL when the
+ * thread is not traced or has no storage (counted).
+ */
+static __always_inline struct lt_thread *span_thread(struct task_struct *task)
 {
-	__u32 probe_id = (__u32)bpf_get_attach_cookie(ctx);
-	const volatile struct lt_probe_cfg *cfg;
-	struct task_struct *task;
-	struct lt_thread *st;
-	struct books_now b;
-	struct lt_frame *f;
-	__u64 regs[8];
-	__u32 d, i;
+	struct lt_thread *st = storage_of(task, 0);
 
-	if (!lt_ready || probe_id >= LT_MAX_PROBES)
-		return 0;
-	probe_id &= LT_MAX_PROBES - 1; /* keeps the verifier's bound */
-	task = bpf_get_current_task_btf();
-	st = storage_of(task, 0);
 	/* Another process (the probes fire in every one), or a thread --tid
 	 * or --comm did not select: dropped. A thread remembers the answer;
 	 * its process stays in the set until it exits. */
@@ -305,7 +301,7 @@ int BPF_KPROBE(lt_span_entry)
 		if (!span_thread_traced()) {
 			if (st)
 				st->traced = 2;
-			return 0;
+			return NULL;
 		}
 		if (!st)
 			st = storage_of(task, 1);
@@ -316,37 +312,30 @@ int BPF_KPROBE(lt_span_entry)
 		st = storage_of(task, 1);
 	if (!st) {
 		count(LT_CNT_STORAGE_FAIL);
-		return 0;
+		return NULL;
 	}
 	if (!st->oncpu_since) { /* just created: the thread is running now */
 		st->oncpu_since = bpf_ktime_get_ns();
 		st->steal_since = steal_now(task);
 	}
-	if (st->depth) {
-		drop_abandoned(st, task, PT_REGS_SP(ctx));
-		if (inside_outermost(st, probe_id))
-			return 0;
-	}
-	i = st->switches;
-	barrier();
-	books_read(st, task, i, bpf_ktime_get_ns(), &b);
-	d = st->depth;
-	if (d >= LT_MAX_DEPTH) {
-		st->depth = d + 1; /* still paired with its return */
-		count(LT_CNT_DEPTH_OVERFLOW);
-		return 0;
-	}
-	f = &st->stack[d];
-	f->start_ns = b.now;
-	f->cpu_at_start = b.cpu;
-	f->steal_at_start = b.steal;
-	f->runq_at_start = b.runq;
+	return st;
+}
+
+/* Fills frame f (depth d) of a span of probe_id entered at b->now, at stack
+ * pointer sp; its keys are read next (read_keys). */
+static __always_inline void start_frame(struct lt_thread *st, struct task_struct *task,
+					struct lt_frame *f, const struct books_now *b, __u64 sp,
+					__u32 probe_id, __u32 d)
+{
+	f->start_ns = b->now;
+	f->cpu_at_start = b->cpu;
+	f->steal_at_start = b->steal;
+	f->runq_at_start = b->runq;
 	kernel_times(task, &f->kcpu_at_start, &f->kdelay_at_start);
 	f->unseen_at_start = st->sched_unseen;
-	f->entry_sp = PT_REGS_SP(ctx);
+	f->entry_sp = sp;
 	f->ret_addr = 0;
-	if (lt_cfg.stack_copy &&
-	    bpf_probe_read_user(&f->ret_addr, sizeof(f->ret_addr), (void *)PT_REGS_SP(ctx)))
+	if (lt_cfg.stack_copy && bpf_probe_read_user(&f->ret_addr, sizeof(f->ret_addr), (void *)sp))
 		f->ret_addr = 0;
 	f->span_id = ++st->next_span_id;
 	f->probe_id = probe_id;
@@ -358,8 +347,16 @@ int BPF_KPROBE(lt_span_entry)
 		f->flags = LT_SPAN_INPUT;
 		st->input_next = 0;
 	}
+}
 
-	cfg = &lt_cfg.probes[probe_id];
+/* The probe's keys, read at entry into frame f: one that faults is 0, its
+ * bit set in the frame's fault mask, and counted. */
+static __always_inline void read_keys(struct pt_regs *ctx, const volatile struct lt_probe_cfg *cfg,
+				      struct lt_frame *f)
+{
+	__u64 regs[8];
+	__u32 i;
+
 	if (cfg->nkeys)
 		load_regs(ctx, regs);
 	for (i = 0; i < LT_MAX_KEYS; i++) {
@@ -371,6 +368,15 @@ int BPF_KPROBE(lt_span_entry)
 			count(LT_CNT_KEY_FAULT);
 		}
 	}
+}
+
+/* The role's own part of an entry whose frame f (depth d) is filled.
+ * Returns whether the frame is pushed: an enqueue and a barrier removal are
+ * points, never spans. */
+static __always_inline int entry_role(void *ctx, struct lt_thread *st,
+				      const volatile struct lt_probe_cfg *cfg, struct lt_frame *f,
+				      __u32 d)
+{
 	if (cfg->role == LT_ROLE_ENQUEUE) {
 		on_enqueue(cfg, f);
 		return 0;
@@ -384,6 +390,64 @@ int BPF_KPROBE(lt_span_entry)
 		emit_point(ctx, f, LT_ROLE_BARRIER_REMOVE, 0, 0);
 		return 0;
 	}
+	return 1;
+}
+
+/*
+ * The entry of every probed function, whatever its role: the attach cookie
+ * names the probe, its lt_probe_cfg the role. A dispatch or idle handler
+ * pushes a frame; so does a barrier post, reported at its return; an enqueue
+ * and a barrier removal are points, their keys read into the next frame
+ * slot, which is not pushed; and a dispatch whose probe has a message or due
+ * key is also a delivery, its lag measured here.
+ *
+ * One program for every role, not one per role (docs/abi.md, "Programs and
+ * files"): every role needs the same first half (the thread filter, task
+ * storage, frames found dead, the outermost check, the key reads), and one
+ * function can hold two roles (a dispatch that is also a delivery), so
+ * programs per role would each carry that half, or two would run on one
+ * call. The roles differ in small tails, each a function above (on_enqueue,
+ * on_delivery, on_due, emit_point); a dispatch pays four tests of its
+ * probe's configuration for them.
+ */
+SEC("uprobe")
+int BPF_KPROBE(lt_span_entry)
+{
+	__u32 probe_id = (__u32)bpf_get_attach_cookie(ctx);
+	const volatile struct lt_probe_cfg *cfg;
+	struct task_struct *task;
+	struct lt_thread *st;
+	struct books_now b;
+	struct lt_frame *f;
+	__u32 d, sw;
+
+	if (!lt_ready || probe_id >= LT_MAX_PROBES)
+		return 0;
+	probe_id &= LT_MAX_PROBES - 1; /* keeps the verifier's bound */
+	task = bpf_get_current_task_btf();
+	st = span_thread(task);
+	if (!st)
+		return 0;
+	if (st->depth) {
+		drop_abandoned(st, task, PT_REGS_SP(ctx));
+		if (inside_outermost(st, probe_id))
+			return 0;
+	}
+	sw = st->switches;
+	barrier();
+	books_read(st, task, sw, bpf_ktime_get_ns(), &b);
+	d = st->depth;
+	if (d >= LT_MAX_DEPTH) {
+		st->depth = d + 1; /* still paired with its return */
+		count(LT_CNT_DEPTH_OVERFLOW);
+		return 0;
+	}
+	f = &st->stack[d];
+	start_frame(st, task, f, &b, PT_REGS_SP(ctx), probe_id, d);
+	cfg = &lt_cfg.probes[probe_id];
+	read_keys(ctx, cfg, f);
+	if (!entry_role(ctx, st, cfg, f, d))
+		return 0;
 	/* Publish the frame only once it is complete: the sampler reads it. */
 	barrier();
 	st->depth = d + 1;
@@ -442,6 +506,44 @@ static __always_inline int frame_of_return(struct lt_thread *st, __u32 d, __u64 
 	return -1;
 }
 
+/*
+ * The frame a return closes, popped: st->depth and *depth become its depth.
+ * NULL when no frame is closed: its entry overflowed the stack (counted
+ * then) or was not recorded, or it is the return of a call inside an
+ * outermost-only span.
+ */
+static __always_inline struct lt_frame *pop_frame(struct pt_regs *ctx, struct lt_thread *st,
+						  __u32 *depth)
+{
+	__u32 d = st->depth;
+	int fd;
+
+	if (d > LT_MAX_DEPTH) {
+		st->depth = d - 1;
+		return NULL; /* its entry overflowed and was counted then */
+	}
+	fd = frame_of_return(st, d, PT_REGS_SP(ctx));
+	if (fd < 0) {
+		/* The return of a call inside an outermost-only span (the
+		 * cookie is read only here, off the fast path). */
+		if (!inside_outermost(st, (__u32)bpf_get_attach_cookie(ctx)))
+			count(LT_CNT_RET_UNMATCHED);
+		return NULL;
+	}
+	d = fd & (LT_MAX_DEPTH - 1);
+	st->depth = d;
+	*depth = d;
+	return &st->stack[d];
+}
+
+/* Whether span `f` of probe_id, role and length dur is recorded: a slow
+ * one, or any with --record-all, or one that handles input. */
+static __always_inline int span_recorded(struct lt_frame *f, __u32 probe_id, __u32 role, __u64 dur)
+{
+	return dur >= lt_cfg.slow_ns[role] || lt_cfg.record_all || (f->flags & LT_SPAN_INPUT) ||
+	       handles_input(&lt_cfg.probes[probe_id], f);
+}
+
 SEC("uretprobe")
 int BPF_KRETPROBE(lt_span_return)
 {
@@ -450,9 +552,8 @@ int BPF_KRETPROBE(lt_span_return)
 	struct books_now b;
 	struct lt_frame *f;
 	struct lt_hist *h;
-	__u32 d, role, sw, probe_id;
+	__u32 d = 0, role, sw, probe_id;
 	__u64 now, dur;
-	int fd;
 
 	if (!lt_ready)
 		return 0;
@@ -467,22 +568,9 @@ int BPF_KRETPROBE(lt_span_return)
 	sw = st->switches;
 	barrier();
 	now = bpf_ktime_get_ns();
-	d = st->depth;
-	if (d > LT_MAX_DEPTH) {
-		st->depth = d - 1;
-		return 0; /* its entry overflowed and was counted then */
-	}
-	fd = frame_of_return(st, d, PT_REGS_SP(ctx));
-	if (fd < 0) {
-		/* The return of a call inside an outermost-only span (the
-		 * cookie is read only here, off the fast path). */
-		if (!inside_outermost(st, (__u32)bpf_get_attach_cookie(ctx)))
-			count(LT_CNT_RET_UNMATCHED);
+	f = pop_frame(ctx, st, &d);
+	if (!f)
 		return 0;
-	}
-	d = fd & (LT_MAX_DEPTH - 1);
-	st->depth = d;
-	f = &st->stack[d];
 	/* The frame says which probe: no attach cookie on the fast path. */
 	probe_id = f->probe_id & (LT_MAX_PROBES - 1);
 	dur = now - f->start_ns;
@@ -498,22 +586,11 @@ int BPF_KRETPROBE(lt_span_return)
 	h = thread_hist(st, probe_id, role);
 	hist_add(h, dur);
 
-	if (dur < lt_cfg.slow_ns[role] && !lt_cfg.record_all && !(f->flags & LT_SPAN_INPUT) &&
-	    !handles_input(&lt_cfg.probes[probe_id], f)) {
-		struct lt_span_drop_rec *drop;
-
+	if (!span_recorded(f, probe_id, role, dur)) {
 		if (!h)
 			count(LT_CNT_HIST_FULL);
-		if (!f->sampled)
-			return 0;
-		drop = bpf_ringbuf_reserve(&lt_events, sizeof(*drop), 0);
-		if (!drop) {
-			count(LT_CNT_RB_FULL);
-			return 0;
-		}
-		fill_header(&drop->hdr, LT_REC_SPAN_DROP, sizeof(*drop), now);
-		drop->span_id = f->span_id;
-		bpf_ringbuf_submit(drop, rb_flags());
+		if (f->sampled)
+			emit_span_drop(f->span_id, now);
 		return 0;
 	}
 
@@ -528,7 +605,3 @@ int BPF_KRETPROBE(lt_span_return)
 	submit_span(rec, st, f, &b, probe_id, role, d, f->flags);
 	return 0;
 }
-
-struct task_struct___old {
-	long state;
-} __attribute__((preserve_access_index));

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <unordered_set>
 
 #include "stalls.h"
@@ -201,192 +202,261 @@ struct FinishRecord {
   int64_t runq_ns;  // run-queue wait around the recvfrom and the clock read
 };
 
+// The dispatcher process's run: sends the schedule's events to the app,
+// reads its FINISHED replies, and logs both (input_send, input_finish_recv)
+// and, at the end, its summary.
+class Dispatcher {
+ public:
+  Dispatcher(const InputConfig& cfg, GroundTruthLog& log, int fd, pid_t app_pid,
+             InputMessage* msg, InputMessage* in)
+      : cfg_(cfg),
+        log_(log),
+        fd_(fd),
+        app_pid_(app_pid),
+        msg_(*msg),
+        in_(*in) {}
+
+  // The scenario start, once the app knows it; false (the reason set) when
+  // it never comes (EOF: the app never started, or a signal).
+  bool waitForStart(int start_fd);
+  // Sends every event and waits for their replies (or EOF, a signal, the
+  // drain timeout).
+  void run();
+  void logSummary();
+
+ private:
+  enum class SendResult {
+    kSent,    // on to the next event
+    kRetry,   // EINTR: send again
+    kFull,    // EAGAIN: wait for POLLOUT, then send again
+    kClosed,  // EPIPE / ECONNRESET: the app closed its end
+  };
+  SendResult sendPending();
+  bool nextTimeout(int64_t* timeout_ns);
+  void waitAndRead(int64_t timeout_ns);
+  void readFinishes();
+
+  const InputConfig& cfg_;
+  GroundTruthLog& log_;
+  const int fd_;
+  const pid_t app_pid_;
+  const int pid_ = static_cast<int>(getpid());
+  uint64_t sent_ = 0;
+  uint64_t finished_ = 0;
+  uint64_t eagain_ = 0;         // sendto calls that returned EAGAIN
+  uint64_t eagain_events_ = 0;  // events that met at least one EAGAIN
+  uint64_t invalid_ = 0;
+  int64_t max_late_ns_ = 0;  // max sent_ns - event_time_ns
+  int64_t scheduled_ = 0;
+  const char* reason_ = "done";
+  std::unordered_set<uint32_t> outstanding_;
+  // The run's state.
+  std::optional<Schedule> schedule_;
+  ScheduledEvent ev_;
+  bool have_next_ = false;
+  uint32_t seq_ = 1;
+  bool pending_ = false;  // built, not sent yet (EAGAIN)
+  bool pending_eagain_ = false;
+  size_t size_ = 0;
+  InputMessage& msg_;
+  InputMessage& in_;
+  std::vector<FinishRecord> finishes_;
+  int64_t drain_deadline_ = -1;
+  bool eof_ = false;
+};
+
+void Dispatcher::logSummary() {
+  log_.write({{"event", "input_dispatcher_summary"},
+              {"pid", pid_},
+              {"app_pid", static_cast<int>(app_pid_)},
+              {"sent", sent_},
+              {"finished", finished_},
+              {"eagain", eagain_},
+              {"eagain_events", eagain_events_},
+              {"invalid", invalid_},
+              {"outstanding", outstanding_.size()},
+              {"scheduled", scheduled_},
+              {"max_late_ns", max_late_ns_},
+              {"reason", reason_}});
+}
+
+bool Dispatcher::waitForStart(int start_fd) {
+  int64_t t0_ns = 0;
+  char* p = reinterpret_cast<char*>(&t0_ns);
+  size_t got = 0;
+  while (got < sizeof t0_ns) {
+    const ssize_t n = read(start_fd, p + got, sizeof t0_ns - got);
+    if (n > 0) {
+      got += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR && !g_dispatcher_stop) continue;
+    break;
+  }
+  close(start_fd);
+  if (got != sizeof t0_ns) {
+    reason_ = g_dispatcher_stop ? "signal" : "not_started";
+    return false;
+  }
+  schedule_.emplace(cfg_, t0_ns);
+  scheduled_ = schedule_->total();
+  have_next_ = schedule_->next(&ev_);
+  return true;
+}
+
+void Dispatcher::run() {
+  while (!eof_) {
+    if (g_dispatcher_stop) {
+      reason_ = "signal";
+      break;
+    }
+    if (have_next_ && (pending_ || monotonicNs() >= ev_.when_ns)) {
+      const SendResult r = sendPending();
+      if (r == SendResult::kSent || r == SendResult::kRetry) continue;
+      if (r == SendResult::kClosed) {
+        reason_ = "eof";
+        eof_ = true;
+        break;
+      }
+    }
+    int64_t timeout_ns = -1;
+    if (!nextTimeout(&timeout_ns)) break;
+    waitAndRead(timeout_ns);
+  }
+}
+
+// Sends the next event (built once, kept while the app's buffer is full).
+Dispatcher::SendResult Dispatcher::sendPending() {
+  if (!pending_) {
+    buildMessage(&msg_, ev_, seq_, cfg_.pointers, schedule_->gestureDownNs());
+    size_ = wireSize(msg_);
+    pending_ = true;
+  }
+  const int64_t runq0 = runDelayNs();
+  const int64_t sent_ns = monotonicNs();
+  const ssize_t n =
+      sendto(fd_, &msg_, size_, MSG_DONTWAIT | MSG_NOSIGNAL, nullptr, 0);
+  const int64_t sent_runq_ns = runDelayNs() - runq0;
+  if (n == static_cast<ssize_t>(size_)) {
+    log_.write({{"event", "input_send"},
+                {"pid", pid_},
+                {"seq", seq_},
+                {"type", typeName(msg_.header.type)},
+                {"pointers", ev_.key ? 0 : cfg_.pointers},
+                {"size", size_},
+                {"event_time_ns", ev_.when_ns},
+                {"sent_ns", sent_ns},
+                {"sent_runq_ns", sent_runq_ns},
+                {"action", ev_.action},
+                {"tap", ev_.tap}});
+    max_late_ns_ = std::max(max_late_ns_, sent_ns - ev_.when_ns);
+    outstanding_.insert(seq_);
+    ++sent_;
+    ++seq_;
+    pending_ = false;
+    pending_eagain_ = false;
+    have_next_ = schedule_->next(&ev_);
+    return SendResult::kSent;
+  }
+  if (n < 0 && errno == EINTR) return SendResult::kRetry;
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+    // The app's receive side is full: wait for POLLOUT, then retry.
+    ++eagain_;
+    if (!pending_eagain_) ++eagain_events_;
+    pending_eagain_ = true;
+    return SendResult::kFull;
+  }
+  return SendResult::kClosed;
+}
+
+// How long to wait: until the next event is due, for POLLOUT (-1: the
+// app's buffer was full), or at the end for the outstanding FINISHED
+// replies. False when the run is over: every reply came, or the drain
+// timed out.
+bool Dispatcher::nextTimeout(int64_t* timeout_ns) {
+  const int64_t now = monotonicNs();
+  if (!have_next_) {
+    if (outstanding_.empty()) return false;
+    if (drain_deadline_ < 0) drain_deadline_ = now + kDrainNs;
+    if (now >= drain_deadline_) {
+      reason_ = "timeout";
+      return false;
+    }
+    *timeout_ns = drain_deadline_ - now;
+  } else if (!pending_) {
+    *timeout_ns = std::max<int64_t>(ev_.when_ns - now, 0);
+  }
+  return true;
+}
+
+// Waits up to timeout_ns (-1: no limit), reading replies whenever they
+// arrive. POLLOUT: the pending event is retried at the top of the loop.
+void Dispatcher::waitAndRead(int64_t timeout_ns) {
+  struct pollfd pfd = {
+      fd_, static_cast<short>(POLLIN | (pending_ ? POLLOUT : 0)), 0};
+  struct timespec ts;
+  if (timeout_ns >= 0) {
+    ts.tv_sec = timeout_ns / 1000000000;
+    ts.tv_nsec = timeout_ns % 1000000000;
+  }
+  const int r = ppoll(&pfd, 1, timeout_ns >= 0 ? &ts : nullptr, nullptr);
+  if (r <= 0) return;  // due, EINTR (stop flag)
+  if ((pfd.revents & POLLIN) != 0) {
+    readFinishes();
+    if (eof_) reason_ = "eof";
+  } else if ((pfd.revents & (POLLHUP | POLLERR | POLLNVAL)) != 0) {
+    reason_ = "eof";
+    eof_ = true;
+  }
+}
+
+// Reads every FINISHED reply waiting (EOF sets eof_), then logs them.
+void Dispatcher::readFinishes() {
+  for (;;) {
+    const int64_t runq0 = runDelayNs();
+    const ssize_t n = recvfrom(fd_, &in_, sizeof(InputMessage), MSG_DONTWAIT,
+                               nullptr, nullptr);
+    const int64_t received_ns = monotonicNs();
+    const int64_t runq_ns = runDelayNs() - runq0;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) eof_ = true;
+      break;
+    }
+    if (n == 0) {
+      eof_ = true;
+      break;
+    }
+    if (n < 8 || in_.header.type != InputMessage::kFinished ||
+        static_cast<size_t>(n) != wireSize(in_)) {
+      ++invalid_;
+      continue;
+    }
+    finishes_.push_back({in_.header.seq, in_.body.finished.handled != 0,
+                         in_.body.finished.consumeTime, received_ns, runq_ns});
+  }
+  for (const FinishRecord& f : finishes_) {
+    log_.write({{"event", "input_finish_recv"},
+                {"pid", pid_},
+                {"seq", f.seq},
+                {"handled", f.handled},
+                {"consume_time_ns", f.consume_time_ns},
+                {"finish_received_ns", f.received_ns},
+                {"finish_received_runq_ns", f.runq_ns}});
+    outstanding_.erase(f.seq);
+    ++finished_;
+  }
+  finishes_.clear();
+}
+
 [[noreturn]] REFAPP_NOINLINE void runDispatcher(const InputConfig& cfg,
                                                 GroundTruthLog& log, int fd,
                                                 int start_fd, pid_t app_pid) {
-  const int pid = static_cast<int>(getpid());
-  uint64_t sent = 0;
-  uint64_t finished = 0;
-  uint64_t eagain = 0;         // sendto calls that returned EAGAIN
-  uint64_t eagain_events = 0;  // events that met at least one EAGAIN
-  uint64_t invalid = 0;
-  int64_t max_late_ns = 0;  // max sent_ns - event_time_ns
-  int64_t scheduled = 0;
-  const char* reason = "done";
-  std::unordered_set<uint32_t> outstanding;
-
-  const auto summary = [&]() {
-    log.write({{"event", "input_dispatcher_summary"},
-               {"pid", pid},
-               {"app_pid", static_cast<int>(app_pid)},
-               {"sent", sent},
-               {"finished", finished},
-               {"eagain", eagain},
-               {"eagain_events", eagain_events},
-               {"invalid", invalid},
-               {"outstanding", outstanding.size()},
-               {"scheduled", scheduled},
-               {"max_late_ns", max_late_ns},
-               {"reason", reason}});
-  };
-
-  // The scenario start, once the app knows it (EOF: it never started).
-  int64_t t0_ns = 0;
-  {
-    char* p = reinterpret_cast<char*>(&t0_ns);
-    size_t got = 0;
-    while (got < sizeof t0_ns) {
-      const ssize_t n = read(start_fd, p + got, sizeof t0_ns - got);
-      if (n > 0) {
-        got += static_cast<size_t>(n);
-        continue;
-      }
-      if (n < 0 && errno == EINTR && !g_dispatcher_stop) continue;
-      break;
-    }
-    close(start_fd);
-    if (got != sizeof t0_ns) {
-      reason = g_dispatcher_stop ? "signal" : "not_started";
-      summary();
-      _exit(0);
-    }
-  }
-
-  Schedule schedule(cfg, t0_ns);
-  scheduled = schedule.total();
-  ScheduledEvent ev;
-  bool have_next = schedule.next(&ev);
-  uint32_t seq = 1;
-  bool pending = false;  // built, not sent yet (EAGAIN)
-  bool pending_eagain = false;
-  size_t size = 0;
   static InputMessage msg;
   static InputMessage in;
-  std::vector<FinishRecord> finishes;
-  int64_t drain_deadline = -1;
-  bool eof = false;
-
-  while (!eof) {
-    if (g_dispatcher_stop) {
-      reason = "signal";
-      break;
-    }
-    int64_t now = monotonicNs();
-    if (have_next && (pending || now >= ev.when_ns)) {
-      if (!pending) {
-        buildMessage(&msg, ev, seq, cfg.pointers, schedule.gestureDownNs());
-        size = wireSize(msg);
-        pending = true;
-      }
-      const int64_t runq0 = runDelayNs();
-      const int64_t sent_ns = monotonicNs();
-      const ssize_t n =
-          sendto(fd, &msg, size, MSG_DONTWAIT | MSG_NOSIGNAL, nullptr, 0);
-      const int64_t sent_runq_ns = runDelayNs() - runq0;
-      if (n == static_cast<ssize_t>(size)) {
-        log.write({{"event", "input_send"},
-                   {"pid", pid},
-                   {"seq", seq},
-                   {"type", typeName(msg.header.type)},
-                   {"pointers", ev.key ? 0 : cfg.pointers},
-                   {"size", size},
-                   {"event_time_ns", ev.when_ns},
-                   {"sent_ns", sent_ns},
-                   {"sent_runq_ns", sent_runq_ns},
-                   {"action", ev.action},
-                   {"tap", ev.tap}});
-        max_late_ns = std::max(max_late_ns, sent_ns - ev.when_ns);
-        outstanding.insert(seq);
-        ++sent;
-        ++seq;
-        pending = false;
-        pending_eagain = false;
-        have_next = schedule.next(&ev);
-        continue;
-      }
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        // The app's receive side is full: wait for POLLOUT, then retry.
-        ++eagain;
-        if (!pending_eagain) ++eagain_events;
-        pending_eagain = true;
-      } else {
-        // EPIPE / ECONNRESET: the app closed its end.
-        reason = "eof";
-        eof = true;
-        break;
-      }
-    }
-    // Wait: until the next event is due, for POLLOUT (the app's buffer was
-    // full), or at the end for the outstanding FINISHED replies; reading
-    // replies whenever they arrive.
-    now = monotonicNs();
-    int64_t timeout_ns = -1;
-    if (!have_next) {
-      if (outstanding.empty()) break;
-      if (drain_deadline < 0) drain_deadline = now + kDrainNs;
-      if (now >= drain_deadline) {
-        reason = "timeout";
-        break;
-      }
-      timeout_ns = drain_deadline - now;
-    } else if (!pending) {
-      timeout_ns = std::max<int64_t>(ev.when_ns - now, 0);
-    }
-    struct pollfd pfd = {
-        fd, static_cast<short>(POLLIN | (pending ? POLLOUT : 0)), 0};
-    struct timespec ts;
-    if (timeout_ns >= 0) {
-      ts.tv_sec = timeout_ns / 1000000000;
-      ts.tv_nsec = timeout_ns % 1000000000;
-    }
-    const int r = ppoll(&pfd, 1, timeout_ns >= 0 ? &ts : nullptr, nullptr);
-    if (r <= 0) continue;  // due, EINTR (stop flag)
-    if ((pfd.revents & POLLIN) != 0) {
-      for (;;) {
-        const int64_t runq0 = runDelayNs();
-        const ssize_t n = recvfrom(fd, &in, sizeof(InputMessage), MSG_DONTWAIT,
-                                   nullptr, nullptr);
-        const int64_t received_ns = monotonicNs();
-        const int64_t runq_ns = runDelayNs() - runq0;
-        if (n < 0) {
-          if (errno == EINTR) continue;
-          if (errno != EAGAIN && errno != EWOULDBLOCK) eof = true;
-          break;
-        }
-        if (n == 0) {
-          eof = true;
-          break;
-        }
-        if (n < 8 || in.header.type != InputMessage::kFinished ||
-            static_cast<size_t>(n) != wireSize(in)) {
-          ++invalid;
-          continue;
-        }
-        finishes.push_back({in.header.seq, in.body.finished.handled != 0,
-                            in.body.finished.consumeTime, received_ns,
-                            runq_ns});
-      }
-      for (const FinishRecord& f : finishes) {
-        log.write({{"event", "input_finish_recv"},
-                   {"pid", pid},
-                   {"seq", f.seq},
-                   {"handled", f.handled},
-                   {"consume_time_ns", f.consume_time_ns},
-                   {"finish_received_ns", f.received_ns},
-                   {"finish_received_runq_ns", f.runq_ns}});
-        outstanding.erase(f.seq);
-        ++finished;
-      }
-      finishes.clear();
-      if (eof) reason = "eof";
-    } else if ((pfd.revents & (POLLHUP | POLLERR | POLLNVAL)) != 0) {
-      reason = "eof";
-      eof = true;
-    }
-    // POLLOUT: the pending event is retried at the top of the loop.
-  }
-  summary();
+  Dispatcher dispatcher(cfg, log, fd, app_pid, &msg, &in);
+  if (dispatcher.waitForStart(start_fd)) dispatcher.run();
+  dispatcher.logSummary();
   _exit(0);
 }
 
