@@ -69,47 +69,24 @@ const nlohmann::json* find_reported(const nlohmann::json& slow,
   return nullptr;
 }
 
-}  // namespace
-
-int run_demo(const std::string& self_dir, const std::string& json_path) {
-  // The demo reads its report back to compare it with the app's log.
-  if (json_path == "-") {
-    log::error("demo --json: give a file name; the demo reads it back");
-    return 2;
-  }
-  ResolveContext rctx;
-  rctx.self_dir = self_dir;
-  auto refapp = resolve_binary("refapp", rctx);
-  if (!refapp.ok()) {
-    log::error("the reference app was not found next to looptrace: {}",
-               refapp.status().message());
-    return 1;
-  }
-  char dir_tmpl[] = "/tmp/looptrace-demo.XXXXXX";
-  if (!mkdtemp(dir_tmpl)) {
-    log::error("mkdtemp: {}", std::strerror(errno));
-    return 1;
-  }
-  std::string dir = dir_tmpl;
-  std::string log_path = dir + "/refapp-truth.jsonl";
-  std::string report_path =
-      json_path.empty() ? dir + "/report.json" : json_path;
-
+// The demo's run: 500 ordinary 0.1-2 ms dispatches a second, and one stall
+// of each kind. Its dispatcher process sends a 60 Hz stream of input
+// events, and a tap while the sleep stall holds the loop. A slow idle
+// handler in a calm moment (the queue must go idle for it to run) and,
+// once the backlog of the 300 ms stall has drained, a sync barrier left up
+// for 400 ms: over the demo's 200 ms stall threshold, so looptrace
+// announces it while it is still up.
+RecordArgs demo_args(const std::string& self_dir, const std::string& refapp,
+                     const std::string& report_path,
+                     const std::string& log_path) {
   RecordArgs ra;
   ra.self_dir = self_dir;
   ra.profile = "refapp";
   ra.outputs.json = report_path;
-  // 500 ordinary 0.1-2 ms dispatches a second, and one stall of each kind.
-  // Its dispatcher process sends a 60 Hz stream of input events, and a tap
-  // while the sleep stall holds the loop. A slow idle handler in a calm
-  // moment (the queue must go idle for it to run) and, once the backlog of
-  // the 300 ms stall has drained, a sync barrier left up for 400 ms: over
-  // the demo's 200 ms stall threshold, so looptrace announces it while it
-  // is still up.
   ra.input = true;
   ra.thresholds[ThresholdOption::kSlowInput] = "50ms";
   ra.thresholds[ThresholdOption::kBarrierStall] = "200ms";
-  ra.command = {*refapp,         "--rate",       "500",
+  ra.command = {refapp,          "--rate",       "500",
                 "--duration",    "4500",         "--stall",
                 "busy:50@400",   "--stall",      "sleep:120@1000",
                 "--stall",       "lock:80@1600", "--stall",
@@ -118,24 +95,15 @@ int run_demo(const std::string& self_dir, const std::string& json_path) {
                 "200",           "--input-rate", "60",
                 "--input-tap",   "1050",         "--log",
                 log_path};
-  std::fprintf(stderr,
-               "looptrace demo: %s --rate 500 --duration 4500 with "
-               "stalls busy 50ms, sleep 120ms, lock 80ms, busy 300ms; "
-               "a 30ms idle handler; a sync barrier up for 400ms; "
-               "input at 60 Hz and a tap at 1050ms\n\n",
-               refapp->c_str());
-  int rc = run_record(ra);
-  if (rc != 0) return rc;
+  return ra;
+}
 
-  const std::vector<nlohmann::json> app_log = read_log(log_path);
+// The injected stalls and any other slow dispatch, against the app's log:
+// whether each was found and nothing unexplained was reported.
+bool compare_stalls(const std::vector<nlohmann::json>& app_log,
+                    nlohmann::json& report, const std::string& log_path) {
   std::vector<Stall> truth = stalls(app_log, "stall");
   std::vector<Stall> app_slow = stalls(app_log, "slow");
-  std::ifstream in(report_path);
-  nlohmann::json report = nlohmann::json::parse(in, nullptr, false);
-  if (report.is_discarded()) {
-    log::error("could not read back {}", report_path);
-    return 1;
-  }
   std::printf("\nGround truth (the app's own log, %s) vs looptrace:\n",
               log_path.c_str());
   std::printf("  %-6s %10s %10s %10s %9s\n", "kind", "app log", "looptrace",
@@ -181,7 +149,12 @@ int run_demo(const std::string& self_dir, const std::string& json_path) {
     std::printf("  %zu reported slow dispatches are not in the app's log\n",
                 unexplained);
 
-  // The idle handler and the barrier, against the app's own log.
+  return found == static_cast<int>(truth.size()) && unexplained == 0;
+}
+
+// The idle handler and the barrier, against the app's own log.
+bool compare_idle_and_barriers(const std::vector<nlohmann::json>& app_log,
+                               nlohmann::json& report) {
   std::vector<nlohmann::json> idle_truth = events(app_log, "idle");
   std::vector<nlohmann::json> barrier_truth = events(app_log, "barrier_remove");
   size_t idle_found = 0, barriers_found = 0;
@@ -232,8 +205,14 @@ int run_demo(const std::string& self_dir, const std::string& json_path) {
                 m->value("stalled", false) ? "stall announced" : "no stall");
   }
 
-  // Input: every event the dispatcher logged sending, matched by seq, with
-  // the worst total latency on both sides.
+  return idle_found == idle_truth.size() && !idle_truth.empty() &&
+         barriers_found == barrier_truth.size() && !barrier_truth.empty();
+}
+
+// Input: every event the dispatcher logged sending, matched by seq, with
+// the worst total latency on both sides.
+bool compare_input(const std::vector<nlohmann::json>& app_log,
+                   nlohmann::json& report) {
   std::map<uint64_t, nlohmann::json> sent, acked;
   for (const nlohmann::json& j : app_log) {
     if (!j.contains("seq")) continue;
@@ -264,14 +243,54 @@ int run_demo(const std::string& self_dir, const std::string& json_path) {
       "largest error %.1fus\n",
       sent.size(), acked.size(), matched, format_duration(worst_total).c_str(),
       static_cast<double>(worst_err) / 1e3);
-  bool input_ok = matched == acked.size() && !acked.empty();
-  bool others_ok = idle_found == idle_truth.size() && !idle_truth.empty() &&
-                   barriers_found == barrier_truth.size() &&
-                   !barrier_truth.empty();
-  return found == static_cast<int>(truth.size()) && unexplained == 0 &&
-                 input_ok && others_ok
-             ? 0
-             : 1;
+  return matched == acked.size() && !acked.empty();
+}
+
+}  // namespace
+
+int run_demo(const std::string& self_dir, const std::string& json_path) {
+  // The demo reads its report back to compare it with the app's log.
+  if (json_path == "-") {
+    log::error("demo --json: give a file name; the demo reads it back");
+    return 2;
+  }
+  ResolveContext rctx;
+  rctx.self_dir = self_dir;
+  auto refapp = resolve_binary("refapp", rctx);
+  if (!refapp.ok()) {
+    log::error("the reference app was not found next to looptrace: {}",
+               refapp.status().message());
+    return 1;
+  }
+  char dir_tmpl[] = "/tmp/looptrace-demo.XXXXXX";
+  if (!mkdtemp(dir_tmpl)) {
+    log::error("mkdtemp: {}", std::strerror(errno));
+    return 1;
+  }
+  std::string dir = dir_tmpl;
+  std::string log_path = dir + "/refapp-truth.jsonl";
+  std::string report_path =
+      json_path.empty() ? dir + "/report.json" : json_path;
+  std::fprintf(stderr,
+               "looptrace demo: %s --rate 500 --duration 4500 with "
+               "stalls busy 50ms, sleep 120ms, lock 80ms, busy 300ms; "
+               "a 30ms idle handler; a sync barrier up for 400ms; "
+               "input at 60 Hz and a tap at 1050ms\n\n",
+               refapp->c_str());
+  int rc = run_record(demo_args(self_dir, *refapp, report_path, log_path));
+  if (rc != 0) return rc;
+
+  const std::vector<nlohmann::json> app_log = read_log(log_path);
+  std::ifstream in(report_path);
+  nlohmann::json report = nlohmann::json::parse(in, nullptr, false);
+  if (report.is_discarded()) {
+    log::error("could not read back {}", report_path);
+    return 1;
+  }
+  bool stalls_ok = compare_stalls(app_log, report, log_path);
+  bool others_ok = compare_idle_and_barriers(app_log, report);
+  bool input_ok = compare_input(app_log, report);
+  return stalls_ok && input_ok && others_ok ? 0 : 1;
 }
 
 }  // namespace looptrace

@@ -88,25 +88,8 @@ void add_budget_option(CLI::App* app, std::vector<std::string>* fail_if) {
       ->type_name("EXPR");
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"looptrace: find where an event loop loses time"};
-  app.footer(kExamples);
-  app.require_subcommand(1);
-  app.set_version_flag("--version", "looptrace " LOOPTRACE_VERSION,
-                       "Print the version and exit");
-  bool verbose = false;
-  std::string debug_areas;
-  app.add_flag("-v,--verbose", verbose, "Print progress and libbpf messages");
-  app.add_option(
-      "--debug", debug_areas,
-      "Debug areas: elf,resolve,loader,libbpf,symbolize,unwind or all");
-
-  looptrace::RecordArgs ra;
-  ra.self_dir = self_dir();
-  CLI::App* rec =
-      app.add_subcommand("record", "Trace dispatches and report slow ones");
+// What to trace: a profile or ad-hoc probes and what they read.
+void add_probe_options(CLI::App* rec, looptrace::RecordArgs& ra) {
   rec->add_option(
       "--profile", ra.profile,
       "Probe set: a built-in (refapp, glib, node, qt5, qt6, gtk3: `looptrace "
@@ -144,6 +127,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   // Parsed here, strictly: CLI11 would take "0x10" as 16, and an empty or
   // non-positive pid would mean every process.
+}
+
+// Where and when: the target, the thresholds, sampling, the kernel's
+// tables and thread filters.
+void add_target_options(CLI::App* rec, looptrace::RecordArgs& ra) {
   rec->add_option_function<std::string>(
          "-p,--pid",
          [&ra](const std::string& text) {
@@ -189,6 +177,10 @@ int main(int argc, char** argv) {
                   "Processes followed with -p or a command (the target and "
                   "what it forks)")
       ->capture_default_str();
+}
+
+// What a run writes and announces.
+void add_run_options(CLI::App* rec, looptrace::RecordArgs& ra) {
   rec->add_flag("--record-all", ra.record_all,
                 "Send every span through the ring buffer");
   add_output_options(rec, &ra.outputs);
@@ -213,6 +205,10 @@ int main(int argc, char** argv) {
   rec->add_option("--events", ra.outputs.events,
                   "Write live events (barrier stalls, hangs) to FILE as JSON "
                   "lines");
+}
+
+// Input channels (docs/input.md).
+void add_input_options(CLI::App* rec, looptrace::RecordArgs& ra) {
   rec->add_flag("--input", ra.input,
                 "Trace input channels: Android InputChannel messages on "
                 "AF_UNIX SOCK_SEQPACKET sockets, stage by stage");
@@ -237,6 +233,15 @@ int main(int argc, char** argv) {
                   "A raw input channel: the target's sockets connected to the "
                   "unix socket at PATH, e.g. /tmp/.X11-unix/X0; 'auto': its "
                   "X11 and Wayland connections (repeatable)");
+}
+
+CLI::App* add_record_command(CLI::App& app, looptrace::RecordArgs& ra) {
+  CLI::App* rec =
+      app.add_subcommand("record", "Trace dispatches and report slow ones");
+  add_probe_options(rec, ra);
+  add_target_options(rec, ra);
+  add_run_options(rec, ra);
+  add_input_options(rec, ra);
   // A repeatable option takes one value each time: `--dispatch LIB:FN --
   // COMMAND --duration 5` must not read "--" as the end of --dispatch's
   // values and the command's own options as looptrace's.
@@ -246,51 +251,99 @@ int main(int argc, char** argv) {
   rec->add_option("command", ra.command,
                   "-- COMMAND [ARGS...] to run and trace");
   rec->footer(kExamples);
+  return rec;
+}
 
-  looptrace::ReportArgs rep_args;
+CLI::App* add_report_command(CLI::App& app, looptrace::ReportArgs& args) {
   CLI::App* rep = app.add_subcommand(
       "report", "Replay a recording (record -o FILE) into reports");
-  rep->add_option("recording", rep_args.recording, "The recording")->required();
-  add_threshold_options(rep, &rep_args.thresholds, false);
-  add_output_options(rep, &rep_args.outputs);
-  add_budget_option(rep, &rep_args.fail_if);
-  rep->add_flag("-q,--quiet", rep_args.quiet, "No text report");
+  rep->add_option("recording", args.recording, "The recording")->required();
+  add_threshold_options(rep, &args.thresholds, false);
+  add_output_options(rep, &args.outputs);
+  add_budget_option(rep, &args.fail_if);
+  rep->add_flag("-q,--quiet", args.quiet, "No text report");
+  return rep;
+}
 
-  CLI::App* profiles = app.add_subcommand(
-      "profiles", "List the built-in profiles (--profile NAME)");
+void add_pid_option(CLI::App* sub, looptrace::InspectArgs* args) {
+  sub->add_option_function<std::string>(
+         "-p,--pid",
+         [args](const std::string& text) {
+           auto pid = looptrace::proc::parse_pid(text);
+           if (!pid.ok()) throw CLI::ValidationError(pid.status().message());
+           args->pid = *pid;
+         },
+         "The process whose mappings to look in")
+      ->type_name("PID");
+}
 
-  looptrace::InspectArgs list_args;
-  list_args.self_dir = ra.self_dir;
+CLI::App* add_list_command(CLI::App& app, looptrace::InspectArgs& args) {
   CLI::App* list = app.add_subcommand(
       "list",
       "List the functions of a binary (or of a process) a probe can "
       "attach to, and the built-in profiles' roles there");
-  list->add_option("binary_or_glob", list_args.binary,
+  list->add_option("binary_or_glob", args.binary,
                    "BINARY [GLOB], or GLOB with -p");
-  list->add_option("glob", list_args.glob, "Functions to list (* ? [...])");
-  auto add_pid = [](CLI::App* sub, looptrace::InspectArgs* args) {
-    sub->add_option_function<std::string>(
-           "-p,--pid",
-           [args](const std::string& text) {
-             auto pid = looptrace::proc::parse_pid(text);
-             if (!pid.ok()) throw CLI::ValidationError(pid.status().message());
-             args->pid = *pid;
-           },
-           "The process whose mappings to look in")
-        ->type_name("PID");
-  };
-  add_pid(list, &list_args);
+  list->add_option("glob", args.glob, "Functions to list (* ? [...])");
+  add_pid_option(list, &args);
+  return list;
+}
 
-  looptrace::InspectArgs check_args;
-  check_args.self_dir = ra.self_dir;
+CLI::App* add_check_command(CLI::App& app, looptrace::InspectArgs& args) {
   CLI::App* check = app.add_subcommand(
       "check", "Say where each probe of a profile resolves, or why not");
-  check->add_option("profile", check_args.profile, "A built-in name or a file")
+  check->add_option("profile", args.profile, "A built-in name or a file")
       ->required();
-  check->add_option("binary", check_args.binary,
+  check->add_option("binary", args.binary,
                     "Check against this binary instead of each probe's own");
-  add_pid(check, &check_args);
+  add_pid_option(check, &args);
+  return check;
+}
 
+// `list -p PID [GLOB]`: the one positional is the glob.
+int run_list_command(looptrace::InspectArgs& args) {
+  if (args.pid > 0) {
+    if (!args.glob.empty()) {
+      std::fprintf(stderr,
+                   "looptrace: error: list -p PID takes a GLOB, not a "
+                   "BINARY\n");
+      return 2;
+    }
+    args.glob = args.binary;
+    args.binary.clear();
+  } else if (args.binary.empty()) {
+    std::fprintf(stderr, "looptrace: error: list needs a BINARY or -p PID\n");
+    return 2;
+  }
+  return looptrace::run_list(args);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"looptrace: find where an event loop loses time"};
+  app.footer(kExamples);
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "looptrace " LOOPTRACE_VERSION,
+                       "Print the version and exit");
+  bool verbose = false;
+  std::string debug_areas;
+  app.add_flag("-v,--verbose", verbose, "Print progress and libbpf messages");
+  app.add_option(
+      "--debug", debug_areas,
+      "Debug areas: elf,resolve,loader,libbpf,symbolize,unwind or all");
+
+  looptrace::RecordArgs ra;
+  ra.self_dir = self_dir();
+  CLI::App* rec = add_record_command(app, ra);
+  looptrace::ReportArgs rep_args;
+  CLI::App* rep = add_report_command(app, rep_args);
+  CLI::App* profiles = app.add_subcommand(
+      "profiles", "List the built-in profiles (--profile NAME)");
+  looptrace::InspectArgs list_args, check_args;
+  list_args.self_dir = check_args.self_dir = ra.self_dir;
+  CLI::App* list = add_list_command(app, list_args);
+  CLI::App* check = add_check_command(app, check_args);
   std::string demo_json;
   CLI::App* demo = app.add_subcommand("demo",
                                       "Run the bundled reference app under "
@@ -313,23 +366,7 @@ int main(int argc, char** argv) {
   if (verbose) looptrace::log::enable_debug_areas("libbpf");
 
   if (*profiles) return looptrace::run_profiles();
-  if (*list) {
-    // `list -p PID [GLOB]`: the one positional is the glob.
-    if (list_args.pid > 0) {
-      if (!list_args.glob.empty()) {
-        std::fprintf(stderr,
-                     "looptrace: error: list -p PID takes a GLOB, not a "
-                     "BINARY\n");
-        return 2;
-      }
-      list_args.glob = list_args.binary;
-      list_args.binary.clear();
-    } else if (list_args.binary.empty()) {
-      std::fprintf(stderr, "looptrace: error: list needs a BINARY or -p PID\n");
-      return 2;
-    }
-    return looptrace::run_list(list_args);
-  }
+  if (*list) return run_list_command(list_args);
   if (*check) return looptrace::run_check(check_args);
   if (*rec) return looptrace::run_record(ra);
   if (*rep) return looptrace::run_report(rep_args);

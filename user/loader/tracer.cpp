@@ -266,6 +266,9 @@ struct Tracer::Impl {
   // Threads that exit or exec (their spans cut short) and processes that
   // fork (children followed, spans in flight handed over); then the target,
   // if any, joins the traced set: its forks are followed from the start.
+  Status choose_input_programs(const TraceOptions& opts, SyscallHook how,
+                               lt_config& cfg);
+  Status attach_all(const TraceOptions& opts, bool input_on);
   Status attach_lifecycle(pid_t target) {
     const std::pair<bpf_program*, const char*> hooks[] = {
         {skel->progs.lt_exit, "sched_process_exit"},
@@ -477,29 +480,11 @@ Result<std::unique_ptr<Tracer>> Tracer::Create(const TraceOptions& opts) {
       .with_hint(st.hint());
 }
 
-Result<std::unique_ptr<Tracer>> Tracer::CreateWith(const TraceOptions& opts,
-                                                   SyscallHook hook) {
-  const InputTrace& in = opts.input;
-  if (opts.probes.empty() && in.mode == InputMode::kOff)
-    return Status::Error("nothing to trace: give --profile or --dispatch",
-                         ErrorKind::kUsage);
-  if (opts.probes.size() > LT_MAX_PROBES)
-    return Status::Error(fmt::format("too many probes ({}; at most {})",
-                                     opts.probes.size(), LT_MAX_PROBES),
-                         ErrorKind::kUsage);
-  auto impl = std::make_unique<Impl>();
-  impl->skel.reset(looptrace_bpf::open());
-  if (!impl->skel) return Status::Errno("opening the BPF object", errno);
-  looptrace_bpf* skel = impl->skel.get();
+namespace {
 
-  lt_config& cfg = const_cast<lt_config&>(skel->rodata->lt_cfg);
-  for (int r = 0; r < LT_ROLE_MAX; ++r) cfg.slow_ns[r] = opts.limits.slow_ns[r];
-  cfg.sample_after_ns = opts.limits.sample_after_ns;
-  cfg.record_all = opts.limits.record_all ? 1 : 0;
-  cfg.nprobes = static_cast<uint32_t>(opts.probes.size());
-  cfg.hist_max = opts.hist_max;
-  cfg.use_steal = kernel_accounts_steal() ? 1 : 0;
-  cfg.delivery_drain_ns = opts.limits.delivery_drain_ns;
+// What each probe's kernel side reads and how: its keys, the keys the
+// kernel itself uses (by role), its input match.
+Status configure_probes(const TraceOptions& opts, lt_config& cfg) {
   for (const ProbeDef& p : opts.probes) {
     if (p.id >= LT_MAX_PROBES || p.keys.size() > LT_MAX_KEYS)
       return Status::Error(fmt::format("probe {} is malformed", p.symbol));
@@ -532,6 +517,11 @@ Result<std::unique_ptr<Tracer>> Tracer::CreateWith(const TraceOptions& opts,
     if (p.role != LT_ROLE_DISPATCH && p.role != LT_ROLE_ENQUEUE) pc.msg_key = 0;
     if (p.role != LT_ROLE_DISPATCH) pc.due_key = 0;
   }
+  return Status::Ok();
+}
+
+// The ring buffer and the maps sized at load.
+Status size_maps(looptrace_bpf* skel, const TraceOptions& opts) {
   int err = bpf_map__set_max_entries(skel->maps.lt_events, opts.ringbuf_bytes);
   if (!err) err = bpf_map__set_max_entries(skel->maps.lt_hists, opts.hist_max);
   if (!err)
@@ -543,6 +533,12 @@ Result<std::unique_ptr<Tracer>> Tracer::CreateWith(const TraceOptions& opts,
         "sizing BPF maps (--ringbuf-size must be a power "
         "of two multiple of the page size)",
         -err);
+  return Status::Ok();
+}
+
+// Stack samples and the off-CPU hooks.
+void configure_sched(looptrace_bpf* skel, const TraceOptions& opts,
+                     lt_config& cfg) {
   if (opts.limits.sample_hz == 0)
     bpf_program__set_autoload(skel->progs.lt_sample, false);
   cfg.stack_copy = std::min<uint32_t>(opts.stack_copy, LT_STACK_COPY);
@@ -559,46 +555,10 @@ Result<std::unique_ptr<Tracer>> Tracer::CreateWith(const TraceOptions& opts,
   }
   if (!opts.off_cpu)
     bpf_program__set_autoload(skel->progs.lt_sched_waking, false);
-  cfg.input_on = in.mode != InputMode::kOff;
-  cfg.input_tgid_filter = !in.tgids.empty();
-  cfg.io_wakeup_bytes = opts.ringbuf_bytes / 16;
-  const bool uprobes = in.mode == InputMode::kUprobe,
-             syscalls = in.mode == InputMode::kSyscall,
-             tps = syscalls && hook == SyscallHook::kTracepoint,
-             raw = syscalls && hook == SyscallHook::kRaw;
-  impl->hook = hook;
-  if (raw) LT_RETURN_IF_ERROR(impl->fill_sys_ops(in, &cfg));
-  // LOOPTRACE_NO_TYPED_LOADS=1 takes the older kernels' path anywhere (the
-  // tests keep it working).
-  const char* no_typed = std::getenv("LOOPTRACE_NO_TYPED_LOADS");
-  const bool typed = (uprobes || syscalls) &&
-                     !(no_typed && std::string_view(no_typed) == "1") &&
-                     kernel_has_kfunc("bpf_rdonly_cast");
-  impl->io_uentry =
-      typed ? skel->progs.lt_io_uentry_typed : skel->progs.lt_io_uentry;
-  impl->io_tpentry =
-      typed ? skel->progs.lt_io_tpentry_typed : skel->progs.lt_io_tpentry;
-  impl->io_sys_enter =
-      typed ? skel->progs.lt_io_sys_enter_typed : skel->progs.lt_io_sys_enter;
-  for (bpf_program* p :
-       {skel->progs.lt_io_uentry, skel->progs.lt_io_uentry_typed,
-        skel->progs.lt_io_tpentry, skel->progs.lt_io_tpentry_typed,
-        skel->progs.lt_io_sys_enter, skel->progs.lt_io_sys_enter_typed})
-    bpf_program__set_autoload(p, false);
-  bpf_program__set_autoload(impl->io_uentry, uprobes);
-  bpf_program__set_autoload(impl->io_tpentry, tps);
-  bpf_program__set_autoload(impl->io_sys_enter, raw);
-  bpf_program__set_autoload(skel->progs.lt_io_ureturn, uprobes);
-  bpf_program__set_autoload(skel->progs.lt_io_tpexit, tps);
-  bpf_program__set_autoload(skel->progs.lt_io_sys_exit, raw);
-  if (uprobes || syscalls) {
-    impl->input_hook = uprobes ? "uprobes"
-                       : raw   ? "raw syscall tracepoints"
-                               : "syscall tracepoints";
-    log::debug(
-        "loader", "input entry programs: {}, {}", impl->input_hook,
-        typed ? "typed loads (bpf_rdonly_cast)" : "bpf_probe_read_kernel");
-  }
+}
+
+// Spans only of the target's processes and of the threads asked for.
+void configure_filters(const TraceOptions& opts, lt_config& cfg) {
   cfg.span_tgid_filter = opts.pid > 0;
   cfg.thread_filter = !opts.tids.empty() || !opts.comms.empty();
   for (size_t i = 0; i < opts.tids.size() && i < LT_MAX_FILTER_TIDS; ++i)
@@ -606,36 +566,122 @@ Result<std::unique_ptr<Tracer>> Tracer::CreateWith(const TraceOptions& opts,
   for (size_t i = 0; i < opts.comms.size() && i < LT_MAX_FILTER_COMMS; ++i)
     std::snprintf(cfg.filter_comms[i], LT_COMM_LEN, "%s",
                   opts.comms[i].c_str());
+}
 
-  err = looptrace_bpf::load(skel);
+}  // namespace
+
+// Which input programs load: uprobes, the per-call or the raw syscall
+// tracepoints, with typed loads where the kernel has them.
+Status Tracer::Impl::choose_input_programs(const TraceOptions& opts,
+                                           SyscallHook how, lt_config& cfg) {
+  const InputTrace& in = opts.input;
+  looptrace_bpf* bpf = skel.get();
+  cfg.input_on = in.mode != InputMode::kOff;
+  cfg.input_tgid_filter = !in.tgids.empty();
+  cfg.io_wakeup_bytes = opts.ringbuf_bytes / 16;
+  const bool uprobes = in.mode == InputMode::kUprobe,
+             syscalls = in.mode == InputMode::kSyscall,
+             tps = syscalls && how == SyscallHook::kTracepoint,
+             raw = syscalls && how == SyscallHook::kRaw;
+  hook = how;
+  if (raw) LT_RETURN_IF_ERROR(fill_sys_ops(in, &cfg));
+  // LOOPTRACE_NO_TYPED_LOADS=1 takes the older kernels' path anywhere (the
+  // tests keep it working).
+  const char* no_typed = std::getenv("LOOPTRACE_NO_TYPED_LOADS");
+  const bool typed = (uprobes || syscalls) &&
+                     !(no_typed && std::string_view(no_typed) == "1") &&
+                     kernel_has_kfunc("bpf_rdonly_cast");
+  io_uentry = typed ? bpf->progs.lt_io_uentry_typed : bpf->progs.lt_io_uentry;
+  io_tpentry =
+      typed ? bpf->progs.lt_io_tpentry_typed : bpf->progs.lt_io_tpentry;
+  io_sys_enter =
+      typed ? bpf->progs.lt_io_sys_enter_typed : bpf->progs.lt_io_sys_enter;
+  for (bpf_program* p :
+       {bpf->progs.lt_io_uentry, bpf->progs.lt_io_uentry_typed,
+        bpf->progs.lt_io_tpentry, bpf->progs.lt_io_tpentry_typed,
+        bpf->progs.lt_io_sys_enter, bpf->progs.lt_io_sys_enter_typed})
+    bpf_program__set_autoload(p, false);
+  bpf_program__set_autoload(io_uentry, uprobes);
+  bpf_program__set_autoload(io_tpentry, tps);
+  bpf_program__set_autoload(io_sys_enter, raw);
+  bpf_program__set_autoload(bpf->progs.lt_io_ureturn, uprobes);
+  bpf_program__set_autoload(bpf->progs.lt_io_tpexit, tps);
+  bpf_program__set_autoload(bpf->progs.lt_io_sys_exit, raw);
+  if (uprobes || syscalls) {
+    input_hook = uprobes ? "uprobes"
+                 : raw   ? "raw syscall tracepoints"
+                         : "syscall tracepoints";
+    log::debug(
+        "loader", "input entry programs: {}, {}", input_hook,
+        typed ? "typed loads (bpf_rdonly_cast)" : "bpf_probe_read_kernel");
+  }
+  return Status::Ok();
+}
+
+// Every hook, in the order the kernel side needs them.
+Status Tracer::Impl::attach_all(const TraceOptions& opts, bool input_on) {
+  looptrace_bpf* bpf = skel.get();
+  const InputTrace& in = opts.input;
+  // CPU accounting first, so spans never see a thread without it.
+  bpf_link* sw = bpf_program__attach(bpf->progs.lt_sched_switch);
+  if (!sw) return Status::Errno("attaching to sched_switch", errno);
+  links.emplace_back(sw);
+  bpf_link* wk = bpf_program__attach(bpf->progs.lt_sched_wakeup);
+  if (!wk) return Status::Errno("attaching to sched_wakeup", errno);
+  links.emplace_back(wk);
+  if (opts.off_cpu) {
+    bpf_link* wg = bpf_program__attach(bpf->progs.lt_sched_waking);
+    if (!wg) return Status::Errno("attaching to sched_waking", errno);
+    links.emplace_back(wg);
+  }
+  LT_RETURN_IF_ERROR(attach_lifecycle(opts.pid));
+  if (input_on) {
+    LT_RETURN_IF_ERROR(fill_input_maps(in));
+    LT_RETURN_IF_ERROR(attach_input(in));
+  }
+  for (const ProbeDef& p : opts.probes) LT_RETURN_IF_ERROR(attach_probe(p));
+  if (opts.limits.sample_hz)
+    LT_RETURN_IF_ERROR(attach_sampler(opts.limits.sample_hz));
+
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<Tracer>> Tracer::CreateWith(const TraceOptions& opts,
+                                                   SyscallHook hook) {
+  const InputTrace& in = opts.input;
+  if (opts.probes.empty() && in.mode == InputMode::kOff)
+    return Status::Error("nothing to trace: give --profile or --dispatch",
+                         ErrorKind::kUsage);
+  if (opts.probes.size() > LT_MAX_PROBES)
+    return Status::Error(fmt::format("too many probes ({}; at most {})",
+                                     opts.probes.size(), LT_MAX_PROBES),
+                         ErrorKind::kUsage);
+  auto impl = std::make_unique<Impl>();
+  impl->skel.reset(looptrace_bpf::open());
+  if (!impl->skel) return Status::Errno("opening the BPF object", errno);
+  looptrace_bpf* skel = impl->skel.get();
+
+  lt_config& cfg = const_cast<lt_config&>(skel->rodata->lt_cfg);
+  for (int r = 0; r < LT_ROLE_MAX; ++r) cfg.slow_ns[r] = opts.limits.slow_ns[r];
+  cfg.sample_after_ns = opts.limits.sample_after_ns;
+  cfg.record_all = opts.limits.record_all ? 1 : 0;
+  cfg.nprobes = static_cast<uint32_t>(opts.probes.size());
+  cfg.hist_max = opts.hist_max;
+  cfg.use_steal = kernel_accounts_steal() ? 1 : 0;
+  cfg.delivery_drain_ns = opts.limits.delivery_drain_ns;
+  LT_RETURN_IF_ERROR(configure_probes(opts, cfg));
+  LT_RETURN_IF_ERROR(size_maps(skel, opts));
+  configure_sched(skel, opts, cfg);
+  LT_RETURN_IF_ERROR(impl->choose_input_programs(opts, hook, cfg));
+  configure_filters(opts, cfg);
+  int err = looptrace_bpf::load(skel);
   if (err)
     return Status::Errno(
         "loading the BPF programs (run with --debug=libbpf "
         "for the verifier log)",
         -err);
 
-  // CPU accounting first, so spans never see a thread without it.
-  bpf_link* sw = bpf_program__attach(skel->progs.lt_sched_switch);
-  if (!sw) return Status::Errno("attaching to sched_switch", errno);
-  impl->links.emplace_back(sw);
-  bpf_link* wk = bpf_program__attach(skel->progs.lt_sched_wakeup);
-  if (!wk) return Status::Errno("attaching to sched_wakeup", errno);
-  impl->links.emplace_back(wk);
-  if (opts.off_cpu) {
-    bpf_link* wg = bpf_program__attach(skel->progs.lt_sched_waking);
-    if (!wg) return Status::Errno("attaching to sched_waking", errno);
-    impl->links.emplace_back(wg);
-  }
-  LT_RETURN_IF_ERROR(impl->attach_lifecycle(opts.pid));
-  if (cfg.input_on) {
-    LT_RETURN_IF_ERROR(impl->fill_input_maps(in));
-    LT_RETURN_IF_ERROR(impl->attach_input(in));
-  }
-  for (const ProbeDef& p : opts.probes)
-    LT_RETURN_IF_ERROR(impl->attach_probe(p));
-  if (opts.limits.sample_hz)
-    LT_RETURN_IF_ERROR(impl->attach_sampler(opts.limits.sample_hz));
-
+  LT_RETURN_IF_ERROR(impl->attach_all(opts, cfg.input_on));
   impl->rb.reset(ring_buffer__new(bpf_map__fd(skel->maps.lt_events),
                                   &Impl::on_record, impl.get(), nullptr));
   if (!impl->rb) return Status::Errno("creating the ring buffer", errno);
