@@ -5,9 +5,9 @@
  */
 #pragma once
 
-/* X11 connections: the framing (x11_wire.h) reads the user's buffer. */
+/* X11 connections: the framing (x11_framing.h) reads the user's buffer. */
 #define LT_X11_READ(dst, src, n) bpf_probe_read_user((dst), (n), (src))
-#include "looptrace/x11_wire.h"
+#include "looptrace/x11_framing.h"
 
 /* Each X11 connection's framing between reads, by socket inode. A new
  * one starts out of step: tracing may begin inside a message. */
@@ -26,10 +26,10 @@ struct {
 	__type(value, struct lt_x11_rec);
 } lt_x11_scratch SEC(".maps");
 
-/* Wayland connections: the framing (wayland_wire.h) reads the user's
+/* Wayland connections: the framing (wayland_framing.h) reads the user's
  * buffers. */
 #define LT_WL_READ(dst, src, n) bpf_probe_read_user((dst), (n), (src))
-#include "looptrace/wayland_wire.h"
+#include "looptrace/wayland_framing.h"
 
 /* Each Wayland connection's framing and input objects, by the client's
  * socket inode. */

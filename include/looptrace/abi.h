@@ -2,7 +2,8 @@
 /*
  * looptrace ABI: every record and map value shared by the BPF programs and
  * the C++ loader. This is the only header both sides include (with the
- * X11 framing it includes, x11_wire.h).
+ * X11 and Wayland wire types it includes, x11_wire.h and wayland_wire.h;
+ * their framing logic is apart, in x11_framing.h and wayland_framing.h).
  *
  * Rules: fixed-width types only, explicit padding, no bool/enum-typed fields.
  * BPF includes it after vmlinux.h; C++ gets the types from <linux/types.h>.

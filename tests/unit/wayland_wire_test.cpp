@@ -10,7 +10,7 @@
 #include <vector>
 
 #define LT_WL_READ(dst, src, n) (std::memcpy((dst), (src), (n)), 0)
-#include "looptrace/wayland_wire.h"
+#include "looptrace/wayland_framing.h"
 
 namespace {
 

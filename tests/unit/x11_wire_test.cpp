@@ -9,7 +9,7 @@
 #include <vector>
 
 #define LT_X11_READ(dst, src, n) (std::memcpy((dst), (src), (n)), 0)
-#include "looptrace/x11_wire.h"
+#include "looptrace/x11_framing.h"
 
 namespace {
 

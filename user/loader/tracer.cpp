@@ -24,6 +24,7 @@
 
 #include "base/log.h"
 #include "looptrace.skel.h"
+#include "looptrace/wayland_framing.h"
 #include "proc/process.h"
 #include "proc/sockets.h"
 #include "symbolize/kernel_symbols.h"
