@@ -138,9 +138,9 @@ std::vector<Event> preamble(const std::vector<std::vector<uint64_t>>& stacks) {
   m.pid = kAppPid;
   m.tid = kAppTid;
   m.ts_ns = 1'000'000'000;
-  proc::MapEntry exe{kExeBase, kExeBase + 0x100000, 0,    "r-xp", "fe:01",
+  MapEntry exe{kExeBase, kExeBase + 0x100000, 0,    "r-xp", "fe:01",
                      77,       "/opt/app/refapp",   false};
-  proc::MapEntry libc{kLibcBase,
+  MapEntry libc{kLibcBase,
                       kLibcBase + 0x200000,
                       0,
                       "r-xp",

@@ -15,7 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     LT_FUZZ_CHECK(maps.status().message().rfind("line ", 0) == 0);
     return 0;
   }
-  for (const looptrace::proc::MapEntry& e : *maps) {
+  for (const looptrace::MapEntry& e : *maps) {
     LT_FUZZ_CHECK(e.start <= e.end);
     LT_FUZZ_CHECK(e.perms.size() == 4);
     LT_FUZZ_CHECK(!e.contains(e.end));

@@ -133,7 +133,7 @@ class DebugSymbolsTest : public testing::Test {
   Frame symbolize(const std::string& debug_root) {
     struct stat st;
     EXPECT_EQ(stat(prog_.c_str(), &st), 0);
-    proc::MapEntry m;
+    MapEntry m;
     m.start = kBase;
     m.end = kBase + 0x10000;
     m.perms = "r-xp";
@@ -306,11 +306,11 @@ TEST(ElfFromMemory, GarbageAndTruncatedImagesAreErrors) {
 TEST(VdsoSymbols, ClockGettimeIsNamed) {
   if (!have("readelf")) GTEST_SKIP() << "readelf is not installed";
   uint64_t ehdr = getauxval(AT_SYSINFO_EHDR);
-  Result<std::vector<proc::MapEntry>> maps =
+  Result<std::vector<MapEntry>> maps =
       proc::read_maps(static_cast<uint32_t>(getpid()));
   ASSERT_TRUE(maps.ok());
-  const proc::MapEntry* vdso = nullptr;
-  for (const proc::MapEntry& m : *maps)
+  const MapEntry* vdso = nullptr;
+  for (const MapEntry& m : *maps)
     if (m.path == "[vdso]") vdso = &m;
   if (!vdso || ehdr == 0) GTEST_SKIP() << "no vDSO here";
   ASSERT_EQ(vdso->start, ehdr);

@@ -145,9 +145,9 @@ UserRegs to_dwarf(const user_regs_struct& r) {
   return u;
 }
 
-const proc::MapEntry* mapping_of(const std::vector<proc::MapEntry>& maps,
+const MapEntry* mapping_of(const std::vector<MapEntry>& maps,
                                  uint64_t addr) {
-  for (const proc::MapEntry& m : maps)
+  for (const MapEntry& m : maps)
     if (m.contains(addr)) return &m;
   return nullptr;
 }
@@ -203,11 +203,11 @@ Sample capture(const std::string& program, bool in_vdso = false,
     return s;
   }
   std::string maps_path = "/proc/" + std::to_string(pid) + "/maps";
-  Result<std::vector<proc::MapEntry>> exec_maps =
+  Result<std::vector<MapEntry>> exec_maps =
       proc::parse_maps(read_file(maps_path));
   uint64_t vdso_start = 0, vdso_end = 0;
   if (exec_maps.ok())
-    for (const proc::MapEntry& m : *exec_maps)
+    for (const MapEntry& m : *exec_maps)
       if (m.path == "[vdso]") vdso_start = m.start, vdso_end = m.end;
   if (in_vdso && vdso_start == 0) {
     s.error = "no [vdso]";
@@ -239,8 +239,8 @@ Sample capture(const std::string& program, bool in_vdso = false,
   }
   s.regs = to_dwarf(ur);
   s.maps = read_file(maps_path);
-  Result<std::vector<proc::MapEntry>> maps = proc::parse_maps(s.maps);
-  const proc::MapEntry* stack = maps.ok() ? mapping_of(*maps, ur.rsp) : nullptr;
+  Result<std::vector<MapEntry>> maps = proc::parse_maps(s.maps);
+  const MapEntry* stack = maps.ok() ? mapping_of(*maps, ur.rsp) : nullptr;
   if (!stack) {
     s.error = "rsp is not in a mapping";
     return s;
@@ -273,16 +273,16 @@ std::vector<std::string> names_in(const Sample& s, const UnwindResult& r,
                                   const std::string& mapped,
                                   const std::string& symbols_file) {
   std::vector<std::string> names(r.frames.size());
-  Result<std::vector<proc::MapEntry>> maps = proc::parse_maps(s.maps);
+  Result<std::vector<MapEntry>> maps = proc::parse_maps(s.maps);
   if (!maps.ok()) return names;
   uint64_t base = 0;
   bool found = false;
-  for (const proc::MapEntry& m : *maps)
+  for (const MapEntry& m : *maps)
     if (m.path == mapped && !found) base = m.start - m.pgoff, found = true;
   std::string cmd = "addr2line -f -e " + symbols_file;
   std::vector<size_t> asked;
   for (size_t i = 0; i < r.frames.size(); ++i) {
-    const proc::MapEntry* m = mapping_of(*maps, r.frames[i]);
+    const MapEntry* m = mapping_of(*maps, r.frames[i]);
     if (!m || m->path != mapped) continue;
     uint64_t vaddr = r.frames[i] - base - (i > 0 ? 1 : 0);
     cmd += " 0x" + fmt::format("{:x}", vaddr);
@@ -306,9 +306,9 @@ std::vector<std::string> nonempty(const std::vector<std::string>& names) {
 }
 
 std::string path_of(const Sample& s, uint64_t addr) {
-  Result<std::vector<proc::MapEntry>> maps = proc::parse_maps(s.maps);
+  Result<std::vector<MapEntry>> maps = proc::parse_maps(s.maps);
   if (!maps.ok()) return "";
-  const proc::MapEntry* m = mapping_of(*maps, addr);
+  const MapEntry* m = mapping_of(*maps, addr);
   return m ? m->path : "";
 }
 
@@ -545,10 +545,10 @@ TEST_F(DwarfUnwinderTest, GarbageInputIsAnErrorNotACrash) {
   EXPECT_TRUE(r.frames.empty());
   EXPECT_TRUE(r.truncated);
 
-  Result<std::vector<proc::MapEntry>> maps = proc::parse_maps(sample().maps);
+  Result<std::vector<MapEntry>> maps = proc::parse_maps(sample().maps);
   ASSERT_TRUE(maps.ok());
-  std::vector<proc::MapEntry> code;
-  for (const proc::MapEntry& m : *maps)
+  std::vector<MapEntry> code;
+  for (const MapEntry& m : *maps)
     if (m.executable()) code.push_back(m);
   ASSERT_FALSE(code.empty());
 
@@ -561,7 +561,7 @@ TEST_F(DwarfUnwinderTest, GarbageInputIsAnErrorNotACrash) {
       case 0:  // all random
         break;
       case 1: {  // a pc in the mapped code, the real stack
-        const proc::MapEntry& m = code[rng() % code.size()];
+        const MapEntry& m = code[rng() % code.size()];
         garbage.dwarf[UserRegs::kRip] = m.start + rng() % (m.end - m.start);
         garbage.dwarf[UserRegs::kRsp] = stack.addr + (rng() % 64) * 8;
         break;

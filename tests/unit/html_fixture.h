@@ -11,7 +11,7 @@
 #include "fake_symbolizer.h"
 #include "input_listing.h"
 #include "looptrace/abi.h"
-#include "profiles/probe.h"
+#include "model/probe.h"
 #include "report/findings.h"
 #include "report/report.h"
 

@@ -126,12 +126,12 @@ class PerfMapSymbolizeTest : public testing::Test {
     opts.perf_map_recheck_ns = 0;
     return ProcSymbolizer(opts);
   }
-  static std::vector<proc::MapEntry> maps() {
-    proc::MapEntry anon;
+  static std::vector<MapEntry> maps() {
+    MapEntry anon;
     anon.start = 0x3c2a8e00000;
     anon.end = 0x3c2a8f00000;
     anon.perms = "rwxp";
-    proc::MapEntry lib;  // a file that cannot be opened: no ELF symbols
+    MapEntry lib;  // a file that cannot be opened: no ELF symbols
     lib.start = 0x7f0000000000;
     lib.end = 0x7f0000100000;
     lib.perms = "r-xp";

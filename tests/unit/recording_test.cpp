@@ -99,7 +99,7 @@ std::vector<Event> sample_events() {
   MappingsEvent m;
   m.pid = 42;
   m.ts_ns = 6000;
-  proc::MapEntry e;
+  MapEntry e;
   e.start = 0x400000;
   e.end = 0x401000;
   e.perms = "r-xp";

@@ -14,7 +14,7 @@
 
 #include "proc/maps.h"
 #include "proc/process.h"
-#include "symbolize/demangle.h"
+#include "base/demangle.h"
 #include "symbolize/proc_symbolizer.h"
 
 extern char** environ;
@@ -137,9 +137,9 @@ TEST_P(SymbolizeChildTest, LiveProcess) {
 
   // Somewhere in libc's code: the module is known even if the symbol is
   // not (Debian strips libc's .symtab).
-  Result<std::vector<proc::MapEntry>> maps = proc::read_maps(child.pid());
+  Result<std::vector<MapEntry>> maps = proc::read_maps(child.pid());
   ASSERT_TRUE(maps.ok());
-  for (const proc::MapEntry& m : *maps) {
+  for (const MapEntry& m : *maps) {
     if (m.executable() && m.path.ends_with("/libc.so.6")) {
       Frame libc = sym.symbolize(child.pid(), m.start + 0x100);
       EXPECT_EQ(libc.module, m.path);

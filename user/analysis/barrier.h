@@ -10,7 +10,7 @@
 #include <tuple>
 #include <vector>
 
-#include "profiles/probe.h"
+#include "model/probe.h"
 #include "trace/events.h"
 
 namespace looptrace {

@@ -11,7 +11,7 @@
 #include "analysis/barrier.h"
 #include "analysis/dispatch.h"
 #include "analysis/input.h"
-#include "profiles/probe.h"
+#include "model/probe.h"
 #include "symbolize/symbolizer.h"
 #include "trace/events.h"
 

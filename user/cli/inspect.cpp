@@ -109,7 +109,7 @@ int run_list(const InspectArgs& a) {
     auto maps = proc::read_maps(static_cast<uint32_t>(a.pid));
     if (!maps.ok()) return fail(maps.status());
     std::set<std::string> files;
-    for (const proc::MapEntry& m : *maps)
+    for (const MapEntry& m : *maps)
       if (m.is_file() && m.executable() && !m.deleted) files.insert(m.path);
     for (const std::string& f : files) {
       auto path = resolve_binary(f, ctx);  // through the process's root

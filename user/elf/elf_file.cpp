@@ -16,7 +16,7 @@
 #include <utility>
 
 #include "base/log.h"
-#include "symbolize/demangle.h"
+#include "base/demangle.h"
 
 namespace looptrace::elf {
 namespace {

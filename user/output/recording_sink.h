@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "pipeline/symbols.h"
-#include "profiles/probe.h"
+#include "model/probe.h"
 #include "record/recording.h"
 #include "trace/stream.h"
 

@@ -13,7 +13,7 @@
 #include "base/status.h"
 #include "budget/budget.h"
 #include "plan/request.h"
-#include "profiles/probe.h"
+#include "model/probe.h"
 #include "profiles/resolve.h"
 #include "trace/events.h"
 #include "trace/options.h"

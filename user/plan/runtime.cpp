@@ -34,7 +34,7 @@ Result<std::string> detect_profile(uint32_t pid, std::string* note) {
   auto maps = proc::read_maps(pid);
   if (!maps.ok()) return maps.status();
   for (const Detector& d : kDetectors) {
-    const proc::MapEntry* m = proc::find_mapped_file(*maps, d.library);
+    const MapEntry* m = proc::find_mapped_file(*maps, d.library);
     if (m == nullptr) continue;
     *note = fmt::format("looptrace: profile {}: pid {} maps {}", d.profile, pid,
                         m->path);

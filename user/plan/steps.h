@@ -9,7 +9,7 @@
 #include "base/status.h"
 #include "plan/plan.h"
 #include "plan/request.h"
-#include "profiles/probe.h"
+#include "model/probe.h"
 #include "profiles/resolve.h"
 #include "trace/options.h"
 

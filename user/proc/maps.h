@@ -7,26 +7,11 @@
 #include <vector>
 
 #include "base/status.h"
+#include "model/mapping.h"
 
 namespace looptrace::proc {
 
-struct MapEntry {
-  uint64_t start = 0;
-  uint64_t end = 0;    // exclusive
-  uint64_t pgoff = 0;  // file offset mapped at start
-  std::string perms;   // "r-xp"
-  std::string dev;     // "fe:01" (major:minor, hex)
-  uint64_t inode = 0;
-  // "/usr/lib/libc.so.6" (may contain spaces), "[vdso]", "[heap]", or empty
-  // for an anonymous mapping. A " (deleted)" suffix is removed and noted.
-  std::string path;
-  bool deleted = false;
-
-  bool executable() const { return perms.size() > 2 && perms[2] == 'x'; }
-  // Backed by a file (not anonymous, not a [pseudo] mapping).
-  bool is_file() const { return !path.empty() && path[0] == '/'; }
-  bool contains(uint64_t addr) const { return addr >= start && addr < end; }
-};
+using MapEntry = looptrace::MapEntry;
 
 // Parses the text of a maps file. A malformed line is an error naming its
 // number: "line 3: malformed maps entry '...'".

@@ -280,16 +280,4 @@ Result<KeyDef> parse_key_def(std::string_view text) {
   return def;
 }
 
-KeyRole key_role_for(std::string_view name) {
-  static constexpr std::pair<std::string_view, KeyRole> kNames[] = {
-      {"queue", KeyRole::kQueue},  {"msg", KeyRole::kMessage},
-      {"when", KeyRole::kWhen},    {"flags", KeyRole::kFlags},
-      {"token", KeyRole::kToken},  {"due_us", KeyRole::kDueUs},
-      {"due_ns", KeyRole::kDueNs},
-  };
-  for (auto [n, role] : kNames)
-    if (n == name) return role;
-  return KeyRole::kShown;
-}
-
 }  // namespace looptrace

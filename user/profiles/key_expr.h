@@ -17,7 +17,7 @@
 
 #include "base/status.h"
 #include "looptrace/abi.h"
-#include "profiles/probe.h"
+#include "model/probe.h"
 
 namespace looptrace {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "profiles/probe.h"
+#include "model/probe.h"
 
 namespace looptrace {
 

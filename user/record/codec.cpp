@@ -419,7 +419,7 @@ SessionEvent session_from(const json& j) {
 
 json mappings_json(const MappingsEvent& m) {
   json maps = json::array();
-  for (const proc::MapEntry& e : m.maps)
+  for (const MapEntry& e : m.maps)
     maps.push_back(
         {e.start, e.end, e.pgoff, e.perms, e.dev, e.inode, e.path, e.deleted});
   return {{"pid", m.pid}, {"tid", m.tid}, {"ts_ns", m.ts_ns}, {"maps", maps}};
@@ -431,7 +431,7 @@ MappingsEvent mappings_from(const json& j) {
   m.tid = j.at("tid").get<uint32_t>();
   m.ts_ns = j.at("ts_ns").get<uint64_t>();
   for (const json& e : j.at("maps")) {
-    proc::MapEntry me;
+    MapEntry me;
     me.start = e.at(0).get<uint64_t>();
     me.end = e.at(1).get<uint64_t>();
     me.pgoff = e.at(2).get<uint64_t>();

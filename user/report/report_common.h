@@ -12,7 +12,7 @@
 
 #include "analysis/barrier.h"
 #include "analysis/dispatch.h"
-#include "profiles/probe.h"
+#include "model/probe.h"
 #include "report/report.h"
 #include "report/target.h"
 #include "symbolize/symbolizer.h"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "profiles/probe.h"
+#include "model/probe.h"
 #include "symbolize/symbolizer.h"
 #include "trace/events.h"
 

@@ -34,7 +34,7 @@ constexpr size_t kPerfMapChunk = 4 << 20;
 // A [vdso] is two pages on x86-64; anything much larger is not one.
 constexpr uint64_t kMaxVdsoBytes = 1 << 20;
 
-std::string file_key(const proc::MapEntry& m) {
+std::string file_key(const MapEntry& m) {
   return m.inode ? fmt::format("{}:{}", m.dev, m.inode) : m.path;
 }
 
@@ -85,10 +85,10 @@ bool read_process_memory(uint32_t pid, uint64_t start, uint64_t end,
 const std::vector<char>& own_vdso() {
   static const std::vector<char> bytes = [] {
     std::vector<char> b;
-    Result<std::vector<proc::MapEntry>> maps =
+    Result<std::vector<MapEntry>> maps =
         proc::read_maps(static_cast<uint32_t>(getpid()));
     if (!maps.ok()) return b;
-    for (const proc::MapEntry& m : *maps)
+    for (const MapEntry& m : *maps)
       if (m.path == "[vdso]" &&
           !read_process_memory(static_cast<uint32_t>(getpid()), m.start, m.end,
                                &b))
@@ -139,7 +139,7 @@ void ProcSymbolizer::note_owner(uint32_t pid) {
 }
 
 bool ProcSymbolizer::read_maps(uint32_t pid) {
-  Result<std::vector<proc::MapEntry>> maps = proc::read_maps(pid);
+  Result<std::vector<MapEntry>> maps = proc::read_maps(pid);
   if (!maps.ok()) {
     log::debug("symbolize", "{}", maps.status().message());
     return false;
@@ -149,16 +149,16 @@ bool ProcSymbolizer::read_maps(uint32_t pid) {
 }
 
 bool ProcSymbolizer::store_maps(uint32_t pid,
-                                std::vector<proc::MapEntry> maps_in) {
+                                std::vector<MapEntry> maps_in) {
   auto* maps = &maps_in;
   // A zombie's maps are empty; keep the last good snapshot instead.
   if (maps->empty()) return false;
   std::sort(maps->begin(), maps->end(),
-            [](const proc::MapEntry& a, const proc::MapEntry& b) {
+            [](const MapEntry& a, const MapEntry& b) {
               return a.start < b.start;
             });
   std::vector<Mappings>& sets = maps_[pid];
-  auto same = [](const proc::MapEntry& a, const proc::MapEntry& b) {
+  auto same = [](const MapEntry& a, const MapEntry& b) {
     return a.start == b.start && a.end == b.end && a.pgoff == b.pgoff &&
            a.inode == b.inode && a.path == b.path;
   };
@@ -179,7 +179,7 @@ void ProcSymbolizer::snapshot(uint32_t pid) {
 }
 
 void ProcSymbolizer::add_mappings(uint32_t pid,
-                                  std::vector<proc::MapEntry> maps) {
+                                  std::vector<MapEntry> maps) {
   if (!store_maps(pid, std::move(maps))) return;
   note_owner(pid);
   open_files(pid);
@@ -188,7 +188,7 @@ void ProcSymbolizer::add_mappings(uint32_t pid,
 void ProcSymbolizer::open_files(uint32_t pid) {
   // Open every mapped file while /proc/PID/root and map_files still lead to
   // it: data mappings matter too (vtables live in read-only data).
-  for (const proc::MapEntry& m : maps_[pid].back()) {
+  for (const MapEntry& m : maps_[pid].back()) {
     if (m.is_file()) elf_for(pid, m);
     if (m.path == "[vdso]") vdso_for(pid, m);
   }
@@ -203,7 +203,7 @@ void ProcSymbolizer::forget(uint32_t pid) {
                 [pid](const auto& kv) { return kv.first.pid == pid; });
 }
 
-const proc::MapEntry* ProcSymbolizer::find_mapping(uint32_t pid,
+const MapEntry* ProcSymbolizer::find_mapping(uint32_t pid,
                                                    uint64_t addr) const {
   auto it = maps_.find(pid);
   if (it == maps_.end()) return nullptr;
@@ -211,16 +211,16 @@ const proc::MapEntry* ProcSymbolizer::find_mapping(uint32_t pid,
     const Mappings& maps = *set;
     auto next = std::upper_bound(
         maps.begin(), maps.end(), addr,
-        [](uint64_t a, const proc::MapEntry& m) { return a < m.start; });
+        [](uint64_t a, const MapEntry& m) { return a < m.start; });
     if (next == maps.begin()) continue;
-    const proc::MapEntry& m = *std::prev(next);
+    const MapEntry& m = *std::prev(next);
     if (m.contains(addr)) return &m;
   }
   return nullptr;
 }
 
 const elf::ElfFile* ProcSymbolizer::elf_for(uint32_t pid,
-                                            const proc::MapEntry& m) {
+                                            const MapEntry& m) {
   std::string key = file_key(m);
   auto it = files_.find(key);
   if (it != files_.end()) return it->second.get();
@@ -270,7 +270,7 @@ const elf::ElfFile* ProcSymbolizer::elf_for(uint32_t pid,
 
 void ProcSymbolizer::add_debug_symbols(elf::ElfFile* file,
                                        const std::string& opened_path,
-                                       const proc::MapEntry& m) {
+                                       const MapEntry& m) {
   // A deleted file opened through map_files has no directory of its own.
   bool by_map_files = opened_path.find("/map_files/") != std::string::npos;
   elf::DebugLookup where{options_.debug_root,
@@ -296,7 +296,7 @@ void ProcSymbolizer::add_debug_symbols(elf::ElfFile* file,
 }
 
 const elf::ElfFile* ProcSymbolizer::vdso_for(uint32_t pid,
-                                             const proc::MapEntry& m) {
+                                             const MapEntry& m) {
   if (auto it = vdso_of_pid_.find(pid); it != vdso_of_pid_.end())
     return it->second;
   std::vector<char> bytes;
@@ -454,7 +454,7 @@ const PerfMap* ProcSymbolizer::perf_map_for(uint32_t pid) {
 Frame ProcSymbolizer::lookup(uint32_t pid, uint64_t addr, bool* jit_miss) {
   Frame f;
   f.addr = addr;
-  const proc::MapEntry* m = find_mapping(pid, addr);
+  const MapEntry* m = find_mapping(pid, addr);
   // A miss may be a library loaded after the snapshot.
   if (!m && proc::pid_exists(pid) && read_maps(pid))
     m = find_mapping(pid, addr);

@@ -47,7 +47,7 @@ class ProcSymbolizer : public Symbolizer {
 
   // The same from mappings read by someone else (the live event source's
   // MappingsEvent).
-  void add_mappings(uint32_t pid, std::vector<proc::MapEntry> maps);
+  void add_mappings(uint32_t pid, std::vector<MapEntry> maps);
 
   // module: the mapped path, "[vdso]", "[anon]"; empty when no mapping
   // contains addr. function: the demangled symbol, or the name a JIT gave
@@ -85,13 +85,13 @@ class ProcSymbolizer : public Symbolizer {
 
   bool read_maps(uint32_t pid);
   void note_owner(uint32_t pid);
-  bool store_maps(uint32_t pid, std::vector<proc::MapEntry> maps);
+  bool store_maps(uint32_t pid, std::vector<MapEntry> maps);
   void open_files(uint32_t pid);
-  const proc::MapEntry* find_mapping(uint32_t pid, uint64_t addr) const;
-  const elf::ElfFile* elf_for(uint32_t pid, const proc::MapEntry& map);
+  const MapEntry* find_mapping(uint32_t pid, uint64_t addr) const;
+  const elf::ElfFile* elf_for(uint32_t pid, const MapEntry& map);
   void add_debug_symbols(elf::ElfFile* file, const std::string& opened_path,
-                         const proc::MapEntry& map);
-  const elf::ElfFile* vdso_for(uint32_t pid, const proc::MapEntry& map);
+                         const MapEntry& map);
+  const elf::ElfFile* vdso_for(uint32_t pid, const MapEntry& map);
   const PerfMap* perf_map_for(uint32_t pid);
   void read_perf_map(uint32_t pid, PerfMapState* state);
   // Parses the file from state->parsed_to up to end, a chunk at a time,
@@ -104,7 +104,7 @@ class ProcSymbolizer : public Symbolizer {
   // Per pid, every different set of mappings read, oldest first, each
   // sorted by start: a process that execs keeps its old program's mappings
   // for the addresses recorded before (the newest set is searched first).
-  using Mappings = std::vector<proc::MapEntry>;
+  using Mappings = std::vector<MapEntry>;
   std::unordered_map<uint32_t, std::vector<Mappings>> maps_;
   // Keyed by "dev:inode" (or the path for inode 0). nullptr remembers a
   // file that could not be opened as ELF (locale archives, fonts, ...).

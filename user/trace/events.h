@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "looptrace/abi.h"
+#include "model/frame.h"
+#include "model/mapping.h"
+#include "model/probe.h"
 #include "model/thresholds.h"
-#include "proc/maps.h"
-#include "profiles/probe.h"
-#include "symbolize/symbolizer.h"
 
 namespace looptrace {
 
@@ -218,7 +218,7 @@ struct SessionEvent {
   // The ring buffer's size in bytes (0: a recording older than the field),
   // what the count of records lost to a full one is measured against.
   uint32_t ringbuf_bytes = 0;
-  uint64_t start_ns = 0;   // CLOCK_MONOTONIC when tracing began
+  uint64_t start_ns = 0;  // CLOCK_MONOTONIC when tracing began
   std::string hostname;
   std::string kernel;  // uname -r
   // Realtime at start_ns (ns since the epoch), to date the recording.
@@ -231,7 +231,7 @@ struct MappingsEvent {
   uint32_t pid = 0;
   uint32_t tid = 0;
   uint64_t ts_ns = 0;
-  std::vector<proc::MapEntry> maps;
+  std::vector<MapEntry> maps;
 };
 
 // What an address of a process is, resolved while the process lived: a

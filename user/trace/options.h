@@ -13,7 +13,7 @@
 #include "base/status.h"
 #include "model/thresholds.h"
 #include "proc/wayland_objects.h"
-#include "profiles/probe.h"
+#include "model/probe.h"
 
 namespace looptrace {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "profiles/probe.h"
+#include "model/probe.h"
 #include "trace/events.h"
 
 namespace looptrace {

@@ -28,10 +28,10 @@ const std::vector<char>& own_vdso() {
     std::vector<char> bytes;
     uint64_t base = getauxval(AT_SYSINFO_EHDR);
     if (base == 0) return bytes;
-    Result<std::vector<proc::MapEntry>> maps =
+    Result<std::vector<MapEntry>> maps =
         proc::read_maps(static_cast<uint32_t>(getpid()));
     if (!maps.ok()) return bytes;
-    for (const proc::MapEntry& m : *maps)
+    for (const MapEntry& m : *maps)
       if (m.path == "[vdso]" && m.start == base) {
         const char* p = reinterpret_cast<const char*>(base);
         bytes.assign(p, p + (m.end - m.start));
@@ -84,7 +84,7 @@ int open_regular(const std::string& path, uint64_t inode) {
 // it. Module user data in libdwfl.
 struct ModuleInfo {
   DwarfUnwinder::Process* process = nullptr;
-  proc::MapEntry first;  // its first mapping
+  MapEntry first;  // its first mapping
   bool vdso = false;
 };
 
@@ -144,7 +144,7 @@ int find_elf(Dwfl_Module*, void** userdata, const char*, Dwarf_Addr,
   // while it lives; the path itself only if it is still the mapped inode
   // (an upgrade may have replaced it, and wrong CFI is worse than none); a
   // deleted file only through map_files.
-  const proc::MapEntry& m = info->first;
+  const MapEntry& m = info->first;
   uint32_t pid = info->process->pid;
   struct Candidate {
     std::string path;
@@ -321,8 +321,8 @@ namespace {
 // the load bias from the module's start.
 void report_modules(Process& p) {
   p.maps_error.clear();
-  Result<std::vector<proc::MapEntry>> parsed = proc::parse_maps(p.maps_text);
-  std::vector<proc::MapEntry> maps;
+  Result<std::vector<MapEntry>> parsed = proc::parse_maps(p.maps_text);
+  std::vector<MapEntry> maps;
   if (parsed.ok())
     maps = std::move(parsed).value();
   else
@@ -332,7 +332,7 @@ void report_modules(Process& p) {
   std::vector<std::unique_ptr<ModuleInfo>> infos;
   dwfl_report_begin(p.dwfl);
   uint64_t reported_end = 0;
-  auto report = [&](const proc::MapEntry& first, uint64_t low, uint64_t high,
+  auto report = [&](const MapEntry& first, uint64_t low, uint64_t high,
                     bool vdso) {
     if (low < reported_end || low >= high) return;  // overlap, nonsense
     Dwfl_Module* mod =
@@ -352,7 +352,7 @@ void report_modules(Process& p) {
     reported_end = high;
   };
   for (size_t i = 0; i < maps.size(); ++i) {
-    const proc::MapEntry& m = maps[i];
+    const MapEntry& m = maps[i];
     if (m.path == "[vdso]") {
       if (own_vdso().size() == m.end - m.start) report(m, m.start, m.end, true);
       continue;
@@ -362,7 +362,7 @@ void report_modules(Process& p) {
     bool executable = m.executable();
     size_t last = i;
     for (size_t j = i + 1; j < maps.size(); ++j) {
-      const proc::MapEntry& e = maps[j];
+      const MapEntry& e = maps[j];
       if (e.path.empty()) continue;
       if (e.path != m.path || e.inode != m.inode || e.dev != m.dev ||
           e.deleted != m.deleted)

@@ -83,7 +83,7 @@ std::vector<std::pair<std::string, Event>> events() {
   MappingsEvent maps;
   maps.pid = 1234;
   maps.ts_ns = 500'000'000;
-  proc::MapEntry m;
+  MapEntry m;
   m.start = 0x400000;
   m.end = 0x402000;
   m.perms = "r-xp";

@@ -1,4 +1,4 @@
-#include "symbolize/demangle.h"
+#include "base/demangle.h"
 
 #include <cxxabi.h>
 

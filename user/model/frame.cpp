@@ -1,6 +1,6 @@
-#include <fmt/format.h>
+#include "model/frame.h"
 
-#include "symbolize/symbolizer.h"
+#include <fmt/format.h>
 
 namespace looptrace {
 
