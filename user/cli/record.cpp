@@ -26,19 +26,6 @@
 namespace looptrace {
 namespace {
 
-// Each process's mappings to the live symbolizer.
-class SymbolFeed : public EventSink {
- public:
-  explicit SymbolFeed(ProcSymbolizer* symbols) : symbols_(symbols) {}
-  void consume(const Event& ev) override {
-    if (const auto* m = std::get_if<MappingsEvent>(&ev))
-      symbols_->add_mappings(m->pid, m->maps);
-  }
-
- private:
-  ProcSymbolizer* symbols_;
-};
-
 class RecordSession : public LiveClient, public AlertListener {
  public:
   explicit RecordSession(const RecordArgs& a) : a_(a) {}
@@ -164,7 +151,7 @@ Status RecordSession::start_command() {
 }
 
 Status RecordSession::run() {
-  SymbolFeed feed(&proc_symbols_);
+  MappingsFeed feed(&proc_symbols_);
   std::vector<EventSink*> sinks{&feed};
   if (recorder_) sinks.push_back(recorder_.get());
   sinks.insert(sinks.end(), {analysis_.get(), view_.get()});

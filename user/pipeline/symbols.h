@@ -10,8 +10,10 @@
 #include <utility>
 #include <vector>
 
+#include "symbolize/proc_symbolizer.h"
 #include "symbolize/symbolizer.h"
 #include "trace/events.h"
+#include "trace/stream.h"
 
 namespace looptrace {
 
@@ -52,6 +54,20 @@ class CapturingSymbolizer : public Symbolizer {
   Symbolizer* inner_;
   std::unordered_map<std::pair<uint32_t, uint64_t>, Frame, PidAddrHash> seen_;
   std::vector<SymbolEvent> pending_;
+};
+
+// A live stream's mappings to the live symbolizer, as each process is
+// first seen (and after an exec).
+class MappingsFeed : public EventSink {
+ public:
+  explicit MappingsFeed(ProcSymbolizer* symbols) : symbols_(symbols) {}
+  void consume(const Event& ev) override {
+    if (const auto* m = std::get_if<MappingsEvent>(&ev))
+      symbols_->add_mappings(m->pid, m->maps);
+  }
+
+ private:
+  ProcSymbolizer* symbols_;
 };
 
 }  // namespace looptrace
