@@ -116,6 +116,30 @@ TEST(Cli, ParseErrorsAreOneLineAndExitTwo) {
   expect_error(run({looptrace_bin(), "record", "--json"}), 2, "--json");
 }
 
+// The five thresholds take the same values in record and report, refused
+// with the same line: record checks before anything is traced, report
+// before it replays a recording.
+TEST(Cli, ThresholdOptionsBehaveTheSameInRecordAndReport) {
+  const std::string rec = tests_dir() + "/data/recordings/refapp.lt";
+  for (const char* opt : {"--slow", "--slow-idle", "--slow-delivery",
+                          "--slow-input", "--barrier-stall"}) {
+    for (const char* value : {"0ms", "10", "-1ms"}) {
+      RunResult r = run({looptrace_bin(), "record", "--profile", "refapp", opt,
+                         value, "--", "/bin/true"});
+      RunResult p = run({looptrace_bin(), "report", rec, opt, value});
+      EXPECT_EQ(r.exit_code, 2) << opt << " " << value << r.err;
+      EXPECT_EQ(p.exit_code, 2) << opt << " " << value << p.err;
+      // The first line: "looptrace: error: --slow: must be above 0".
+      EXPECT_EQ(r.err.substr(0, r.err.find('\n')),
+                p.err.substr(0, p.err.find('\n')))
+          << opt << " " << value;
+      EXPECT_NE(r.err.find(std::string("error: ") + opt + ": "),
+                std::string::npos)
+          << r.err;
+    }
+  }
+}
+
 TEST(Cli, HelpAndVersion) {
   RunResult help = run({looptrace_bin(), "record", "--help"});
   EXPECT_EQ(help.exit_code, 0);
