@@ -33,6 +33,7 @@ std::vector<Event> sample_events() {
   s.has_input = true;
   s.input_hook = "raw syscall tracepoints";
   s.start_ns = 1000;
+  s.ringbuf_bytes = 16u << 20;
   ProbeDef p;
   p.id = 0;
   p.binary = "refapp";
@@ -192,6 +193,10 @@ TEST(RecordingCodec, EveryEventTypeRoundTrips) {
                                 b.size() - 5, &back));
   const auto& s = std::get<SessionEvent>(back);
   EXPECT_EQ(s.thresholds.slow_ns[2], 40'000'000u);
+  EXPECT_EQ(s.thresholds.barrier_stall_ns, 1'000'000'000u);
+  EXPECT_EQ(s.command_line, "refapp --stall busy:100@500");
+  EXPECT_EQ(s.target_pid, 42);
+  EXPECT_EQ(s.ringbuf_bytes, 16u << 20);
   ASSERT_EQ(s.probes.size(), 1u);
   EXPECT_EQ(s.probes[0].keys[0].format, KeyFormat::kVtable);
   EXPECT_EQ(s.probes[0].keys[0].spec.size, 8);
@@ -283,8 +288,11 @@ TEST(RecordingCodec, OlderPayloadsStillDecode) {
                                        p.erase("outermost");
                                        p.erase("input");
                                        p["keys"][1].erase("names");
+                                       j.erase("ringbuf_bytes");
                                      }),
                              &back));
+  // Before the ring buffer's size was recorded: unknown.
+  EXPECT_EQ(std::get<SessionEvent>(back).ringbuf_bytes, 0u);
   const ProbeDef& p = std::get<SessionEvent>(back).probes.at(0);
   EXPECT_EQ(p.label, "");
   EXPECT_FALSE(p.outermost);

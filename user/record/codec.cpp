@@ -11,6 +11,15 @@
 
 #include "profiles/key_expr.h"
 
+namespace looptrace {
+// Types a CBOR document nests, through nlohmann's hooks (found by ADL;
+// this file's own).
+static void to_json(nlohmann::json& j, const Thresholds& t);
+static void from_json(const nlohmann::json& j, Thresholds& t);
+static void to_json(nlohmann::json& j, const ProbeDef& p);
+static void from_json(const nlohmann::json& j, ProbeDef& p);
+}  // namespace looptrace
+
 namespace looptrace::rec {
 namespace {
 
@@ -358,62 +367,62 @@ ProbeDef probe_from(const json& j) {
   return p;
 }
 
-json thresholds_json(const Thresholds& t) {
-  return {{"slow_ns", t.slow_ns},
-          {"sample_after_ns", t.sample_after_ns},
-          {"sample_hz", t.sample_hz},
-          {"record_all", t.record_all},
-          {"delivery_drain_ns", t.delivery_drain_ns},
-          {"slow_input_ns", t.slow_input_ns},
-          {"barrier_stall_ns", t.barrier_stall_ns}};
+// A CBOR document's named fields, listed once per type: DocOut writes each
+// into an object, DocIn reads each back. A field marked optional may be
+// absent (recordings from before it); the others are required.
+struct DocOut {
+  json& j;
+  template <typename T>
+  void operator()(const char* name, const T& v, bool /*optional*/ = false) {
+    j[name] = v;
+  }
+};
+struct DocIn {
+  const json& j;
+  template <typename T>
+  void operator()(const char* name, T& v, bool optional = false) {
+    if (optional && !j.contains(name)) return;
+    v = j.at(name).get<T>();
+  }
+};
+
+template <typename F, typename T>
+void thresholds_fields(F&& f, T& t) {
+  f("slow_ns", t.slow_ns);
+  f("sample_after_ns", t.sample_after_ns);
+  f("sample_hz", t.sample_hz);
+  f("record_all", t.record_all);
+  f("delivery_drain_ns", t.delivery_drain_ns);
+  f("slow_input_ns", t.slow_input_ns);
+  f("barrier_stall_ns", t.barrier_stall_ns);
 }
 
-Thresholds thresholds_from(const json& j) {
-  Thresholds t;
-  t.slow_ns = j.at("slow_ns").get<std::array<uint64_t, LT_ROLE_MAX>>();
-  t.sample_after_ns = j.at("sample_after_ns").get<uint64_t>();
-  t.sample_hz = j.at("sample_hz").get<uint32_t>();
-  t.record_all = j.at("record_all").get<bool>();
-  t.delivery_drain_ns = j.at("delivery_drain_ns").get<uint64_t>();
-  t.slow_input_ns = j.at("slow_input_ns").get<uint64_t>();
-  t.barrier_stall_ns = j.at("barrier_stall_ns").get<uint64_t>();
-  return t;
+template <typename F, typename S>
+void session_fields(F&& f, S& s) {
+  f("abi_version", s.abi_version);
+  f("looptrace_version", s.looptrace_version);
+  f("thresholds", s.thresholds);
+  f("probes", s.probes);
+  f("command_line", s.command_line);
+  f("target_pid", s.target_pid);
+  f("has_input", s.has_input);
+  f("input_hook", s.input_hook);
+  f("start_ns", s.start_ns);
+  f("hostname", s.hostname);
+  f("kernel", s.kernel);
+  f("start_realtime_ns", s.start_realtime_ns);
+  f("ringbuf_bytes", s.ringbuf_bytes, true);  // 0: unknown
 }
 
 json session_json(const SessionEvent& s) {
-  json probes = json::array();
-  for (const ProbeDef& p : s.probes) probes.push_back(probe_json(p));
-  return {{"abi_version", s.abi_version},
-          {"looptrace_version", s.looptrace_version},
-          {"thresholds", thresholds_json(s.thresholds)},
-          {"probes", probes},
-          {"command_line", s.command_line},
-          {"target_pid", s.target_pid},
-          {"has_input", s.has_input},
-          {"input_hook", s.input_hook},
-          {"start_ns", s.start_ns},
-          {"hostname", s.hostname},
-          {"kernel", s.kernel},
-          {"start_realtime_ns", s.start_realtime_ns},
-          {"ringbuf_bytes", s.ringbuf_bytes}};
+  json j = json::object();
+  session_fields(DocOut{j}, s);
+  return j;
 }
 
 SessionEvent session_from(const json& j) {
   SessionEvent s;
-  s.abi_version = j.at("abi_version").get<uint32_t>();
-  s.looptrace_version = j.at("looptrace_version").get<std::string>();
-  s.thresholds = thresholds_from(j.at("thresholds"));
-  for (const json& p : j.at("probes")) s.probes.push_back(probe_from(p));
-  s.command_line = j.at("command_line").get<std::string>();
-  s.target_pid = j.at("target_pid").get<int32_t>();
-  s.has_input = j.at("has_input").get<bool>();
-  s.input_hook = j.at("input_hook").get<std::string>();
-  s.start_ns = j.at("start_ns").get<uint64_t>();
-  s.hostname = j.at("hostname").get<std::string>();
-  s.kernel = j.at("kernel").get<std::string>();
-  s.start_realtime_ns = j.at("start_realtime_ns").get<uint64_t>();
-  // Recordings before the field: unknown.
-  s.ringbuf_bytes = j.value("ringbuf_bytes", uint32_t{0});
+  session_fields(DocIn{j}, s);
   return s;
 }
 
@@ -623,3 +632,21 @@ bool decode_event(uint8_t type, const uint8_t* data, size_t size, Event* out) {
 }
 
 }  // namespace looptrace::rec
+
+namespace looptrace {
+
+static void to_json(nlohmann::json& j, const Thresholds& t) {
+  j = nlohmann::json::object();
+  rec::thresholds_fields(rec::DocOut{j}, t);
+}
+static void from_json(const nlohmann::json& j, Thresholds& t) {
+  rec::thresholds_fields(rec::DocIn{j}, t);
+}
+static void to_json(nlohmann::json& j, const ProbeDef& p) {
+  j = rec::probe_json(p);
+}
+static void from_json(const nlohmann::json& j, ProbeDef& p) {
+  p = rec::probe_from(j);
+}
+
+}  // namespace looptrace
