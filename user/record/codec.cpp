@@ -602,9 +602,11 @@ template <size_t... I>
 bool read_type(uint8_t type, const uint8_t* data, size_t size, Event* out,
                std::index_sequence<I...>) {
   bool ok = false;
-  ((type == Codec<std::variant_alternative_t<I, Event>>::kType &&
-    (ok = read<std::variant_alternative_t<I, Event>>(data, size, out), true)) ||
-   ...);
+  // Stops at the first type that matches; the result is `ok`.
+  (void)((type == Codec<std::variant_alternative_t<I, Event>>::kType &&
+          (ok = read<std::variant_alternative_t<I, Event>>(data, size, out),
+           true)) ||
+         ...);
   return ok;
 }
 
