@@ -167,9 +167,8 @@ static inline void lt_wl_request(struct lt_wl_state *s, const __u8 *hdr, __u32 l
 
 #endif /* LOOPTRACE_WAYLAND_FRAMING_H */
 
-
 /* The framing itself, where the includer says how bytes are read (it may
- * have included this header before, for the types only). */
+ * have included this header before, for the decoding helpers only). */
 #if defined(LT_WL_READ) && !defined(LOOPTRACE_WL_FRAME)
 #define LOOPTRACE_WL_FRAME
 /* One framing of a chunk in progress. */

@@ -45,9 +45,8 @@ static inline void lt_x11_decode(const struct lt_x11_state *st, __u32 end, __u32
 
 #endif /* LOOPTRACE_X11_FRAMING_H */
 
-
 /* The framing itself, where the includer says how bytes are read (it may
- * have included this header before, for the types only). */
+ * have included this header before, for the decoding helpers only). */
 #if defined(LT_X11_READ) && !defined(LOOPTRACE_X11_FRAME)
 #define LOOPTRACE_X11_FRAME
 /* One framing of a chunk in progress. */

@@ -139,15 +139,15 @@ std::vector<Event> preamble(const std::vector<std::vector<uint64_t>>& stacks) {
   m.tid = kAppTid;
   m.ts_ns = 1'000'000'000;
   MapEntry exe{kExeBase, kExeBase + 0x100000, 0,    "r-xp", "fe:01",
-                     77,       "/opt/app/refapp",   false};
+               77,       "/opt/app/refapp",   false};
   MapEntry libc{kLibcBase,
-                      kLibcBase + 0x200000,
-                      0,
-                      "r-xp",
-                      "fe:01",
-                      78,
-                      "/usr/lib/x86_64-linux-gnu/libc.so.6",
-                      false};
+                kLibcBase + 0x200000,
+                0,
+                "r-xp",
+                "fe:01",
+                78,
+                "/usr/lib/x86_64-linux-gnu/libc.so.6",
+                false};
   m.maps = {exe, libc};
   out.emplace_back(std::move(m));
   std::vector<uint64_t> addrs;

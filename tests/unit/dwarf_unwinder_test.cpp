@@ -145,8 +145,7 @@ UserRegs to_dwarf(const user_regs_struct& r) {
   return u;
 }
 
-const MapEntry* mapping_of(const std::vector<MapEntry>& maps,
-                                 uint64_t addr) {
+const MapEntry* mapping_of(const std::vector<MapEntry>& maps, uint64_t addr) {
   for (const MapEntry& m : maps)
     if (m.contains(addr)) return &m;
   return nullptr;

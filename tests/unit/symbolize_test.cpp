@@ -12,9 +12,9 @@
 #include <map>
 #include <string>
 
+#include "base/demangle.h"
 #include "proc/maps.h"
 #include "proc/process.h"
-#include "base/demangle.h"
 #include "symbolize/proc_symbolizer.h"
 
 extern char** environ;

@@ -15,8 +15,8 @@
 #include <tuple>
 #include <utility>
 
-#include "base/log.h"
 #include "base/demangle.h"
+#include "base/log.h"
 
 namespace looptrace::elf {
 namespace {

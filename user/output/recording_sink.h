@@ -5,8 +5,8 @@
 
 #include <vector>
 
-#include "pipeline/symbols.h"
 #include "model/probe.h"
+#include "pipeline/symbols.h"
 #include "record/recording.h"
 #include "trace/stream.h"
 

@@ -12,8 +12,8 @@
 
 #include "base/status.h"
 #include "budget/budget.h"
-#include "plan/request.h"
 #include "model/probe.h"
+#include "plan/request.h"
 #include "profiles/resolve.h"
 #include "trace/events.h"
 #include "trace/options.h"
