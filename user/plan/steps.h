@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "base/status.h"
+#include "model/probe.h"
 #include "plan/plan.h"
 #include "plan/request.h"
-#include "model/probe.h"
 #include "profiles/resolve.h"
 #include "trace/options.h"
 

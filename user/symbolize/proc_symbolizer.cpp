@@ -148,15 +148,13 @@ bool ProcSymbolizer::read_maps(uint32_t pid) {
   return store_maps(pid, std::move(*maps));
 }
 
-bool ProcSymbolizer::store_maps(uint32_t pid,
-                                std::vector<MapEntry> maps_in) {
+bool ProcSymbolizer::store_maps(uint32_t pid, std::vector<MapEntry> maps_in) {
   auto* maps = &maps_in;
   // A zombie's maps are empty; keep the last good snapshot instead.
   if (maps->empty()) return false;
-  std::sort(maps->begin(), maps->end(),
-            [](const MapEntry& a, const MapEntry& b) {
-              return a.start < b.start;
-            });
+  std::sort(
+      maps->begin(), maps->end(),
+      [](const MapEntry& a, const MapEntry& b) { return a.start < b.start; });
   std::vector<Mappings>& sets = maps_[pid];
   auto same = [](const MapEntry& a, const MapEntry& b) {
     return a.start == b.start && a.end == b.end && a.pgoff == b.pgoff &&
@@ -178,8 +176,7 @@ void ProcSymbolizer::snapshot(uint32_t pid) {
   open_files(pid);
 }
 
-void ProcSymbolizer::add_mappings(uint32_t pid,
-                                  std::vector<MapEntry> maps) {
+void ProcSymbolizer::add_mappings(uint32_t pid, std::vector<MapEntry> maps) {
   if (!store_maps(pid, std::move(maps))) return;
   note_owner(pid);
   open_files(pid);
@@ -204,7 +201,7 @@ void ProcSymbolizer::forget(uint32_t pid) {
 }
 
 const MapEntry* ProcSymbolizer::find_mapping(uint32_t pid,
-                                                   uint64_t addr) const {
+                                             uint64_t addr) const {
   auto it = maps_.find(pid);
   if (it == maps_.end()) return nullptr;
   for (auto set = it->second.rbegin(); set != it->second.rend(); ++set) {
@@ -219,8 +216,7 @@ const MapEntry* ProcSymbolizer::find_mapping(uint32_t pid,
   return nullptr;
 }
 
-const elf::ElfFile* ProcSymbolizer::elf_for(uint32_t pid,
-                                            const MapEntry& m) {
+const elf::ElfFile* ProcSymbolizer::elf_for(uint32_t pid, const MapEntry& m) {
   std::string key = file_key(m);
   auto it = files_.find(key);
   if (it != files_.end()) return it->second.get();
@@ -295,8 +291,7 @@ void ProcSymbolizer::add_debug_symbols(elf::ElfFile* file,
   file->merge_symbols(mini->symbols());
 }
 
-const elf::ElfFile* ProcSymbolizer::vdso_for(uint32_t pid,
-                                             const MapEntry& m) {
+const elf::ElfFile* ProcSymbolizer::vdso_for(uint32_t pid, const MapEntry& m) {
   if (auto it = vdso_of_pid_.find(pid); it != vdso_of_pid_.end())
     return it->second;
   std::vector<char> bytes;

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "base/status.h"
+#include "model/probe.h"
 #include "model/thresholds.h"
 #include "proc/wayland_objects.h"
-#include "model/probe.h"
 
 namespace looptrace {
 
