@@ -53,11 +53,13 @@ class RecordSession : public LiveClient, public AlertListener {
     view_->progress(now, tracer, analysis_->input_events());
   }
   void barrier_stall(const Barrier& b, uint64_t now) override {
-    alert(barrier_stall_line(b, now - b.posted_ns, alert_context()),
-          barrier_stall_event(b, now - b.posted_ns, alert_context()));
+    const ReportContext ctx = alert_context();
+    const uint64_t held = now - b.posted_ns;
+    alert(barrier_stall_line(b, held, ctx), barrier_stall_event(b, held, ctx));
   }
   void hang(const HangAlert& h) override {
-    alert(hang_line(h, alert_context()), hang_event(h, alert_context()));
+    const ReportContext ctx = alert_context();
+    alert(hang_line(h, ctx), hang_event(h, ctx));
   }
 
  private:
