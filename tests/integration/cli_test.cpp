@@ -144,9 +144,23 @@ TEST(Cli, HelpAndVersion) {
   RunResult help = run({looptrace_bin(), "record", "--help"});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("--pid"), std::string::npos);
+  EXPECT_NE(help.out.find("man looptrace, section RECORD"), std::string::npos)
+      << help.out;
   RunResult v = run({looptrace_bin(), "--version"});
   EXPECT_EQ(v.exit_code, 0) << v.err;
-  EXPECT_EQ(v.out, std::string("looptrace ") + LT_VERSION + "\n");
+  // The commit the build came from, as git itself names it (the test runs
+  // from the checkout the binary was built from).
+  std::string commit = "unknown";
+  RunResult git =
+      run({"git", "-C", LT_TESTS_DIR, "rev-parse", "--short=12", "HEAD"});
+  if (git.exit_code == 0 && git.out.size() > 1) {
+    commit = git.out.substr(0, git.out.size() - 1);
+    RunResult clean =
+        run({"git", "-C", LT_TESTS_DIR, "diff-index", "--quiet", "HEAD", "--"});
+    if (clean.exit_code != 0) commit += "-dirty";
+  }
+  EXPECT_EQ(v.out,
+            std::string("looptrace ") + LT_VERSION + " (git " + commit + ")\n");
   EXPECT_TRUE(v.err.empty()) << v.err;
 }
 

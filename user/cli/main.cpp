@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <climits>
 #include <cstdio>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include "cli/record.h"
 #include "model/thresholds.h"
 #include "proc/pid.h"
+#include "version.h"  // generated: LOOPTRACE_GIT_COMMIT
 
 namespace {
 
@@ -322,10 +324,11 @@ int run_list_command(looptrace::InspectArgs& args) {
 
 int main(int argc, char** argv) {
   CLI::App app{"looptrace: find where an event loop loses time"};
-  app.footer(kExamples);
   app.require_subcommand(1);
-  app.set_version_flag("--version", "looptrace " LOOPTRACE_VERSION,
-                       "Print the version and exit");
+  app.set_version_flag("--version",
+                       "looptrace " LOOPTRACE_VERSION
+                       " (git " LOOPTRACE_GIT_COMMIT ")",
+                       "Print the version and the commit it was built from");
   bool verbose = false;
   std::string debug_areas;
   app.add_flag("-v,--verbose", verbose, "Print progress and libbpf messages");
@@ -350,9 +353,16 @@ int main(int argc, char** argv) {
                                       "looptrace and compare with its own log");
   demo->add_option("--json", demo_json, "Also write the JSON report to FILE");
 
-  // -v and --debug also after the subcommand.
-  for (CLI::App* sub : {rec, rep, profiles, list, check, demo})
+  // -v and --debug also after the subcommand; each --help ends with where
+  // the manual says the rest (its sections are named after the commands).
+  app.footer(std::string(kExamples) + "\nThe manual: man looptrace\n");
+  for (CLI::App* sub : {rec, rep, profiles, list, check, demo}) {
     sub->fallthrough();
+    std::string section = sub->get_name();
+    for (char& c : section) c = static_cast<char>(std::toupper(c));
+    sub->footer(sub->get_footer() + "\nIn detail: man looptrace, section " +
+                section + "\n");
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
