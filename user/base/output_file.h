@@ -84,6 +84,9 @@ class OutputFile {
 
   const std::string& path() const { return path_; }
   OutputKind kind() const { return kind_; }
+  // The descriptor, for a writer that must not block (EventsWriter): it
+  // writes through stream() or fd(), never both.
+  int fd() const { return fd_; }
 
  private:
   OutputFile(std::string what, std::string path, int dir, std::string base,

@@ -65,12 +65,11 @@ class RecordSession : public LiveClient, public AlertListener {
  private:
   Status start_command();
   // A barrier stall or a hang, announced while the trace runs: above the
-  // status line, and to --events (a failed write is reported at the end).
+  // status line, and to --events (never blocking; a failed write or a
+  // dropped line is reported at the end).
   void alert(const std::string& line, const nlohmann::json& event) {
     view_->print(line);
-    if (!out_.events()) return;
-    out_.events()->stream() << event.dump() << '\n';
-    out_.events()->flush();
+    if (out_.events()) out_.events()->write(event.dump());
   }
   ReportContext alert_context() const {
     ReportContext ctx;
