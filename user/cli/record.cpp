@@ -5,10 +5,12 @@
 #include "cli/record.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <iostream>
 #include <memory>
 
+#include "base/log.h"
 #include "cli/live_view.h"
 #include "cli/record_lines.h"
 #include "cli/status.h"
@@ -108,6 +110,9 @@ Status RecordSession::prepare() {
         "give only one of -p PID, -- COMMAND and --system-wide",
         ErrorKind::kUsage);
   // The pid first: with no probe option its libraries choose the profile.
+  if (a_.pid == getpid())
+    return Status::Error(fmt::format("pid {} is looptrace itself", a_.pid),
+                         ErrorKind::kUsage);
   if (a_.pid > 0) LT_RETURN_IF_ERROR(proc::check_pid_target(a_.pid));
   LT_RETURN_IF_ERROR(parse_plan(a_, &plan_));
   rctx_.self_dir = a_.self_dir;
