@@ -191,8 +191,16 @@ Status RecordSession::run() {
 }
 
 int RecordSession::finish() {
-  const bool command_ended = child_ && child_->terminate();
+  const Child::End ending =
+      child_ ? child_->terminate() : Child::End::kTerminated;
+  const bool command_ended = ending == Child::End::kOnItsOwn;
   report_stop(a_.quiet, end_.reason, command_ended ? child_->status() : -1);
+  // Untraced since the stop, and perhaps holding what a script waits for.
+  if (ending == Child::End::kKilled)
+    log::warn(
+        "command pid {} went on {:.1f}s after SIGTERM, untraced: killed "
+        "it (SIGKILL)",
+        child_->pid(), Child::kGraceMs / 1000.0);
   const Findings& found = analysis_->finish();
   const ReportContext& ctx = analysis_->context();
   // Every failure is one line; the reports are written whatever failed.
