@@ -45,6 +45,19 @@ Examples:
       input latency stage by stage, and what each slow event waited behind
 )";
 
+// An empty value is refused, not taken as "not given": `--json "$OUT"`
+// with OUT unset must not lose the report, nor `-d ""` trace forever.
+// (The command after "--" may have empty arguments; -p and --comm say
+// more themselves.)
+void refuse_empty_values(CLI::App* app) {
+  static const CLI::Validator kNotEmpty(
+      [](std::string& v) { return v.empty() ? "empty value" : ""; }, "", "");
+  for (CLI::Option* o : app->get_options())
+    if (!o->get_positional() && o->get_type_size_max() > 0 &&
+        !o->check_name("--pid") && !o->check_name("--comm"))
+      o->check(kNotEmpty);
+}
+
 // The report outputs `record` and `report` share.
 void add_output_options(CLI::App* app, looptrace::OutputPaths* out) {
   app->add_option("--json", out->json,
@@ -250,6 +263,7 @@ CLI::App* add_record_command(CLI::App& app, looptrace::RecordArgs& ra) {
   for (CLI::Option* o : rec->get_options())
     if (!o->get_positional() && o->get_items_expected_max() > 1)
       o->allow_extra_args(false);
+  refuse_empty_values(rec);
   rec->add_option("command", ra.command,
                   "-- COMMAND [ARGS...] to run and trace");
   rec->footer(kExamples);
@@ -264,6 +278,7 @@ CLI::App* add_report_command(CLI::App& app, looptrace::ReportArgs& args) {
   add_output_options(rep, &args.outputs);
   add_budget_option(rep, &args.fail_if);
   rep->add_flag("-q,--quiet", args.quiet, "No text report");
+  refuse_empty_values(rep);
   return rep;
 }
 

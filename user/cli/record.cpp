@@ -5,10 +5,12 @@
 #include "cli/record.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <iostream>
 #include <memory>
 
+#include "base/log.h"
 #include "cli/live_view.h"
 #include "cli/record_lines.h"
 #include "cli/status.h"
@@ -65,12 +67,11 @@ class RecordSession : public LiveClient, public AlertListener {
  private:
   Status start_command();
   // A barrier stall or a hang, announced while the trace runs: above the
-  // status line, and to --events (a failed write is reported at the end).
+  // status line, and to --events (never blocking; a failed write or a
+  // dropped line is reported at the end).
   void alert(const std::string& line, const nlohmann::json& event) {
     view_->print(line);
-    if (!out_.events()) return;
-    out_.events()->stream() << event.dump() << '\n';
-    out_.events()->flush();
+    if (out_.events()) out_.events()->write(event.dump());
   }
   ReportContext alert_context() const {
     ReportContext ctx;
@@ -109,6 +110,9 @@ Status RecordSession::prepare() {
         "give only one of -p PID, -- COMMAND and --system-wide",
         ErrorKind::kUsage);
   // The pid first: with no probe option its libraries choose the profile.
+  if (a_.pid == getpid())
+    return Status::Error(fmt::format("pid {} is looptrace itself", a_.pid),
+                         ErrorKind::kUsage);
   if (a_.pid > 0) LT_RETURN_IF_ERROR(proc::check_pid_target(a_.pid));
   LT_RETURN_IF_ERROR(parse_plan(a_, &plan_));
   rctx_.self_dir = a_.self_dir;
@@ -187,8 +191,16 @@ Status RecordSession::run() {
 }
 
 int RecordSession::finish() {
-  const bool command_ended = child_ && child_->terminate();
+  const Child::End ending =
+      child_ ? child_->terminate() : Child::End::kTerminated;
+  const bool command_ended = ending == Child::End::kOnItsOwn;
   report_stop(a_.quiet, end_.reason, command_ended ? child_->status() : -1);
+  // Untraced since the stop, and perhaps holding what a script waits for.
+  if (ending == Child::End::kKilled)
+    log::warn(
+        "command pid {} went on {:.1f}s after SIGTERM, untraced: killed "
+        "it (SIGKILL)",
+        child_->pid(), Child::kGraceMs / 1000.0);
   const Findings& found = analysis_->finish();
   const ReportContext& ctx = analysis_->context();
   // Every failure is one line; the reports are written whatever failed.

@@ -3,6 +3,7 @@
 #include "plan/plan.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 
@@ -23,6 +24,24 @@ std::string join_builtin_names() {
   for (const std::string& n : builtin_profile_names())
     out += (out.empty() ? "" : ", ") + n;
   return out;
+}
+
+// A probe in looptrace's own executable would fire in the very code that
+// reads its records (with --record-all, a record per record): refused.
+Status refuse_self_probes(const std::vector<ProbeDef>& probes) {
+  struct stat self {};
+  if (stat("/proc/self/exe", &self) != 0) return Status::Ok();
+  for (const ProbeDef& probe : probes) {
+    struct stat st {};
+    if (stat(probe.path.c_str(), &st) == 0 && st.st_dev == self.st_dev &&
+        st.st_ino == self.st_ino)
+      return Status::Error(
+          fmt::format("{}:{}: {} is looptrace itself; it cannot trace the "
+                      "code that reads its own trace",
+                      probe.binary, probe.symbol, probe.path),
+          ErrorKind::kUsage);
+  }
+  return Status::Ok();
 }
 
 }  // namespace plan
@@ -55,6 +74,7 @@ Status parse_plan(const RecordArgs& a, Plan* p) {
 
 Status resolve_plan(const ResolveContext& rctx, Plan* p) {
   LT_RETURN_IF_ERROR(resolve_probes(&p->probes, rctx));
+  LT_RETURN_IF_ERROR(plan::refuse_self_probes(p->probes));
   if (rctx.pid > 0)
     add_custom_gsources(rctx.pid, &p->probes);
   else if (custom_gsource_model(p->probes))
