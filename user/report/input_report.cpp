@@ -256,14 +256,29 @@ namespace {
 
 // The section's first lines: how many events and channels, and what could
 // not be read.
-void write_input_totals(std::ostream& os, const InputAnalysis& a) {
+void write_input_totals(std::ostream& os, const InputAnalysis& a,
+                        const ReportContext& ctx) {
   report::put(os, fmt::format("INPUT: {} event{} on {} channel{}", a.total,
                               a.total == 1 ? "" : "s", a.channels.size(),
                               a.channels.size() == 1 ? "" : "s"));
   if (a.channels.empty()) {
+    // What was looked for, and how to pick a channel: a profile with a
+    // display dispatch (gtk3) adds -p's X11 and Wayland connections.
+    const bool display =
+        ctx.probes && std::any_of(ctx.probes->begin(), ctx.probes->end(),
+                                  [](const ProbeDef& p) { return p.input; });
+    report::put(os, "  no input channel seen; looked for:");
+    report::put(os, "    Android InputChannels (AF_UNIX SOCK_SEQPACKET)");
+    if (display)
+      report::put(os,
+                  "    X11 and Wayland connections of -p PID (the profile's "
+                  "display input)");
     report::put(os,
-                "  no input channel seen (Android InputChannels are AF_UNIX "
-                "SOCK_SEQPACKET; pick others with --input-fd/--input-peer)");
+                "  pick one with -p PID and --input-peer auto (its X11 and "
+                "Wayland");
+    report::put(os,
+                "    connections), --input-peer PATH (connected to PATH) or "
+                "--input-fd FD");
   }
   if (a.legacy_messages)
     report::put(os, fmt::format("  {} messages in the legacy (Android 9) "
@@ -392,7 +407,7 @@ void write_input_report(std::ostream& os, const InputAnalysis& a,
   report::FrameNames names(ctx.symbolizer);
   SpanIndex idx = index_spans(dispatch);
   os << '\n';
-  write_input_totals(os, a);
+  write_input_totals(os, a, ctx);
   for (const InputChannelSummary& c : a.channels) {
     os << '\n';
     write_channel_heading(os, c);
