@@ -138,6 +138,8 @@ json event_json(const InputEventInfo& e, const SpanIndex& idx,
     j["server_time_ms"] = e.server_time_ms;
     j["position"] = e.position;  // its message's place in the read
     j["coalesced"] = e.coalesced;
+    j["ambiguous"] = e.ambiguous;
+    j["dispatches"] = e.dispatches;
   }
   return j;
 }
@@ -189,23 +191,25 @@ json input_summary_to_json(const InputAnalysis& a,
                                                              {"p99_ns", p.p99},
                                                              {"max_ns", p.max}};
     }
-    channels.push_back(
-        {{"channel", channel_name(c.channel)},
-         {"peer", c.peer ? json(channel_name(c.peer)) : json(nullptr)},
-         {"mode", mode_name(c.chan_kind)},
-         {"layout", layout_name(c.chan_kind, c.layout)},
-         {"pid", c.pid},
-         {"comm", c.comm},
-         {"sender_pid", c.sender_pid ? json(c.sender_pid) : json(nullptr)},
-         {"events", c.events},
-         {"keys", c.keys},
-         {"motions", c.motions},
-         {"unfinished", c.unfinished},
-         {"coalesced", c.coalesced},
-         {"non_input", c.non_input},
-         {"blamed", c.blamed},
-         {"stages", stages},
-         {"worst", worst_json(c, idx, ctx, names)}});
+    json channel_json = {
+        {"channel", channel_name(c.channel)},
+        {"peer", c.peer ? json(channel_name(c.peer)) : json(nullptr)},
+        {"mode", mode_name(c.chan_kind)},
+        {"layout", layout_name(c.chan_kind, c.layout)},
+        {"pid", c.pid},
+        {"comm", c.comm},
+        {"sender_pid", c.sender_pid ? json(c.sender_pid) : json(nullptr)},
+        {"events", c.events},
+        {"keys", c.keys},
+        {"motions", c.motions},
+        {"unfinished", c.unfinished},
+        {"coalesced", c.coalesced},
+        {"non_input", c.non_input},
+        {"blamed", c.blamed},
+        {"stages", stages},
+        {"worst", worst_json(c, idx, ctx, names)}};
+    if (is_display_chan(c.chan_kind)) channel_json["ambiguous"] = c.ambiguous;
+    channels.push_back(std::move(channel_json));
   }
   json out = json::object();
   out["input_summary"] = {
@@ -316,6 +320,10 @@ void write_channel_heading(std::ostream& os, const InputChannelSummary& c) {
               c.coalesced ? fmt::format(" ({} passed over for a later one)",
                                         c.coalesced)
                           : std::string()));
+  if (c.ambiguous)
+    report::put(os, fmt::format("  {} event{} shared type and time with "
+                                "another: matched in order (ambiguous)",
+                                c.ambiguous, c.ambiguous == 1 ? "" : "s"));
 }
 
 // The percentiles of each stage the channel has.
