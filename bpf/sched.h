@@ -154,6 +154,7 @@ static __always_inline void on_woken(struct task_struct *p)
 {
 	struct lt_woken_rec *rec;
 	struct lt_thread *st;
+	__u64 ids;
 
 	if (!lt_cfg.offcpu_on || !p->bpf_storage)
 		return;
@@ -170,8 +171,9 @@ static __always_inline void on_woken(struct task_struct *p)
 	rec->hdr.type = LT_REC_WOKEN;
 	rec->hdr.size = sizeof(*rec);
 	rec->hdr.ts_ns = bpf_ktime_get_ns();
-	rec->hdr.pid = p->tgid;
-	rec->hdr.tid = p->pid;
+	ids = task_ids(p);
+	rec->hdr.pid = ids >> 32;
+	rec->hdr.tid = (__u32)ids;
 	rec->seq = st->block_seq;
 	rec->wake_id = st->wake_seq;
 	bpf_ringbuf_submit(rec, 0);
@@ -200,7 +202,7 @@ int BPF_PROG(lt_sched_waking, struct task_struct *p)
 	struct task_struct *cur;
 	struct lt_wake_rec *rec;
 	struct lt_thread *st;
-	__u64 pid_tgid;
+	__u64 pid_tgid, ids;
 	__u32 i, id;
 	int irq;
 	long n;
@@ -226,10 +228,11 @@ int BPF_PROG(lt_sched_waking, struct task_struct *p)
 	rec->hdr.size =
 	    lt_cfg.stack_copy ? sizeof(struct lt_wake_copy_rec) : sizeof(struct lt_wake_rec);
 	rec->hdr.ts_ns = bpf_ktime_get_ns();
-	rec->hdr.pid = p->tgid;
-	rec->hdr.tid = p->pid;
+	ids = task_ids(p);
+	rec->hdr.pid = ids >> 32;
+	rec->hdr.tid = (__u32)ids;
 	rec->wake_id = id;
-	pid_tgid = bpf_get_current_pid_tgid();
+	pid_tgid = current_ids(); /* 0 for a task outside looptrace's namespace */
 	rec->waker_pid = pid_tgid >> 32;
 	rec->waker_tid = (__u32)pid_tgid;
 	bpf_get_current_comm(rec->waker_comm, sizeof(rec->waker_comm));
@@ -238,7 +241,7 @@ int BPF_PROG(lt_sched_waking, struct task_struct *p)
 	/* From an interrupt: the idle task woke nobody itself, and a stack
 	 * through the interrupt entry is an interrupt's, whatever it hit; the
 	 * frames under the entry are the stranger's, cut off. */
-	irq = pid_tgid == 0;
+	irq = bpf_get_current_pid_tgid() == 0;
 	for (i = 0; i < LT_MAX_KSTACK && lt_cfg.irqentry_end; i++) {
 		if (i >= rec->nkframes)
 			break;

@@ -45,7 +45,7 @@ static __always_inline void on_enqueue(const volatile struct lt_probe_cfg *cfg, 
 
 	if (!mk || !wk || mk > LT_MAX_KEYS || wk > LT_MAX_KEYS)
 		return;
-	key.pid = bpf_get_current_pid_tgid() >> 32;
+	key.pid = current_ids() >> 32;
 	key.msg = f->keys[(mk - 1) & (LT_MAX_KEYS - 1)];
 	val.when_ns = f->keys[(wk - 1) & (LT_MAX_KEYS - 1)];
 	if (qk && qk <= LT_MAX_KEYS)
@@ -126,7 +126,7 @@ static __always_inline void on_delivery(struct lt_thread *st,
 
 	if (mk > LT_MAX_KEYS)
 		return;
-	key.pid = bpf_get_current_pid_tgid() >> 32;
+	key.pid = current_ids() >> 32;
 	key.msg = f->keys[(mk - 1) & (LT_MAX_KEYS - 1)];
 	val = bpf_map_lookup_elem(&lt_pending, &key);
 	if (!val) {
@@ -297,7 +297,8 @@ static __always_inline struct lt_thread *span_thread(struct task_struct *task)
 	/* Another process (the probes fire in every one), or a thread --tid
 	 * or --comm did not select: dropped. A thread remembers the answer;
 	 * its process stays in the set until it exits. */
-	if ((lt_cfg.span_tgid_filter || lt_cfg.thread_filter) && !(st && st->traced == 1)) {
+	if ((lt_cfg.span_tgid_filter || lt_cfg.thread_filter || lt_cfg.pidns_ino) &&
+	    !(st && st->traced == 1)) {
 		if (!span_thread_traced()) {
 			if (st)
 				st->traced = 2;

@@ -203,6 +203,13 @@ struct lt_config {
 	 * it came from an interrupt (LT_WAKE_IRQ). */
 	__u64 irqentry_start;
 	__u64 irqentry_end;
+	/* The PID namespace looptrace runs in (the inode number of
+	 * /proc/self/ns/pid, unique on the one nsfs), when it is not the
+	 * initial one: every pid the kernel reports or compares (records,
+	 * lt_tgids, filter_tids) is then translated into it; a task outside
+	 * it has pid 0 and is not traced. 0: the initial namespace, the
+	 * kernel's pids as they are. */
+	__u64 pidns_ino;
 	struct lt_probe_cfg probes[LT_MAX_PROBES];
 	/* Raw syscall tracepoints: LT_IO_TRACED | LT_IO_* of each traced
 	 * system call by number, 0 for the rest. */

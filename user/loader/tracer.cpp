@@ -25,6 +25,7 @@
 #include "base/log.h"
 #include "looptrace.skel.h"
 #include "looptrace/wayland_framing.h"
+#include "proc/pidns.h"
 #include "proc/process.h"
 #include "proc/sockets.h"
 #include "symbolize/kernel_symbols.h"
@@ -558,8 +559,13 @@ void configure_sched(looptrace_bpf* skel, const TraceOptions& opts,
     bpf_program__set_autoload(skel->progs.lt_sched_waking, false);
 }
 
-// Spans only of the target's processes and of the threads asked for.
-void configure_filters(const TraceOptions& opts, lt_config& cfg) {
+// Spans only of the target's processes and of the threads asked for. In a
+// container, pids are its PID namespace's: the user's, /proc's and the
+// kernel's records alike (lt_config.pidns_ino).
+Status configure_filters(const TraceOptions& opts, lt_config& cfg) {
+  Result<proc::PidNamespace> ns = proc::own_pid_namespace();
+  if (!ns.ok()) return ns.status();
+  if (!ns->initial()) cfg.pidns_ino = ns->ino;
   cfg.span_tgid_filter = opts.pid > 0;
   cfg.thread_filter = !opts.tids.empty() || !opts.comms.empty();
   for (size_t i = 0; i < opts.tids.size() && i < LT_MAX_FILTER_TIDS; ++i)
@@ -567,6 +573,7 @@ void configure_filters(const TraceOptions& opts, lt_config& cfg) {
   for (size_t i = 0; i < opts.comms.size() && i < LT_MAX_FILTER_COMMS; ++i)
     std::snprintf(cfg.filter_comms[i], LT_COMM_LEN, "%s",
                   opts.comms[i].c_str());
+  return Status::Ok();
 }
 
 }  // namespace
@@ -674,7 +681,7 @@ Result<std::unique_ptr<Tracer>> Tracer::CreateWith(const TraceOptions& opts,
   LT_RETURN_IF_ERROR(size_maps(skel, opts));
   configure_sched(skel, opts, cfg);
   LT_RETURN_IF_ERROR(impl->choose_input_programs(opts, hook, cfg));
-  configure_filters(opts, cfg);
+  LT_RETURN_IF_ERROR(configure_filters(opts, cfg));
   int err = looptrace_bpf::load(skel);
   if (err)
     return Status::Errno(
