@@ -100,6 +100,7 @@ static __always_inline void deliver(struct lt_thread *st, struct lt_frame *f, st
 	rec->cpu_ns = 0;
 	rec->runq_ns = 0;
 	rec->steal_ns = 0;
+	rec->stopped_ns = 0;
 	rec->probe_id = f->probe_id;
 	rec->role = LT_ROLE_DELIVERY;
 	rec->depth = depth;
@@ -332,6 +333,7 @@ static __always_inline void start_frame(struct lt_thread *st, struct task_struct
 	f->cpu_at_start = b->cpu;
 	f->steal_at_start = b->steal;
 	f->runq_at_start = b->runq;
+	f->stop_at_start = b->stop;
 	kernel_times(task, &f->kcpu_at_start, &f->kdelay_at_start);
 	f->unseen_at_start = st->sched_unseen;
 	f->entry_sp = sp;

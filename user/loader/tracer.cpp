@@ -758,10 +758,11 @@ std::vector<SpanEvent> Tracer::read_in_flight(
     uint64_t cpu = st.cpu_acc + (st.off_since == 0 && now_ns > st.oncpu_since
                                      ? now_ns - st.oncpu_since
                                      : 0);
-    uint64_t runq =
-        st.runq_acc + (st.off_since && st.off_runnable && now_ns > st.off_since
-                           ? now_ns - st.off_since
-                           : 0);
+    const uint64_t off =
+        st.off_since && now_ns > st.off_since ? now_ns - st.off_since : 0;
+    uint64_t runq = st.runq_acc + (st.off_runnable ? off : 0);
+    uint64_t stop =
+        st.stop_acc + (!st.off_runnable && st.off_stopped ? off : 0);
     std::string comm = proc::comm(pid, tid);
     for (uint32_t d = 0; d < depth; ++d) {
       const lt_frame& f = st.stack[d];
@@ -779,6 +780,8 @@ std::vector<SpanEvent> Tracer::read_in_flight(
       r.runq_ns = runq > f.runq_at_start ? runq - f.runq_at_start : 0;
       r.steal_ns =
           st.steal_acc > f.steal_at_start ? st.steal_acc - f.steal_at_start : 0;
+      r.stopped_ns = std::min<uint64_t>(
+          stop > f.stop_at_start ? stop - f.stop_at_start : 0, r.duration_ns);
       r.probe_id = f.probe_id;
       r.role = skel->rodata->lt_cfg.probes[f.probe_id].role;
       r.depth = d;
@@ -793,10 +796,11 @@ std::vector<SpanEvent> Tracer::read_in_flight(
         if (in >> kcpu >> kdelay) {
           ev.cpu_ns = std::min<uint64_t>(
               kcpu > f.kcpu_at_start ? kcpu - f.kcpu_at_start : 0,
-              ev.duration_ns);
+              ev.duration_ns - ev.stopped_ns);
           ev.runq_ns = std::min<uint64_t>(
               kdelay > f.kdelay_at_start ? kdelay - f.kdelay_at_start : 0,
-              ev.duration_ns - ev.cpu_ns);
+              ev.duration_ns -
+                  std::min(ev.duration_ns, ev.cpu_ns + ev.stopped_ns));
           ev.steal_ns = 0;
           ev.flags |= LT_SPAN_SPLIT_KERNEL;
         }
