@@ -66,6 +66,7 @@ struct books_now {
 	__u64 cpu;
 	__u64 steal;
 	__u64 runq;
+	__u64 stop;
 };
 
 /*
@@ -85,6 +86,7 @@ static __always_inline void books_read(struct lt_thread *st, struct task_struct 
 		books_check(st, task, now);
 		times_now(st, task, now, &b->cpu, &b->steal);
 		b->runq = st->runq_acc;
+		b->stop = st->stop_acc;
 		barrier();
 		if (*(volatile __u32 *)&st->switches == sw)
 			return;
@@ -120,6 +122,12 @@ static __always_inline void span_split(struct lt_thread *st, struct lt_frame *f,
 {
 	__u64 kcpu, kdelay, cpu, dur = rec->duration_ns;
 
+	/* Stopped time is measured at the wakeup that ends it, whatever else
+	 * the books missed. */
+	rec->stopped_ns = b->stop - f->stop_at_start;
+	if (rec->stopped_ns > dur)
+		rec->stopped_ns = dur;
+	dur -= rec->stopped_ns;
 	if (st->sched_unseen == f->unseen_at_start) {
 		rec->cpu_ns = b->cpu > f->cpu_at_start ? b->cpu - f->cpu_at_start : 0;
 		rec->steal_ns = b->steal > f->steal_at_start ? b->steal - f->steal_at_start : 0;

@@ -66,7 +66,7 @@ static __always_inline void io_enter(__u32 fd, __u64 buf, __u64 len, __u32 op, c
 	if (!lt_ready || !lt_cfg.input_on)
 		return;
 	if (lt_cfg.input_tgid_filter) {
-		tgid = bpf_get_current_pid_tgid() >> 32;
+		tgid = current_ids() >> 32;
 		traced = bpf_map_lookup_elem(&lt_tgids, &tgid) != 0;
 		if (!traced && !lt_nwatch)
 			return;

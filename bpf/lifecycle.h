@@ -45,7 +45,7 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(lt_exit, struct task_struct *p)
 {
 	struct lt_thread *st;
-	__u32 tgid = p->tgid;
+	__u32 tgid = task_ids(p) >> 32;
 
 	if (!lt_ready)
 		return 0;
@@ -105,11 +105,13 @@ static __always_inline void inherit_spans(struct task_struct *parent, struct tas
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(lt_fork, struct task_struct *parent, struct task_struct *child)
 {
-	__u32 ptgid = parent->tgid, ctgid = child->tgid, one = 1;
+	__u32 ptgid, ctgid, one = 1;
 
-	if (child->pid != ctgid) /* a thread, not a process */
+	if (child->pid != child->tgid) /* a thread, not a process */
 		return 0;
 	if (lt_cfg.span_tgid_filter || lt_cfg.input_tgid_filter) {
+		ptgid = task_ids(parent) >> 32;
+		ctgid = task_ids(child) >> 32;
 		if (!bpf_map_lookup_elem(&lt_tgids, &ptgid))
 			return 0;
 		long e = bpf_map_update_elem(&lt_tgids, &ctgid, &one, BPF_ANY);
@@ -132,7 +134,7 @@ int BPF_PROG(lt_exec, struct task_struct *p)
 {
 	struct lt_exec_rec *rec;
 	struct lt_thread *st;
-	__u32 tgid = p->tgid;
+	__u32 tgid = task_ids(p) >> 32;
 	__u32 i;
 
 	if (!lt_ready)

@@ -49,6 +49,84 @@ struct {
 	__type(value, struct lt_pending_val);
 } lt_pending SEC(".maps");
 
+/*
+ * PID namespaces. Looptrace in a container names processes by the pids of
+ * its own namespace (lt_cfg.pidns_ino): -p, a command's pid, /proc. The
+ * kernel's task->pid and bpf_get_current_pid_tgid() are the initial
+ * namespace's, so every pid taken here goes through task_ids(). (Not
+ * bpf_get_ns_current_pid_tgid: it answers only for a task whose own
+ * namespace is that one, not for one in a container inside it, and only
+ * for the current task.)
+ */
+/* The level of looptrace's namespace, found at first use (0: not yet). */
+__u32 lt_pidns_level = 0;
+
+#define LT_PIDNS_MAX_LEVEL 32 /* the kernel's MAX_PID_NS_LEVEL */
+
+static __always_inline struct upid *pid_number(struct pid *pid, __u32 level)
+{
+	return (struct upid *)((char *)pid + bpf_core_field_offset(struct pid, numbers)) + level;
+}
+
+/* The level of looptrace's namespace among the ancestors of the
+ * namespace of `pid`; 0 when it is not one of them. */
+static __always_inline __u32 pidns_level_find(struct pid *pid)
+{
+	struct pid_namespace *ns = NULL;
+	__u32 i, level = BPF_CORE_READ(pid, level);
+
+	if (level >= LT_PIDNS_MAX_LEVEL)
+		return 0;
+	bpf_probe_read_kernel(&ns, sizeof(ns), &pid_number(pid, level)->ns);
+	for (i = 0; i < LT_PIDNS_MAX_LEVEL && ns; i++) {
+		if (BPF_CORE_READ(ns, ns.inum) == lt_cfg.pidns_ino)
+			return BPF_CORE_READ(ns, level);
+		ns = BPF_CORE_READ(ns, parent);
+	}
+	return 0;
+}
+
+/* The number of `pid` in looptrace's namespace; 0 if it has none there. */
+static __always_inline __u32 pid_nr_here(struct pid *pid)
+{
+	struct upid up = {};
+	__u32 level = lt_pidns_level;
+
+	if (!pid)
+		return 0;
+	if (!level) {
+		level = pidns_level_find(pid);
+		if (!level)
+			return 0;
+		lt_pidns_level = level;
+	}
+	if (level >= LT_PIDNS_MAX_LEVEL || BPF_CORE_READ(pid, level) < level)
+		return 0;
+	bpf_probe_read_kernel(&up, sizeof(up), pid_number(pid, level));
+	if (!up.ns || BPF_CORE_READ(up.ns, ns.inum) != lt_cfg.pidns_ino)
+		return 0;
+	return up.nr;
+}
+
+/* tgid << 32 | tid of `t`, as bpf_get_current_pid_tgid() gives them, in
+ * looptrace's namespace. */
+static __always_inline __u64 task_ids(struct task_struct *t)
+{
+	if (!lt_cfg.pidns_ino)
+		return (__u64)BPF_CORE_READ(t, tgid) << 32 | (__u32)BPF_CORE_READ(t, pid);
+	return (__u64)pid_nr_here(BPF_CORE_READ(t, group_leader, thread_pid)) << 32 |
+	       pid_nr_here(BPF_CORE_READ(t, thread_pid));
+}
+
+/* The current thread's: bpf_get_current_pid_tgid() in looptrace's
+ * namespace. */
+static __always_inline __u64 current_ids(void)
+{
+	if (!lt_cfg.pidns_ino)
+		return bpf_get_current_pid_tgid();
+	return task_ids(bpf_get_current_task_btf());
+}
+
 static __always_inline void count(__u32 which)
 {
 	__u64 *v = bpf_map_lookup_elem(&lt_counters, &which);
@@ -73,7 +151,7 @@ struct {
 
 static __always_inline int tgid_traced(void)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u32 tgid = current_ids() >> 32;
 
 	return bpf_map_lookup_elem(&lt_tgids, &tgid) != 0;
 }
@@ -104,8 +182,12 @@ static __always_inline int comm_selected(void)
  * (with a target) and --tid or --comm selected it (when given). */
 static __always_inline int span_thread_traced(void)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid(), i;
+	__u64 ids = current_ids();
+	__u32 tid = (__u32)ids, i;
 
+	/* A process outside looptrace's PID namespace: no pid to name it. */
+	if (lt_cfg.pidns_ino && !tid)
+		return 0;
 	if (lt_cfg.span_tgid_filter && !tgid_traced())
 		return 0;
 	if (!lt_cfg.thread_filter)
@@ -125,7 +207,7 @@ static __always_inline __u64 rb_flags(void) { return lt_cfg.input_on ? BPF_RB_FO
 /* Every ring-buffer record starts with the same header. */
 static __always_inline void fill_header(struct lt_rec_header *hdr, __u32 type, __u32 size, __u64 ts)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u64 pid_tgid = current_ids();
 
 	hdr->type = type;
 	hdr->size = size;

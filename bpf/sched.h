@@ -20,6 +20,49 @@ static __always_inline long task_state(struct task_struct *t)
 
 #define LT_PF_KTHREAD 0x00200000 /* task_struct.flags: a kernel thread */
 
+/* task_struct.__state bits (include/linux/sched.h): stopped by a signal,
+ * stopped by a tracer, frozen by the (cgroup v1 or suspend) freezer. */
+#define LT_TASK_STOPPED 0x0004
+#define LT_TASK_TRACED 0x0008
+#define LT_TASK_FROZEN 0x8000
+
+/* `t`, switching out in `state`, is stopped or frozen: SIGSTOP, a ptrace
+ * stop, a freezer. The cgroup v2 freezer parks a task in an interruptible
+ * sleep and marks it `frozen`. Nothing the program asked for: not lag. */
+static __always_inline int task_stopped(struct task_struct *t, long state)
+{
+	if (state & (LT_TASK_STOPPED | LT_TASK_TRACED | LT_TASK_FROZEN))
+		return 1;
+	if (bpf_core_field_exists(t->frozen))
+		return BPF_CORE_READ_BITFIELD_PROBED(t, frozen);
+	return 0;
+}
+
+/* A stopped thread (st) is continued or thawed at `now`: its stopped time
+ * goes to the books and the interval to userspace, which sets it apart
+ * from the lag of messages due meanwhile. */
+static __always_inline void on_continued(struct task_struct *p, struct lt_thread *st, __u64 now)
+{
+	struct lt_stop_rec *rec;
+	__u64 ids;
+
+	st->stop_acc += now - st->off_since;
+	st->off_stopped = 0;
+	rec = bpf_ringbuf_reserve(&lt_events, sizeof(*rec), 0);
+	if (!rec) {
+		count(LT_CNT_RB_FULL);
+		return;
+	}
+	ids = task_ids(p);
+	rec->hdr.type = LT_REC_STOP;
+	rec->hdr.size = sizeof(*rec);
+	rec->hdr.ts_ns = now;
+	rec->hdr.pid = ids >> 32;
+	rec->hdr.tid = (__u32)ids;
+	rec->start_ns = st->off_since;
+	bpf_ringbuf_submit(rec, rb_flags());
+}
+
 /*
  * The current thread (st), inside a span, blocks: record where, with its
  * user stack (and the copy of it for CFI unwinding) and kernel stack, for
@@ -82,6 +125,7 @@ int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct tas
 {
 	struct lt_thread *st;
 	__u64 now, steal;
+	long state;
 
 	if (!prev->bpf_storage && !next->bpf_storage)
 		return 0;
@@ -105,8 +149,11 @@ int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		st->off_since = now;
 		/* Preempted (even while it was about to sleep): it stays on
 		 * the run queue. */
-		st->off_runnable = preempt || task_state(prev) == 0;
-		if (!st->off_runnable && lt_cfg.offcpu_on)
+		state = task_state(prev);
+		st->off_runnable = preempt || state == 0;
+		/* Stopped is not blocked: no blocking point, its own time. */
+		st->off_stopped = !st->off_runnable && task_stopped(prev, state);
+		if (!st->off_runnable && !st->off_stopped && lt_cfg.offcpu_on)
 			on_block(ctx, st, now);
 	}
 	st = bpf_task_storage_get(&lt_threads, next, 0, 0);
@@ -131,12 +178,16 @@ int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct tas
 static __always_inline void on_wakeup(struct task_struct *p)
 {
 	struct lt_thread *st;
+	__u64 now;
 
 	if (!p->bpf_storage)
 		return;
 	st = bpf_task_storage_get(&lt_threads, p, 0, 0);
 	if (st && st->off_since && !st->off_runnable) {
-		st->off_since = bpf_ktime_get_ns();
+		now = bpf_ktime_get_ns();
+		if (st->off_stopped)
+			on_continued(p, st, now);
+		st->off_since = now;
 		st->off_runnable = 1;
 	}
 }
@@ -154,6 +205,7 @@ static __always_inline void on_woken(struct task_struct *p)
 {
 	struct lt_woken_rec *rec;
 	struct lt_thread *st;
+	__u64 ids;
 
 	if (!lt_cfg.offcpu_on || !p->bpf_storage)
 		return;
@@ -170,8 +222,9 @@ static __always_inline void on_woken(struct task_struct *p)
 	rec->hdr.type = LT_REC_WOKEN;
 	rec->hdr.size = sizeof(*rec);
 	rec->hdr.ts_ns = bpf_ktime_get_ns();
-	rec->hdr.pid = p->tgid;
-	rec->hdr.tid = p->pid;
+	ids = task_ids(p);
+	rec->hdr.pid = ids >> 32;
+	rec->hdr.tid = (__u32)ids;
 	rec->seq = st->block_seq;
 	rec->wake_id = st->wake_seq;
 	bpf_ringbuf_submit(rec, 0);
@@ -200,7 +253,7 @@ int BPF_PROG(lt_sched_waking, struct task_struct *p)
 	struct task_struct *cur;
 	struct lt_wake_rec *rec;
 	struct lt_thread *st;
-	__u64 pid_tgid;
+	__u64 pid_tgid, ids;
 	__u32 i, id;
 	int irq;
 	long n;
@@ -226,10 +279,11 @@ int BPF_PROG(lt_sched_waking, struct task_struct *p)
 	rec->hdr.size =
 	    lt_cfg.stack_copy ? sizeof(struct lt_wake_copy_rec) : sizeof(struct lt_wake_rec);
 	rec->hdr.ts_ns = bpf_ktime_get_ns();
-	rec->hdr.pid = p->tgid;
-	rec->hdr.tid = p->pid;
+	ids = task_ids(p);
+	rec->hdr.pid = ids >> 32;
+	rec->hdr.tid = (__u32)ids;
 	rec->wake_id = id;
-	pid_tgid = bpf_get_current_pid_tgid();
+	pid_tgid = current_ids(); /* 0 for a task outside looptrace's namespace */
 	rec->waker_pid = pid_tgid >> 32;
 	rec->waker_tid = (__u32)pid_tgid;
 	bpf_get_current_comm(rec->waker_comm, sizeof(rec->waker_comm));
@@ -238,7 +292,7 @@ int BPF_PROG(lt_sched_waking, struct task_struct *p)
 	/* From an interrupt: the idle task woke nobody itself, and a stack
 	 * through the interrupt entry is an interrupt's, whatever it hit; the
 	 * frames under the entry are the stranger's, cut off. */
-	irq = pid_tgid == 0;
+	irq = bpf_get_current_pid_tgid() == 0;
 	for (i = 0; i < LT_MAX_KSTACK && lt_cfg.irqentry_end; i++) {
 		if (i >= rec->nkframes)
 			break;

@@ -45,7 +45,7 @@ static __always_inline void on_enqueue(const volatile struct lt_probe_cfg *cfg, 
 
 	if (!mk || !wk || mk > LT_MAX_KEYS || wk > LT_MAX_KEYS)
 		return;
-	key.pid = bpf_get_current_pid_tgid() >> 32;
+	key.pid = current_ids() >> 32;
 	key.msg = f->keys[(mk - 1) & (LT_MAX_KEYS - 1)];
 	val.when_ns = f->keys[(wk - 1) & (LT_MAX_KEYS - 1)];
 	if (qk && qk <= LT_MAX_KEYS)
@@ -100,6 +100,7 @@ static __always_inline void deliver(struct lt_thread *st, struct lt_frame *f, st
 	rec->cpu_ns = 0;
 	rec->runq_ns = 0;
 	rec->steal_ns = 0;
+	rec->stopped_ns = 0;
 	rec->probe_id = f->probe_id;
 	rec->role = LT_ROLE_DELIVERY;
 	rec->depth = depth;
@@ -126,7 +127,7 @@ static __always_inline void on_delivery(struct lt_thread *st,
 
 	if (mk > LT_MAX_KEYS)
 		return;
-	key.pid = bpf_get_current_pid_tgid() >> 32;
+	key.pid = current_ids() >> 32;
 	key.msg = f->keys[(mk - 1) & (LT_MAX_KEYS - 1)];
 	val = bpf_map_lookup_elem(&lt_pending, &key);
 	if (!val) {
@@ -297,7 +298,8 @@ static __always_inline struct lt_thread *span_thread(struct task_struct *task)
 	/* Another process (the probes fire in every one), or a thread --tid
 	 * or --comm did not select: dropped. A thread remembers the answer;
 	 * its process stays in the set until it exits. */
-	if ((lt_cfg.span_tgid_filter || lt_cfg.thread_filter) && !(st && st->traced == 1)) {
+	if ((lt_cfg.span_tgid_filter || lt_cfg.thread_filter || lt_cfg.pidns_ino) &&
+	    !(st && st->traced == 1)) {
 		if (!span_thread_traced()) {
 			if (st)
 				st->traced = 2;
@@ -331,6 +333,7 @@ static __always_inline void start_frame(struct lt_thread *st, struct task_struct
 	f->cpu_at_start = b->cpu;
 	f->steal_at_start = b->steal;
 	f->runq_at_start = b->runq;
+	f->stop_at_start = b->stop;
 	kernel_times(task, &f->kcpu_at_start, &f->kdelay_at_start);
 	f->unseen_at_start = st->sched_unseen;
 	f->entry_sp = sp;

@@ -24,10 +24,10 @@ static __always_inline struct lt_thread *thread_state(int create)
  * counted once, in a histogram, a record or the loss counter. */
 static __always_inline struct lt_hist *thread_hist(struct lt_thread *st, __u32 probe_id, __u32 role)
 {
-	struct task_struct *task;
 	struct lt_hist *h;
 	__s32 slot;
 	__u32 idx, k;
+	__u64 ids;
 
 	probe_id &= LT_MAX_PROBES - 1;
 	/* A dispatch probe's delivery lags (a due key) are not its spans. */
@@ -49,9 +49,9 @@ static __always_inline struct lt_hist *thread_hist(struct lt_thread *st, __u32 p
 	h = bpf_map_lookup_elem(&lt_hists, &idx);
 	if (!h)
 		return 0;
-	task = bpf_get_current_task_btf();
-	h->pid = BPF_CORE_READ(task, tgid);
-	h->tid = BPF_CORE_READ(task, pid);
+	ids = current_ids();
+	h->pid = ids >> 32;
+	h->tid = (__u32)ids;
 	h->probe_id = probe_id;
 	h->role = role;
 	bpf_get_current_comm(h->comm, sizeof(h->comm));

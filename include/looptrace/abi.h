@@ -90,6 +90,7 @@ enum lt_record_type {
 	LT_REC_OFFCPU = 8,    /* a thread inside a span blocked: where */
 	LT_REC_WAKE = 9,      /* who is waking a thread inside a span */
 	LT_REC_WOKEN = 10,    /* which LT_REC_WAKE ended which LT_REC_OFFCPU */
+	LT_REC_STOP = 11,     /* a traced thread was stopped or frozen: when */
 };
 
 /* Base of a key expression. */
@@ -203,6 +204,13 @@ struct lt_config {
 	 * it came from an interrupt (LT_WAKE_IRQ). */
 	__u64 irqentry_start;
 	__u64 irqentry_end;
+	/* The PID namespace looptrace runs in (the inode number of
+	 * /proc/self/ns/pid, unique on the one nsfs), when it is not the
+	 * initial one: every pid the kernel reports or compares (records,
+	 * lt_tgids, filter_tids) is then translated into it; a task outside
+	 * it has pid 0 and is not traced. 0: the initial namespace, the
+	 * kernel's pids as they are. */
+	__u64 pidns_ino;
 	struct lt_probe_cfg probes[LT_MAX_PROBES];
 	/* Raw syscall tracepoints: LT_IO_TRACED | LT_IO_* of each traced
 	 * system call by number, 0 for the rest. */
@@ -263,6 +271,9 @@ struct lt_span_rec {
 	__u64 cpu_ns;	/* on CPU during the span (less steal) */
 	__u64 runq_ns;	/* runnable, waiting for a CPU */
 	__u64 steal_ns; /* "on CPU" while the hypervisor ran others */
+	/* Stopped or frozen (SIGSTOP, a ptrace stop, a freezer): not runnable,
+	 * yet not waiting for anything the program asked for. */
+	__u64 stopped_ns;
 	__u32 probe_id;
 	__u32 role;
 	__u32 depth;	      /* 0 = outermost */
@@ -382,6 +393,13 @@ struct lt_span_drop_rec {
 	__u64 span_id;
 };
 
+/* A thread with books (lt_threads) was stopped or frozen from start_ns
+ * until hdr.ts_ns, when it was continued or thawed (woken). */
+struct lt_stop_rec {
+	struct lt_rec_header hdr;
+	__u64 start_ns;
+};
+
 /* A successful exec of a traced process (hdr: the new program, its time). */
 struct lt_exec_rec {
 	struct lt_rec_header hdr;
@@ -394,6 +412,7 @@ struct lt_frame {
 	__u64 cpu_at_start;
 	__u64 steal_at_start;
 	__u64 runq_at_start;
+	__u64 stop_at_start;
 	__u64 span_id;
 	__u64 keys[LT_MAX_KEYS];
 	__u32 probe_id;
@@ -615,6 +634,9 @@ struct lt_thread {
 	__u32 block_pending;
 	__u32 wake_seq; /* its last LT_REC_WAKE's wake_id */
 	__u64 block_off_ns;
+	__u64 stop_acc;	   /* ns stopped or frozen (lt_span_rec.stopped_ns) */
+	__u32 off_stopped; /* since off_since it has been stopped or frozen */
+	__u32 stop_pad;
 	struct lt_frame stack[LT_MAX_DEPTH];
 	struct lt_io_pending io; /* the input call in progress */
 };

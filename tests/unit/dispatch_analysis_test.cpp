@@ -580,3 +580,36 @@ TEST(DispatchAnalysisHistFull, StreamCountsWhatNoHistogramHolds) {
 
 }  // namespace
 }  // namespace looptrace
+
+namespace looptrace {
+namespace {
+
+// Stops reach the analysis sorted by thread and time, and a delivery due
+// while its thread was stopped gets the stopped part of its lag, however
+// they arrived; a stopped span's blocked time leaves the stop out.
+TEST(DispatchAnalysisStopped, StopsExplainTheLagOfTheirThread) {
+  SpanEvent late = span(1, 1, 200 * kMs, 401 * kMs, LT_ROLE_DELIVERY);
+  SpanEvent other = span(2, 2, 200 * kMs, 401 * kMs, LT_ROLE_DELIVERY);
+  SpanEvent stopped = span(1, 3, 700 * kMs, 100 * kMs);
+  stopped.cpu_ns = 10 * kMs;
+  stopped.stopped_ns = 80 * kMs;
+  DispatchAnalysis a =
+      run({Event(StopEvent{100, 1, 790 * kMs, 710 * kMs}), Event(late),
+           Event(StopEvent{100, 1, 600 * kMs, 100 * kMs}), Event(other),
+           Event(stopped)});
+  ASSERT_EQ(a.stops.size(), 2u);
+  EXPECT_EQ(a.stops[0].start_ns, 100 * kMs);
+  ASSERT_EQ(a.delivery_blame.size(), 2u);
+  for (const DeliveryBlame& why : a.delivery_blame) {
+    const SpanEvent& d = a.slow[why.delivery].span;
+    EXPECT_EQ(why.stopped_ns, d.tid == 1 ? 400 * kMs : 0u) << d.tid;
+  }
+  const SpanEvent* s = nullptr;
+  for (const SlowSpan& x : a.slow)
+    if (x.span.span_id == 3) s = &x.span;
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->blocked_ns(), 10 * kMs);
+}
+
+}  // namespace
+}  // namespace looptrace

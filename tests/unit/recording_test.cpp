@@ -68,6 +68,7 @@ std::vector<Event> sample_events() {
   sp.cpu_ns = 1;
   sp.runq_ns = 2;
   sp.steal_ns = 3;
+  sp.stopped_ns = 4;
   sp.keys = {1, 2, 3, 4};
   sp.key_str = "stall-0";
   sp.flags = LT_SPAN_EXIT;
@@ -162,7 +163,8 @@ std::vector<Event> sample_events() {
           Event(HangEvent{sp.pid, sp.tid, sp}),
           Event(bl),
           Event(wk),
-          Event(WokenEvent{42, 43, 3950, 5, 6})};
+          Event(WokenEvent{42, 43, 3950, 5, 6}),
+          Event(StopEvent{42, 43, 9000, 4000})};
 }
 
 // Re-encoding the decoded event gives the same bytes: every field survived.
@@ -240,8 +242,9 @@ TEST(RecordingCodec, OlderPayloadsStillDecode) {
   std::vector<Event> evs = sample_events();
   const auto& span = std::get<SpanEvent>(evs[1]);
   ASSERT_FALSE(span.key_str.empty());
-  // The str key is the last field: its length (u32) and its bytes.
-  size_t key_str_bytes = 4 + span.key_str.size();
+  // The str key is the last field but one (its length, u32, and its
+  // bytes), then the stopped time (u64).
+  size_t key_str_bytes = 4 + span.key_str.size() + 8;
   for (uint8_t type : {rec::kSpan, rec::kHang}) {
     std::string b = bytes_of(type == rec::kSpan ? evs[1] : evs[12]);
     ASSERT_EQ(static_cast<uint8_t>(b[0]), type);
@@ -252,10 +255,27 @@ TEST(RecordingCodec, OlderPayloadsStillDecode) {
     const SpanEvent& s = type == rec::kSpan ? std::get<SpanEvent>(back)
                                             : std::get<HangEvent>(back).span;
     EXPECT_EQ(s.key_str, "");
+    EXPECT_EQ(s.stopped_ns, 0u);
     EXPECT_EQ(s.span_id, span.span_id);
     EXPECT_EQ(s.keys, span.keys);
     EXPECT_EQ(s.flags, span.flags);
     EXPECT_TRUE(s.in_flight);
+  }
+
+  // Before the stopped time: the str key is there, stopped_ns 0, and the
+  // split still adds up (blocked takes the rest).
+  {
+    std::string b = bytes_of(evs[1]);
+    Event back;
+    ASSERT_TRUE(
+        decode_payload(rec::kSpan, b.substr(5, b.size() - 5 - 8), &back));
+    const auto& s = std::get<SpanEvent>(back);
+    EXPECT_EQ(s.key_str, span.key_str);
+    EXPECT_EQ(s.stopped_ns, 0u);
+    EXPECT_EQ(s.blocked_ns(), span.duration_ns - 1 - 2 - 3);
+    // Part of it is malformed.
+    EXPECT_FALSE(
+        decode_payload(rec::kSpan, b.substr(5, b.size() - 5 - 4), &back));
   }
 
   // How a sample was unwound: two bytes at the end.

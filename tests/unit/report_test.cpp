@@ -602,6 +602,65 @@ TEST(DeliveryReport, TextGroupsBacklogs) {
       << out;
 }
 
+// Late messages of a thread that was stopped (SIGSTOP) between dispatches:
+// the stop is the reason, in the text and the JSON, not dispatches "each
+// shorter than the slow threshold"; a stopped span's split says stopped.
+TEST(DeliveryReport, AStoppedThreadIsNotLag) {
+  const uint64_t ms = 1'000'000;
+  DispatchAnalysis a;
+  auto add = [&a](uint32_t role, uint64_t start, uint64_t dur) {
+    SlowSpan s;
+    s.span.pid = 1;
+    s.span.tid = 1;
+    s.span.comm = "loop";
+    s.span.role = role;
+    s.span.start_ns = start;
+    s.span.duration_ns = dur;
+    a.slow.push_back(s);
+  };
+  add(LT_ROLE_DELIVERY, 110 * ms, 500 * ms);  // due 110, dispatched 610
+  add(LT_ROLE_DELIVERY, 300 * ms, 311 * ms);  // due 300, dispatched 611
+  add(LT_ROLE_DELIVERY, 900 * ms, 20 * ms);   // a later backlog, no stop
+  add(LT_ROLE_DISPATCH, 1000 * ms, 3000 * ms);
+  a.slow.back().span.cpu_ns = 1000 * ms;
+  a.slow.back().span.stopped_ns = 2000 * ms;
+  a.stops.push_back(StopEvent{1, 1, 605 * ms, 100 * ms});  // 100..605
+  a.stops.push_back(StopEvent{1, 2, 700 * ms, 0});         // another thread
+  std::vector<ProbeDef> probes(1);
+  probes[0].resolved_symbol = "Loop::dispatch(Msg*)";
+  ReportContext ctx;
+  ctx.probes = &probes;
+  ctx.slow_ns = {16 * ms, 16 * ms, 16 * ms};
+  explain_slow_spans(a);
+  ASSERT_EQ(a.backlogs.size(), 2u);
+  EXPECT_EQ(a.backlogs[0].stopped_ns, 495 * ms);  // 110..605
+  EXPECT_EQ(a.backlogs[1].stopped_ns, 0u);
+  std::ostringstream os;
+  write_text_report(os, a, ctx);
+  const std::string out = os.str();
+  EXPECT_NE(out.find("    thread stopped 495ms (SIGSTOP, debugger, freezer): "
+                     "nothing ran\n"),
+            std::string::npos)
+      << out;
+  // Only the later backlog, which no stop explains, says so.
+  size_t shorter = out.find("behind dispatches each shorter");
+  EXPECT_NE(shorter, std::string::npos) << out;
+  EXPECT_EQ(out.find("behind dispatches each shorter", shorter + 1),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("blocked 0ns (0%)  stopped 2.00s (66%)"),
+            std::string::npos)
+      << out;
+  nlohmann::json j = to_json(a, ctx);
+  ASSERT_EQ(j["slow_deliveries"].size(), 3u);
+  EXPECT_EQ(j["slow_deliveries"][0]["stopped_ns"], 495 * ms);
+  EXPECT_EQ(j["slow_deliveries"][1]["stopped_ns"], 305 * ms);
+  EXPECT_FALSE(j["slow_deliveries"][2].contains("stopped_ns"));
+  EXPECT_EQ(j["delivery_backlogs"][0]["stopped_ns"], 495 * ms);
+  EXPECT_EQ(j["slow_dispatches"][0]["stopped_ns"], 2000 * ms);
+  EXPECT_EQ(j["slow_dispatches"][0]["blocked_ns"], 0u);
+}
+
 // Late messages held by a sync barrier, not by a slow dispatch: the backlog
 // names the barrier that was up, and not one of another thread.
 TEST(DeliveryReport, TextNamesABarrierUpMeanwhile) {

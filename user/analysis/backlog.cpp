@@ -84,6 +84,11 @@ std::vector<DeliveryBacklog> delivery_backlogs(const DispatchAnalysis& a,
           b->behind.end())
         b->behind.push_back(index(x));
   }
+  for (DeliveryBacklog& b : out) {
+    const SpanEvent& first = a.slow[b.late.front()].span;
+    b.stopped_ns = stopped_within(a, first.pid, first.tid, first.start_ns,
+                                  b.last_dispatch_ns);
+  }
   for (DeliveryBacklog& b : out)
     std::stable_sort(b.behind.begin(), b.behind.end(),
                      [&a](size_t x, size_t y) {
@@ -120,6 +125,9 @@ void explain_slow_spans(DispatchAnalysis& a) {
   for (size_t d : a.listed[LT_ROLE_DELIVERY]) {
     DeliveryBlame& why = a.delivery_blame.emplace_back();
     why.delivery = d;
+    const SpanEvent& e = a.slow[d].span;
+    why.stopped_ns =
+        stopped_within(a, e.pid, e.tid, e.start_ns, e.start_ns + e.duration_ns);
     std::vector<size_t> instead;
     for (const SlowSpan* s : running(a.slow[d].span))
       instead.push_back(index(s));
@@ -130,6 +138,24 @@ void explain_slow_spans(DispatchAnalysis& a) {
         },
         &why.running_instead_omitted);
   }
+}
+
+uint64_t stopped_within(const DispatchAnalysis& a, uint32_t pid, uint32_t tid,
+                        uint64_t from, uint64_t to) {
+  StopEvent key;
+  key.pid = pid;
+  key.tid = tid;
+  auto by_thread = [](const StopEvent& x, const StopEvent& y) {
+    return std::tie(x.pid, x.tid) < std::tie(y.pid, y.tid);
+  };
+  auto [lo, hi] =
+      std::equal_range(a.stops.begin(), a.stops.end(), key, by_thread);
+  uint64_t sum = 0;
+  for (auto it = lo; it != hi && it->start_ns < to; ++it) {
+    uint64_t b = std::max(it->start_ns, from), e = std::min(it->ts_ns, to);
+    if (e > b) sum += e - b;
+  }
+  return std::min(sum, to > from ? to - from : 0);
 }
 
 std::vector<size_t> barriers_up(const BarrierAnalysis& b, uint32_t pid,

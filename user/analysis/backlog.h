@@ -36,6 +36,11 @@ class RunningInstead {
 // listed, listed_omitted, and delivery_blame without barriers.
 void explain_slow_spans(DispatchAnalysis& a);
 
+// How long thread (pid, tid) was stopped or frozen in [from, to), from
+// a.stops.
+uint64_t stopped_within(const DispatchAnalysis& a, uint32_t pid, uint32_t tid,
+                        uint64_t from, uint64_t to);
+
 // The sync barriers of thread (pid, tid) up at some point in [from, to): a
 // synchronous message due meanwhile could not pass them. Indices into
 // b.barriers, in post order.

@@ -36,6 +36,11 @@ void DispatchAnalyzer::consume(const Event& ev) {
           on_wake(e);
         } else if constexpr (std::is_same_v<T, WokenEvent>) {
           on_woken(e);
+        } else if constexpr (std::is_same_v<T, StopEvent>) {
+          if (stops_.size() < DispatchAnalysis::kMaxStops)
+            stops_.push_back(e);
+          else
+            ++stops_dropped_;
         } else if constexpr (std::is_same_v<T, HangEvent>) {
           hangs_.try_emplace({e.pid, e.tid, e.span.span_id},
                              e.span.start_ns + e.span.duration_ns);
@@ -485,6 +490,14 @@ DispatchAnalysis DispatchAnalyzer::finish(
                std::tie(b.span.start_ns, b.span.pid, b.span.tid, b.span.depth);
       });
   seen_.clear();
+  out.stops = std::move(stops_);
+  stops_.clear();
+  out.stops_dropped = stops_dropped_;
+  std::sort(out.stops.begin(), out.stops.end(),
+            [](const StopEvent& a, const StopEvent& b) {
+              return std::tie(a.pid, a.tid, a.start_ns) <
+                     std::tie(b.pid, b.tid, b.start_ns);
+            });
   explain_slow_spans(out);
   out.timeline = timeline_.finish(out);
   return out;

@@ -122,6 +122,9 @@ struct DeliveryBacklog {
   // time to last_dispatch_ns: indices into BarrierAnalysis::barriers, in
   // post order (analysis/backlog.h, note_barriers_up).
   std::vector<size_t> barriers_up;
+  // How long the thread was stopped or frozen from the first due time to
+  // last_dispatch_ns (SIGSTOP, a ptrace stop, a freezer): not lag.
+  uint64_t stopped_ns = 0;
 };
 
 // Why one listed slow delivery was late: the slow spans of its thread that
@@ -135,6 +138,8 @@ struct DeliveryBlame {
   size_t running_instead_omitted = 0;
   std::vector<size_t> barriers_up;  // indices into BarrierAnalysis::barriers
   size_t barriers_up_omitted = 0;
+  // The part of its lag its thread spent stopped or frozen.
+  uint64_t stopped_ns = 0;
 };
 
 struct DispatchAnalysis {
@@ -171,6 +176,11 @@ struct DispatchAnalysis {
   // Every other span the stream held (fast ones with --record-all, slow
   // ones not listed), for the outputs that draw time.
   Timeline timeline;
+  // When traced threads were stopped or frozen, by pid, tid and start; at
+  // most kMaxStops (stops_dropped counts the rest).
+  std::vector<StopEvent> stops;
+  uint64_t stops_dropped = 0;
+  static constexpr size_t kMaxStops = 100000;
 };
 
 using FrameKeyFn = std::function<uint64_t(uint32_t pid, uint64_t addr)>;
@@ -265,6 +275,8 @@ class DispatchAnalyzer {
   uint64_t cut_short_ = 0;
   uint64_t span_records_ = 0;
   uint64_t first_event_ns_ = 0;
+  std::vector<StopEvent> stops_;
+  uint64_t stops_dropped_ = 0;
   std::vector<SlowSpan> slow_;
   std::map<RoleKey, Seen> seen_;
   // Completed spans in the stream, counted the way the kernel counts them.

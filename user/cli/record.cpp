@@ -145,7 +145,7 @@ Status RecordSession::run() {
   }
   std::string what =
       child_       ? fmt::format("pid {} ({})", child_->pid(), a_.command[0])
-      : a_.pid > 0 ? fmt::format("pid {}", a_.pid)
+      : a_.pid > 0 ? describe_pid(a_.pid)
                    : std::string("all processes");
   if (!a_.quiet)
     print_banner(plan_, session_, what,

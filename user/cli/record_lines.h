@@ -1,6 +1,8 @@
 // What `record` says on stderr around a run: the banner and how it ended.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 
 #include "plan/plan.h"
@@ -14,6 +16,10 @@ namespace looptrace {
 // `what`: "pid N (cmd)", "pid N", "all processes"; `recording`: its path.
 void print_banner(const Plan& plan, const SessionEvent& session,
                   const std::string& what, const std::string& recording);
+
+// "pid N", or "pid N (pid M in its PID namespace)" for a process in a
+// container seen from outside it.
+std::string describe_pid(pid_t pid);
 
 // "looptrace: stopped: command exited with status 3". `command_status` is
 // the wait status of a command that ended on its own, else -1. How a

@@ -26,6 +26,7 @@
 #include "base/log.h"
 #include "looptrace.skel.h"
 #include "looptrace/wayland_framing.h"
+#include "proc/pidns.h"
 #include "proc/process.h"
 #include "proc/sockets.h"
 #include "symbolize/kernel_symbols.h"
@@ -586,8 +587,13 @@ void configure_sched(looptrace_bpf* skel, const TraceOptions& opts,
     bpf_program__set_autoload(skel->progs.lt_sched_waking, false);
 }
 
-// Spans only of the target's processes and of the threads asked for.
-void configure_filters(const TraceOptions& opts, lt_config& cfg) {
+// Spans only of the target's processes and of the threads asked for. In a
+// container, pids are its PID namespace's: the user's, /proc's and the
+// kernel's records alike (lt_config.pidns_ino).
+Status configure_filters(const TraceOptions& opts, lt_config& cfg) {
+  Result<proc::PidNamespace> ns = proc::own_pid_namespace();
+  if (!ns.ok()) return ns.status();
+  if (!ns->initial()) cfg.pidns_ino = ns->ino;
   cfg.span_tgid_filter = opts.pid > 0;
   cfg.thread_filter = !opts.tids.empty() || !opts.comms.empty();
   for (size_t i = 0; i < opts.tids.size() && i < LT_MAX_FILTER_TIDS; ++i)
@@ -595,6 +601,7 @@ void configure_filters(const TraceOptions& opts, lt_config& cfg) {
   for (size_t i = 0; i < opts.comms.size() && i < LT_MAX_FILTER_COMMS; ++i)
     std::snprintf(cfg.filter_comms[i], LT_COMM_LEN, "%s",
                   opts.comms[i].c_str());
+  return Status::Ok();
 }
 
 }  // namespace
@@ -702,7 +709,7 @@ Result<std::unique_ptr<Tracer>> Tracer::CreateWith(const TraceOptions& opts,
   LT_RETURN_IF_ERROR(size_maps(skel, opts));
   configure_sched(skel, opts, cfg);
   LT_RETURN_IF_ERROR(impl->choose_input_programs(opts, hook, cfg));
-  configure_filters(opts, cfg);
+  LT_RETURN_IF_ERROR(configure_filters(opts, cfg));
   int err = looptrace_bpf::load(skel);
   if (err)
     return Status::Errno(
@@ -789,10 +796,11 @@ std::vector<SpanEvent> Tracer::read_in_flight(
     uint64_t cpu = st.cpu_acc + (st.off_since == 0 && now_ns > st.oncpu_since
                                      ? now_ns - st.oncpu_since
                                      : 0);
-    uint64_t runq =
-        st.runq_acc + (st.off_since && st.off_runnable && now_ns > st.off_since
-                           ? now_ns - st.off_since
-                           : 0);
+    const uint64_t off =
+        st.off_since && now_ns > st.off_since ? now_ns - st.off_since : 0;
+    uint64_t runq = st.runq_acc + (st.off_runnable ? off : 0);
+    uint64_t stop =
+        st.stop_acc + (!st.off_runnable && st.off_stopped ? off : 0);
     std::string comm = proc::comm(pid, tid);
     for (uint32_t d = 0; d < depth; ++d) {
       const lt_frame& f = st.stack[d];
@@ -810,6 +818,8 @@ std::vector<SpanEvent> Tracer::read_in_flight(
       r.runq_ns = runq > f.runq_at_start ? runq - f.runq_at_start : 0;
       r.steal_ns =
           st.steal_acc > f.steal_at_start ? st.steal_acc - f.steal_at_start : 0;
+      r.stopped_ns = std::min<uint64_t>(
+          stop > f.stop_at_start ? stop - f.stop_at_start : 0, r.duration_ns);
       r.probe_id = f.probe_id;
       r.role = skel->rodata->lt_cfg.probes[f.probe_id].role;
       r.depth = d;
@@ -824,10 +834,11 @@ std::vector<SpanEvent> Tracer::read_in_flight(
         if (in >> kcpu >> kdelay) {
           ev.cpu_ns = std::min<uint64_t>(
               kcpu > f.kcpu_at_start ? kcpu - f.kcpu_at_start : 0,
-              ev.duration_ns);
+              ev.duration_ns - ev.stopped_ns);
           ev.runq_ns = std::min<uint64_t>(
               kdelay > f.kdelay_at_start ? kdelay - f.kdelay_at_start : 0,
-              ev.duration_ns - ev.cpu_ns);
+              ev.duration_ns -
+                  std::min(ev.duration_ns, ev.cpu_ns + ev.stopped_ns));
           ev.steal_ns = 0;
           ev.flags |= LT_SPAN_SPLIT_KERNEL;
         }

@@ -156,6 +156,10 @@ struct Codec<SpanEvent> {
            // Recordings before str keys end here.
            a.optional([&] {
              return a(e.key_str) && a.check(e.key_str.size() < LT_KEY_STR_LEN);
+           }) &&
+           // Recordings before the stopped split end here.
+           a.optional([&] {
+             return a(e.stopped_ns) && a.check(e.stopped_ns <= e.duration_ns);
            });
   }
 };
@@ -276,6 +280,16 @@ struct Codec<WokenEvent> {
   template <typename A, Is<WokenEvent> E>
   static bool fields(A& a, E& e) {
     return a(e.pid, e.tid, e.ts_ns, e.seq, e.wake_id);
+  }
+};
+
+template <>
+struct Codec<StopEvent> {
+  static constexpr RecordType kType = kStop;
+  template <typename A, Is<StopEvent> E>
+  static bool fields(A& a, E& e) {
+    return a(e.pid, e.tid, e.ts_ns, e.start_ns) &&
+           a.check(e.start_ns <= e.ts_ns);
   }
 };
 

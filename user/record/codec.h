@@ -30,7 +30,8 @@ enum RecordType : uint8_t {
   kBlock = 14,
   kWake = 15,
   kWoken = 16,
-  kLastType = kWoken,  // newer types are skipped by this build
+  kStop = 17,
+  kLastType = kStop,  // newer types are skipped by this build
 };
 
 // Appends [type u8][length u32][payload] to *out.

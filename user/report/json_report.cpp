@@ -157,6 +157,7 @@ json slow_span_json(const SlowSpan& s, const ReportContext& ctx,
   if (s.stacks.size() > limits::kJsonMaxStacks)
     out["stacks_omitted"] = s.stacks.size() - limits::kJsonMaxStacks;
   if (s.hang_announced_ns) out["hang_announced_ns"] = s.hang_announced_ns;
+  if (e.stopped_ns) out["stopped_ns"] = e.stopped_ns;  // not in blocked_ns
   return out;
 }
 
@@ -242,6 +243,7 @@ json slow_delivery_json(const DeliveryBlame& why, const DispatchAnalysis& a,
   if (instead_omitted) out["running_instead_omitted"] = instead_omitted;
   if (why.barriers_up_omitted)
     out["sync_barriers_up_omitted"] = why.barriers_up_omitted;
+  if (why.stopped_ns) out["stopped_ns"] = why.stopped_ns;
   return out;
 }
 
@@ -307,6 +309,7 @@ json backlog_json(const DeliveryBacklog& g, const DispatchAnalysis& a,
                 {"worst_target", report::describe_target(worst, ctx).text},
                 {"behind", std::move(behind)}};
   if (behind_omitted) entry["behind_omitted"] = behind_omitted;
+  if (g.stopped_ns) entry["stopped_ns"] = g.stopped_ns;
   return entry;
 }
 

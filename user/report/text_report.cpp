@@ -226,7 +226,11 @@ void write_slow_deliveries(std::ostream& os, const DispatchAnalysis& a,
                                             format_duration(b.lifetime_ns()))
                               : std::string("never removed")));
     }
-    if (g.behind.empty() && up.empty())
+    if (g.stopped_ns)
+      put(os, fmt::format("    thread stopped {} (SIGSTOP, debugger, freezer): "
+                          "nothing ran",
+                          format_duration(g.stopped_ns)));
+    else if (g.behind.empty() && up.empty())
       put(os, "    behind dispatches each shorter than the slow threshold");
     // A long overload collects many: the longest few, in start order.
     std::vector<const SlowSpan*> shown = spans(g.behind);
@@ -300,6 +304,9 @@ void write_slow(std::ostream& os, const DispatchAnalysis& a,
                     format_duration(e.blocked_ns()), share(e.blocked_ns()));
     if (e.steal_ns)
       times += fmt::format("  steal {}", format_duration(e.steal_ns));
+    if (e.stopped_ns)
+      times += fmt::format("  stopped {} ({}%)", format_duration(e.stopped_ns),
+                           share(e.stopped_ns));
     put(os, times);
     write_stacks(os, *spans[i], names);
     write_blocked(os, *spans[i], names);

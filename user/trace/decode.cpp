@@ -247,6 +247,7 @@ SpanEvent span_event(const lt_span_rec& r) {
   ev.cpu_ns = r.cpu_ns;
   ev.runq_ns = r.runq_ns;
   ev.steal_ns = r.steal_ns;
+  ev.stopped_ns = r.stopped_ns;
   ev.probe_id = r.probe_id;
   ev.role = r.role;
   ev.depth = r.depth;
@@ -291,6 +292,12 @@ bool decode_record(const void* data, size_t size, Event* out) {
       lt_woken_rec r;
       if (!read_rec(data, size, &r)) return false;
       *out = WokenEvent{r.hdr.pid, r.hdr.tid, r.hdr.ts_ns, r.seq, r.wake_id};
+      return true;
+    }
+    case LT_REC_STOP: {
+      lt_stop_rec r;
+      if (!read_rec(data, size, &r) || r.start_ns > r.hdr.ts_ns) return false;
+      *out = StopEvent{r.hdr.pid, r.hdr.tid, r.hdr.ts_ns, r.start_ns};
       return true;
     }
     case LT_REC_SPAN_DROP: {

@@ -31,9 +31,12 @@ struct SpanEvent {
   uint64_t cpu_ns = 0;    // on a CPU (less hypervisor steal)
   uint64_t runq_ns = 0;   // runnable, waiting for a CPU
   uint64_t steal_ns = 0;  // "on CPU" while the hypervisor ran others
+  // Stopped or frozen (SIGSTOP, a ptrace stop, a freezer): not lag the
+  // program caused. 0 in recordings older than the field.
+  uint64_t stopped_ns = 0;
   // The rest of duration_ns was blocked (sleeping, waiting on a lock, I/O).
   uint64_t blocked_ns() const {
-    uint64_t busy = cpu_ns + runq_ns + steal_ns;
+    uint64_t busy = cpu_ns + runq_ns + steal_ns + stopped_ns;
     return duration_ns > busy ? duration_ns - busy : 0;
   }
   uint32_t probe_id = 0;
@@ -133,6 +136,16 @@ struct WokenEvent {
   uint64_t ts_ns = 0;
   uint32_t seq = 0;
   uint32_t wake_id = 0;
+};
+
+// A traced thread was stopped or frozen (SIGSTOP, a ptrace stop, a
+// freezer) from start_ns until ts_ns, when it was continued: messages due
+// meanwhile waited for that, not for dispatches.
+struct StopEvent {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint64_t ts_ns = 0;
+  uint64_t start_ns = 0;
 };
 
 // A span that had samples but ended below its threshold.
@@ -306,10 +319,11 @@ struct HangEvent {
   SpanEvent span;  // in_flight
 };
 
-using Event = std::variant<SpanEvent, SampleEvent, SpanDropEvent, PointEvent,
-                           IoEvent, ExecEvent, SessionEvent, MappingsEvent,
-                           SymbolEvent, QueueEvent, TickEvent, EndEvent,
-                           HangEvent, BlockEvent, WakeEvent, WokenEvent>;
+using Event =
+    std::variant<SpanEvent, SampleEvent, SpanDropEvent, PointEvent, IoEvent,
+                 ExecEvent, SessionEvent, MappingsEvent, SymbolEvent,
+                 QueueEvent, TickEvent, EndEvent, HangEvent, BlockEvent,
+                 WakeEvent, WokenEvent, StopEvent>;
 
 // The process and thread an event belongs to (0 for run-wide events).
 inline uint32_t event_pid(const Event& ev) {
