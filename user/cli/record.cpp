@@ -9,6 +9,7 @@
 #include <iostream>
 #include <memory>
 
+#include "base/json_text.h"
 #include "cli/live_view.h"
 #include "cli/record_lines.h"
 #include "cli/status.h"
@@ -69,7 +70,7 @@ class RecordSession : public LiveClient, public AlertListener {
   void alert(const std::string& line, const nlohmann::json& event) {
     view_->print(line);
     if (!out_.events()) return;
-    out_.events()->stream() << event.dump() << '\n';
+    out_.events()->stream() << json_text(event) << '\n';
     out_.events()->flush();
   }
   ReportContext alert_context() const {
