@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "base/duration.h"
+#include "base/text.h"
 #include "profiles/profile.h"
 #include "report/report_common.h"
 
@@ -91,7 +92,8 @@ void LiveView::clear() {
 void LiveView::print(const std::string& line) {
   bool was = drawn_;
   clear();
-  std::fprintf(stderr, "%s\n", line.c_str());
+  // The traced process's names in it: escaped for the terminal.
+  std::fprintf(stderr, "%s\n", printable(line).c_str());
   if (was) draw();
   std::fflush(stderr);
 }
