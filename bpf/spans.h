@@ -8,18 +8,31 @@
 
 /* The string a probe's str key points to, into a span record. Read at the
  * end (only slow spans are recorded): an object's name, alive while it is
- * dispatched. */
-static __always_inline void read_key_str(char *out, __u32 probe_id, struct lt_frame *f)
+ * dispatched. LT_SPAN_KEY_STR_CUT when it is longer than the record holds
+ * (the byte after the part read is not its end), else 0. */
+static __always_inline __u32 read_key_str(char *out, __u32 probe_id, struct lt_frame *f)
 {
 	__u32 k = lt_cfg.probes[probe_id & (LT_MAX_PROBES - 1)].str_key;
 	__u64 ptr;
+	char next = 0;
+	long n;
 
 	out[0] = 0;
 	if (!k || k > LT_MAX_KEYS || (f->key_fault_mask & (1u << (k - 1))))
-		return;
+		return 0;
 	ptr = f->keys[(k - 1) & (LT_MAX_KEYS - 1)];
-	if (ptr && bpf_probe_read_user_str(out, LT_KEY_STR_LEN, (void *)ptr) < 0)
+	if (!ptr)
+		return 0;
+	n = bpf_probe_read_user_str(out, LT_KEY_STR_LEN, (void *)ptr);
+	if (n < 0) {
 		out[0] = 0;
+		return 0;
+	}
+	/* A full buffer: the string ended there or goes on. */
+	if (n == LT_KEY_STR_LEN &&
+	    bpf_probe_read_user(&next, 1, (void *)(ptr + LT_KEY_STR_LEN - 1)) == 0 && next)
+		return LT_SPAN_KEY_STR_CUT;
+	return 0;
 }
 
 /* A span whose type key says it handles a display input event: recorded
@@ -105,10 +118,9 @@ static __always_inline void deliver(struct lt_thread *st, struct lt_frame *f, st
 	rec->role = LT_ROLE_DELIVERY;
 	rec->depth = depth;
 	rec->key_fault_mask = f->key_fault_mask;
-	rec->flags = 0;
 	rec->pad = 0;
 	__builtin_memcpy(rec->keys, f->keys, sizeof(rec->keys));
-	read_key_str(rec->key_str, f->probe_id, f);
+	rec->flags = read_key_str(rec->key_str, f->probe_id, f);
 	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
 	bpf_ringbuf_submit(rec, rb_flags());
 }
@@ -474,7 +486,7 @@ static __always_inline void submit_span(struct lt_span_rec *rec, struct lt_threa
 	rec->key_fault_mask = f->key_fault_mask;
 	rec->pad = 0;
 	__builtin_memcpy(rec->keys, f->keys, sizeof(rec->keys));
-	read_key_str(rec->key_str, probe_id, f);
+	rec->flags |= read_key_str(rec->key_str, probe_id, f);
 	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
 	bpf_ringbuf_submit(rec, rb_flags());
 }

@@ -18,7 +18,7 @@
 #include "wayland_wire.h"
 #include "x11_wire.h"
 
-#define LT_ABI_VERSION 6
+#define LT_ABI_VERSION 7
 
 /* Key values read at span entry; 4 covers Android's target/callback/what
  * plus one spare. */
@@ -53,8 +53,10 @@
 #define LT_HIST_SLOTS (64 * LT_HIST_SUB)
 #define LT_COMM_LEN 16
 /* Bytes of the string a `str` key points to, read when a span's record is
- * made (NUL included). */
-#define LT_KEY_STR_LEN 32
+ * made (NUL included), straight into the record (not the 512-byte BPF
+ * stack). GLib source names outgrow 32 ("[gtk+] gdk_frame_clock_paint_idle"
+ * is 33); a longer one is cut and its span flagged LT_SPAN_KEY_STR_CUT. */
+#define LT_KEY_STR_LEN 128
 /* Threads --tid and --comm can select. */
 #define LT_MAX_FILTER_TIDS 16
 #define LT_MAX_FILTER_COMMS 4
@@ -300,6 +302,8 @@ struct lt_span_rec {
  * (se.sum_exec_runtime, up to a scheduler tick stale at each end, and
  * sched_info.run_delay, exact); steal_ns is 0. */
 #define LT_SPAN_SPLIT_KERNEL 8u
+/* key_str holds the first LT_KEY_STR_LEN - 1 bytes of a longer string. */
+#define LT_SPAN_KEY_STR_CUT 16u
 
 struct lt_sample_rec {
 	struct lt_rec_header hdr; /* ts_ns = sample time */

@@ -50,7 +50,7 @@ recording=$here/corpus/recording
 mkdir -p "$record" "$recording"
 g++ -std=c++20 -O1 -I"$root/include" -I"$root/user" \
   -o "$tmp/make_record_seeds" "$seeds/make_record_seeds.cpp" \
-  "$root/user/record/codec.cpp" -lz
+  "$root/user/record/codec.cpp" "$root/user/base/text.cpp" -lfmt -lz
 "$tmp/make_record_seeds" "$record" "$recording/all-types.lt"
 
 ls -l "$elf" "$decode" "$record" "$recording"

@@ -17,6 +17,17 @@ TEST(Log, PrintableEscapesControlBytes) {
   EXPECT_EQ(log::printable("abc", 3), "abc");
 }
 
+// A log line quoting a name that is not UTF-8 or holds a terminal
+// sequence writes neither raw.
+TEST(Log, WarningWithHostileNameIsEscaped) {
+  testing::internal::CaptureStderr();
+  log::warn("thread '{}' of '{}'", "\xff\xfe", "\x1b[2J\x1b]0;t\x07");
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err,
+            "looptrace: warning: thread '\\xff\\xfe' of "
+            "'\\x1b[2J\\x1b]0;t\\x07'\n");
+}
+
 // A NUL in a symbol cut the message short.
 TEST(Log, ErrorLineWithANulIsWrittenWholeAndEscaped) {
   testing::internal::CaptureStderr();

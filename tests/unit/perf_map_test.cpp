@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "base/text.h"
 #include "proc/maps.h"
 #include "symbolize/proc_symbolizer.h"
 
@@ -67,6 +68,36 @@ TEST(PerfMapParse, EntriesPastTheCapAreDroppedAndCounted) {
   EXPECT_EQ(p.entries.size(), 2u);
   EXPECT_EQ(p.dropped, 2u);
   EXPECT_EQ(p.malformed, 1u);
+}
+
+// The map is the traced process's to write: a name of 10 KB is kept to
+// kMaxPerfMapName bytes and says it was cut.
+TEST(PerfMapParse, LongNamesAreCutMarkedAndCounted) {
+  const std::string longname = "JS:~" + std::string(10'000, 'n');
+  PerfMapParse p = parse_perf_map("1 1 " + longname + "\n2 1 short\n");
+  ASSERT_EQ(p.entries.size(), 2u);
+  EXPECT_EQ(p.cut, 1u);
+  EXPECT_EQ(p.entries[0].name.size(), kMaxPerfMapName);
+  EXPECT_EQ(p.entries[0].name,
+            longname.substr(0, kMaxPerfMapName - kCutMark.size()) +
+                std::string(kCutMark));
+  EXPECT_EQ(p.entries[1].name, "short");
+}
+
+// Bounded by bytes, not only by entries: 50 000 names of 10 KB took the
+// tracer to 524 MB.
+TEST(PerfMapParse, EntriesPastTheByteCapAreDroppedAndCounted) {
+  std::string text;
+  for (int i = 0; i < 100; ++i)
+    text += fmt::format("{:x} 1 {}\n", i + 1, std::string(10'000, 'x'));
+  const size_t each = kMaxPerfMapName + kPerfMapEntryCost;
+  PerfMapParse p = parse_perf_map(text, kMaxPerfMapEntries, 10 * each + 1);
+  EXPECT_EQ(p.entries.size(), 10u);
+  EXPECT_EQ(p.dropped, 90u);
+  EXPECT_EQ(p.cut, 10u);
+  PerfMap map;
+  for (PerfMapEntry& e : p.entries) map.add(std::move(e));
+  EXPECT_EQ(map.bytes(), 10 * each);
 }
 
 TEST(PerfMapLookup, LaterEntriesWinWhereRangesOverlap) {
@@ -224,6 +255,24 @@ TEST_F(PerfMapSymbolizeTest, ALargeMapIsReadWhole) {
               fmt::format("JS:~function_number_{:06} /srv/app.js:{}:1", i, i));
     EXPECT_EQ(f.offset, 3u);
   }
+}
+
+TEST_F(PerfMapSymbolizeTest, HugeNamesAreCutAndEscapedWhereShown) {
+  // 2 000 names of 10 KB (20 MB), one with terminal escapes in it.
+  std::string text;
+  const uint64_t base = 0x3c2a8e00000;
+  for (int i = 0; i < 2000; i++)
+    text += fmt::format("{:x} 10 JS:~{}{}\n", base + 16 * uint64_t(i),
+                        i == 7 ? "\x1b[2J\xff" : "", std::string(10'000, 'a'));
+  append(text);
+  ProcSymbolizer sym = make();
+  sym.add_mappings(kFakePid, maps());
+  Frame f = sym.symbolize(kFakePid, base + 16 * 1999);
+  EXPECT_EQ(f.function.size(), kMaxPerfMapName);
+  EXPECT_TRUE(f.function.ends_with(kCutMark)) << f.function;
+  Frame evil = sym.symbolize(kFakePid, base + 16 * 7);
+  EXPECT_TRUE(evil.function.starts_with("JS:~\x1b[2J\xff"));
+  EXPECT_TRUE(printable(evil.function).starts_with("JS:~\\x1b[2J\\xff"));
 }
 
 TEST_F(PerfMapSymbolizeTest, ASymlinkIsNotFollowed) {

@@ -483,6 +483,78 @@ TEST(Recording, WriteErrorsCountEveryLostEvent) {
   EXPECT_EQ(w.bytes_written(), 16u) << "only the header counted";
 }
 
+// Strings a recording supplies are bounded where they are read: a span's
+// comm past any the kernel writes is a malformed record; a symbol's name
+// past a few KiB is cut and says so.
+TEST(RecordingCodec, LongStringsAreRefusedOrCut) {
+  SpanEvent sp;
+  sp.comm = std::string(200, 'c');
+  std::string b = bytes_of(Event(sp));
+  Event back;
+  EXPECT_FALSE(decode_payload(b[0], b.substr(5), &back));
+  sp.comm = std::string(LT_COMM_LEN - 1, 'c');
+  sp.key_str = std::string(LT_KEY_STR_LEN - 1, 'k');
+  b = bytes_of(Event(sp));
+  ASSERT_TRUE(decode_payload(b[0], b.substr(5), &back));
+  EXPECT_EQ(std::get<SpanEvent>(back).key_str, sp.key_str);
+
+  SymbolEvent sym;
+  sym.frame.module = std::string(100'000, 'm');
+  sym.frame.function = "f" + std::string(100'000, 'x');
+  b = bytes_of(Event(sym));
+  ASSERT_TRUE(decode_payload(b[0], b.substr(5), &back));
+  const Frame& f = std::get<SymbolEvent>(back).frame;
+  EXPECT_EQ(f.function.size(), 4096u);
+  EXPECT_TRUE(f.function.starts_with("fxxx"));
+  EXPECT_TRUE(f.function.ends_with("\u2026"));
+  EXPECT_EQ(f.module.size(), 4096u);
+}
+
+// A hostile recording: symbol records compress hundreds to one and a
+// replay kept every one (5.5 MB took `report` to 1.3 GB; 22 MB to
+// bad_alloc and an abort). Past rec::kMaxSymbolBytes they are skipped and
+// counted, and what follows them still reads.
+TEST(Recording, SymbolFloodIsBoundedNotFatal) {
+  std::string path = temp_path("flood.lt");
+  unlink(path.c_str());
+  unlink((path + ".old").c_str());
+  const size_t kName = 4096;
+  const uint64_t cost = 2 * kName + rec::kSymbolCost;
+  const uint64_t fit = rec::kMaxSymbolBytes / cost;
+  const uint64_t total = fit + 500;
+  {
+    auto file = OutputFile::Create("-o", path);
+    ASSERT_TRUE(file.ok()) << file.status().message();
+    RecordingWriter w(std::move(*file));
+    SymbolEvent sym;
+    sym.pid = 42;
+    sym.frame.module = std::string(kName, 'm');
+    sym.frame.function = std::string(kName, 'f');
+    for (uint64_t i = 0; i < total; ++i) {
+      sym.frame.addr = 0x1000 + i;
+      w.write(Event(sym));
+    }
+    SpanEvent sp;
+    sp.comm = "after";
+    w.write(Event(sp));
+    ASSERT_TRUE(w.close().ok());
+  }
+  auto r = RecordingReader::Open(path);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  Event ev;
+  uint64_t symbols = 0;
+  std::string last_comm;
+  while ((*r)->next(&ev)) {
+    if (std::holds_alternative<SymbolEvent>(ev)) ++symbols;
+    if (const auto* s = std::get_if<SpanEvent>(&ev)) last_comm = s->comm;
+  }
+  EXPECT_EQ((*r)->damage(), "");
+  EXPECT_EQ(symbols, fit);
+  EXPECT_EQ((*r)->symbols_dropped(), total - fit);
+  EXPECT_EQ(last_comm, "after");
+  unlink(path.c_str());
+}
+
 TEST(Recording, NotARecordingIsOneClearError) {
   std::string path = temp_path("junk");
   {

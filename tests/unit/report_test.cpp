@@ -15,6 +15,7 @@
 
 #include "analysis/backlog.h"
 #include "analysis/barrier.h"
+#include "base/json_text.h"
 #include "fake_symbolizer.h"
 #include "profiles/key_expr.h"
 #include "report/report_common.h"
@@ -166,6 +167,12 @@ TEST(FormatTarget, StringKeysShowTheirString) {
   e.key_str = "a\nb";
   EXPECT_EQ(format_target(e, glib, sym),
             "GLib timeout refapp::onTick(refapp::Message*) name=a\\nb");
+  // Longer than the record holds: the kernel flags it, the name says so.
+  e.key_str = "[gtk+] gdk_frame_clock_paint_idle";
+  e.flags = LT_SPAN_KEY_STR_CUT;
+  EXPECT_EQ(format_target(e, glib, sym),
+            "GLib timeout refapp::onTick(refapp::Message*) "
+            "name=[gtk+] gdk_frame_clock_paint_idle…");
 }
 
 TEST(FormatTarget, UnknownPointersInHex) {
@@ -454,6 +461,52 @@ TEST(TextReport, LostNoneAndLongLinesCut) {
     EXPECT_LE(line.size(), 80u) << line;
   EXPECT_NE(text.find("\nlost: none\n"), std::string::npos);
   EXPECT_NE(text.find("... 8 more frames"), std::string::npos) << text;
+}
+
+// Names the traced process chose (its thread's name, a symbol of its
+// binary) reach the terminal escaped: an ESC[2J cleared the screen, a
+// newline forged a report line; bytes that are not UTF-8 went out raw.
+TEST(TextReport, HostileNamesAreEscaped) {
+  const uint64_t kEvil = 0x2600;
+  FakeSymbolizer sym({{kStallVtable, "vtable for refapp::StallHandler"},
+                      {kEvil, "evil\x1b[2J\nlost: none\xff"}});
+  std::vector<ProbeDef> probes = make_probes();
+  DispatchOptions opts;
+  opts.slow_ns = {16 * kMs, 50 * kMs};
+  DispatchAnalyzer a(opts);
+  SpanEvent e = dispatch_span(kStallVtable, kEvil, 1);
+  e.comm = "\x1b]0;pwn\x07\xff\xfe";
+  e.span_id = 1;
+  e.duration_ns = 100 * kMs;
+  a.consume(e);
+  ThreadHistogram h;
+  h.pid = e.pid;
+  h.tid = e.tid;
+  h.comm = e.comm;
+  histogram_add(h, e.duration_ns);
+  DispatchAnalysis r = a.finish({h}, Counters{});
+  ReportContext ctx;
+  ctx.probes = &probes;
+  ctx.symbolizer = &sym;
+  ctx.slow_ns = opts.slow_ns;
+  std::ostringstream os;
+  write_text_report(os, r, ctx);
+  const std::string text = os.str();
+  for (char c : text) {
+    auto u = static_cast<unsigned char>(c);
+    EXPECT_TRUE(c == '\n' || (u >= 0x20 && u != 0x7f && u != 0xff && u != 0xfe))
+        << "byte " << static_cast<int>(u) << " in:\n"
+        << text;
+  }
+  EXPECT_NE(text.find("callback=evil\\x1b[2J\\nlost: none\\xff"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\\x1b]0;pwn\\x07\\xff\\xfe"), std::string::npos) << text;
+  EXPECT_EQ(text.find("\nlost: none\\xff"), std::string::npos) << text;
+  // The JSON report of the same run is valid UTF-8 (it parses back).
+  std::string json = json_text(to_json(r, ctx));
+  EXPECT_FALSE(nlohmann::json::parse(json, nullptr, false).is_discarded())
+      << json;
 }
 
 TEST(TextReport, EmptyRun) {

@@ -36,29 +36,6 @@ bool debug_enabled(std::string_view area) {
   return g_all_areas || g_areas.find(area) != g_areas.end();
 }
 
-std::string printable(std::string_view s, size_t max_len) {
-  std::string out;
-  bool cut = s.size() > max_len;
-  if (cut) s = s.substr(0, max_len);
-  out.reserve(s.size());
-  for (char c : s) {
-    auto u = static_cast<unsigned char>(c);
-    if (u >= 0x20 && u != 0x7f) {
-      out += c;
-    } else if (c == '\0') {
-      out += "\\0";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else {
-      out += fmt::format("\\x{:02x}", u);
-    }
-  }
-  if (cut) out += "...";
-  return out;
-}
-
 void write(Level l, std::string_view area, const std::string& raw) {
   // Debug lines keep their newlines: libbpf's verifier log is many lines.
   std::string line = l == Level::kDebug ? raw : printable(raw);

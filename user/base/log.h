@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/text.h"
+
 namespace looptrace::log {
 
 enum class Level { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
@@ -23,10 +25,8 @@ bool debug_enabled(std::string_view area);
 // Debug lines are written as they are (libbpf's verifier log has many).
 void write(Level level, std::string_view area, const std::string& line);
 
-// s with control bytes escaped: NUL as \0, newline as \n, tab as \t,
-// others as \xNN, and cut to max_len bytes (then "..." follows). For
-// quoting untrusted names in messages.
-std::string printable(std::string_view s, size_t max_len = SIZE_MAX);
+// For quoting untrusted names in messages: base/text.h.
+using looptrace::printable;
 
 template <typename... Args>
 void error(fmt::format_string<Args...> f, Args&&... args) {

@@ -91,7 +91,8 @@ Status list_file(const std::string& path, const std::string& shown,
     std::string line = shown + ":" + name;
     if (auto r = roles.at.find(off); r != roles.at.end())
       for (const std::string& what : r->second) line += "  [" + what + "]";
-    std::printf("%s\n", line.c_str());
+    // Symbol names and paths are the binary's bytes: escaped.
+    std::printf("%s\n", printable(line).c_str());
   }
   *listed += lines.size();
   return Status::Ok();
@@ -125,7 +126,7 @@ int run_list(const InspectArgs& a) {
   }
   if (listed == 0 && !a.glob.empty())
     std::fprintf(stderr, "looptrace: no function matches '%s'\n",
-                 a.glob.c_str());
+                 printable(a.glob).c_str());
   return flushed();
 }
 
@@ -164,9 +165,11 @@ int run_check(const InspectArgs& a) {
                       r.version.empty() ? "" : " (" + r.version + ")"));
   }
   std::string where = a.pid > 0 ? fmt::format(" in pid {}", a.pid) : "";
-  std::printf("%s: %zu of %zu probes resolve%s\n", prof->name.c_str(), ok,
-              prof->probes.size(), where.c_str());
-  for (const std::string& l : lines) std::printf("%s\n", l.c_str());
+  std::printf("%s: %zu of %zu probes resolve%s\n",
+              printable(prof->name).c_str(), ok, prof->probes.size(),
+              where.c_str());
+  // Paths and symbols of the process's files: escaped.
+  for (const std::string& l : lines) std::printf("%s\n", printable(l).c_str());
   int rc = flushed();
   if (rc != 0) return rc;
   return ok == prof->probes.size() ? 0 : 1;

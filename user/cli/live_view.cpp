@@ -5,6 +5,8 @@
 #include <cstdio>
 
 #include "base/duration.h"
+#include "base/json_text.h"
+#include "base/text.h"
 #include "profiles/profile.h"
 #include "report/barrier_report.h"
 #include "report/hang_report.h"
@@ -93,7 +95,8 @@ void LiveView::clear() {
 void LiveView::print(const std::string& line) {
   bool was = drawn_;
   clear();
-  std::fprintf(stderr, "%s\n", line.c_str());
+  // The traced process's names in it: escaped for the terminal.
+  std::fprintf(stderr, "%s\n", printable(line).c_str());
   if (was) draw();
   std::fflush(stderr);
 }
@@ -116,7 +119,7 @@ void LiveView::hang(const HangAlert& h) {
 
 void LiveView::alert(const std::string& line, const nlohmann::json& event) {
   print(line);
-  if (events_) events_->write(event.dump());
+  if (events_) events_->write(json_text(event));
 }
 
 ReportContext LiveView::alert_context() const {

@@ -2,15 +2,33 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <string_view>
 
 #include "base/log.h"
+#include "base/text.h"
 #include "loader/live_source.h"
 #include "proc/command.h"
 #include "proc/pidns.h"
 #include "profiles/profile.h"
 
 namespace looptrace {
+namespace {
+
+// A note of one or more lines, each escaped for the terminal: notes quote
+// the traced process's paths and socket names.
+void print_note(const std::string& note) {
+  for (size_t from = 0; from <= note.size();) {
+    size_t nl = std::min(note.find('\n', from), note.size());
+    std::fprintf(
+        stderr, "%s\n",
+        printable(std::string_view(note).substr(from, nl - from)).c_str());
+    from = nl + 1;
+  }
+}
+
+}  // namespace
 
 void print_banner(const Plan& plan, const SessionEvent& session,
                   const std::string& what, const std::string& recording) {
@@ -21,25 +39,23 @@ void print_banner(const Plan& plan, const SessionEvent& session,
       recording.empty() ? "" : fmt::format(", recording to {}", recording);
   if (!plan.profile_note.empty()) {
     // Found, not asked for: say where each probe went.
-    std::fprintf(stderr, "%s\n", plan.profile_note.c_str());
+    print_note(plan.profile_note);
     for (const ProbeDef& p : plan.probes)
       std::fprintf(
           stderr, "looptrace:   %s %s: %s %s at offset %#llx%s\n",
           role_name(p.role),
-          p.label.empty() ? p.resolved_symbol.c_str() : p.label.c_str(),
-          p.path.c_str(), p.symbol.c_str(),
+          printable(p.label.empty() ? p.resolved_symbol : p.label).c_str(),
+          printable(p.path).c_str(), printable(p.symbol).c_str(),
           static_cast<unsigned long long>(p.file_offset),
           p.version.empty() ? "" : (" (" + p.version + ")").c_str());
   }
   // Display connections a profile brought along: which, and how decoded.
-  if (!plan.input_note.empty())
-    std::fprintf(stderr, "%s\n", plan.input_note.c_str());
-  if (!plan.gsource_note.empty())
-    std::fprintf(stderr, "%s\n", plan.gsource_note.c_str());
+  if (!plan.input_note.empty()) print_note(plan.input_note);
+  if (!plan.gsource_note.empty()) print_note(plan.gsource_note);
   std::fprintf(stderr,
                "looptrace: tracing %zu probe%s%s in %s%s; Ctrl-C to stop\n",
                plan.probes.size(), plan.probes.size() == 1 ? "" : "s",
-               input.c_str(), what.c_str(), to.c_str());
+               input.c_str(), printable(what).c_str(), printable(to).c_str());
 }
 
 std::string describe_pid(pid_t pid) {

@@ -42,6 +42,11 @@ int run_report(const ReportArgs& a) {
   if (info->unknown_records)
     log::warn("{}: {} records of a newer looptrace skipped", a.recording,
               info->unknown_records);
+  if (uint64_t n = (*reader)->symbols_dropped())
+    log::warn(
+        "{}: {} symbols past the cap of {} MiB of names skipped: their "
+        "addresses stay unnamed",
+        a.recording, n, rec::kMaxSymbolBytes >> 20);
   const Findings& found = analysis.finish();
   const ReportContext& ctx = analysis.context();
   std::vector<BudgetOutcome> outcomes;

@@ -8,7 +8,8 @@ namespace looptrace {
 
 int fail(const Status& st) {
   log::error("{}", st.message());
-  if (!st.hint().empty()) std::fprintf(stderr, "hint: %s\n", st.hint().c_str());
+  if (!st.hint().empty())
+    std::fprintf(stderr, "hint: %s\n", printable(st.hint()).c_str());
   return st.exit_code();
 }
 

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "base/json_text.h"
 #include "base/log.h"
 
 namespace looptrace::elf {
@@ -121,8 +122,7 @@ void ResolveCache::put(const std::string& build_id, const std::string& pattern,
   for (const SymbolMatch& m : matches)
     list.push_back({m.name, m.demangled, m.vaddr, m.size, m.file_offset});
   j["patterns"][pattern] = std::move(list);
-  const std::string text =
-      j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  const std::string text = json_text(j);
   if (text.size() > kMaxFileBytes) return;
   std::string tmp = dir_ + "/." + build_id + ".XXXXXX";
   int fd = mkostemp(tmp.data(), O_CLOEXEC);  // 0600, O_EXCL

@@ -9,6 +9,7 @@
 #include <variant>
 #include <vector>
 
+#include "base/text.h"
 #include "profiles/key_expr.h"
 
 namespace looptrace::rec {
@@ -19,6 +20,14 @@ using nlohmann::json;
 // More than the kernel walks today (LT_MAX_STACK): a recording may carry
 // stacks unwound in userspace.
 constexpr uint32_t kMaxFrames = 1024;
+// The longest string a fixed-field record holds: the kernel's comm and a
+// str key's string (LT_KEY_STR_LEN, NUL included) are shorter; a longer
+// one is a malformed payload, not memory to take.
+constexpr uint32_t kMaxFixedString = LT_KEY_STR_LEN - 1;
+// A symbol's function and module names are kept up to this (a demangled
+// C++ name runs to a few KiB; a path to PATH_MAX), cut with kCutMark past
+// it: every symbol of a recording is kept while it is replayed.
+constexpr size_t kMaxSymbolText = 4096;
 
 // Fixed-width little-endian fields (x86-64 and the BPF side are little
 // endian; a big-endian reader would swap here). Writer and Reader take the
@@ -116,7 +125,7 @@ class Reader {
   }
   bool get(std::string& s) {
     uint32_t n = 0;
-    if (!get(n) || left() < n) return false;
+    if (!get(n) || n > kMaxFixedString || left() < n) return false;
     s.assign(reinterpret_cast<const char*>(p_), n);
     p_ += n;
     return true;
@@ -555,6 +564,12 @@ void after_read(KeyDef& k) {
   if (k.format < KeyFormat{} || k.format > KeyFormat::kString)
     throw std::out_of_range("key format");
   k.role = key_role_for(k.name);
+}
+// A symbol's names are kept up to kMaxSymbolText (a recording's replay
+// keeps every symbol).
+void after_read(SymbolEvent& s) {
+  s.frame.module = cut_name(s.frame.module, kMaxSymbolText);
+  s.frame.function = cut_name(s.frame.function, kMaxSymbolText);
 }
 void after_read(ProbeDef& p) {
   if (p.input && (p.input->type_key == 0 || p.input->type_key > p.keys.size() ||

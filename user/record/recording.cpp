@@ -279,6 +279,19 @@ bool RecordingReader::load_block() {
   return true;
 }
 
+bool RecordingReader::keep_symbol(const Event& ev) {
+  const auto* s = std::get_if<SymbolEvent>(&ev);
+  if (s == nullptr) return true;
+  const uint64_t cost =
+      s->frame.module.size() + s->frame.function.size() + rec::kSymbolCost;
+  if (cost > rec::kMaxSymbolBytes - symbol_bytes_) {
+    ++symbols_dropped_;
+    return false;
+  }
+  symbol_bytes_ += cost;
+  return true;
+}
+
 bool RecordingReader::next(Event* ev) {
   while (!failed_) {
     if (pos_ >= raw_.size()) {
@@ -306,6 +319,7 @@ bool RecordingReader::next(Event* ev) {
         reinterpret_cast<const uint8_t*>(raw_.data()) + pos_ + 5;
     pos_ += 5 + len;
     if (rec::decode_event(type, payload, len, ev)) {
+      if (!keep_symbol(*ev)) continue;
       ++events_;
       return true;
     }

@@ -33,6 +33,11 @@ inline constexpr size_t kBlockBytes = 1u << 20;
 inline constexpr uint64_t kFlushIntervalNs = 500'000'000;
 // A reader refuses blocks claiming more than this (a corrupt length).
 inline constexpr uint32_t kMaxBlockBytes = 64u << 20;
+// A reader passes on symbols while their names and entries (kSymbolCost
+// each, besides the names) come to at most this: a replay keeps every
+// symbol, and symbol records compress hundreds to one.
+inline constexpr uint64_t kMaxSymbolBytes = uint64_t{128} << 20;
+inline constexpr uint64_t kSymbolCost = 128;
 
 }  // namespace rec
 
@@ -123,6 +128,9 @@ class RecordingReader {
   uint64_t events() const { return events_; }
   // Records of a type this build does not know, skipped.
   uint64_t unknown_records() const { return unknown_; }
+  // Symbols past rec::kMaxSymbolBytes, skipped (their addresses stay
+  // unnamed).
+  uint64_t symbols_dropped() const { return symbols_dropped_; }
   uint32_t format_version() const { return version_; }
 
  private:
@@ -130,6 +138,8 @@ class RecordingReader {
   static Result<std::unique_ptr<RecordingReader>> FromFile(std::FILE* f,
                                                            std::string path);
   bool load_block();
+  // False for a symbol past rec::kMaxSymbolBytes (counted).
+  bool keep_symbol(const Event& ev);
 
   std::FILE* f_;
   libdeflate_decompressor* decompressor_ = nullptr;
@@ -143,6 +153,8 @@ class RecordingReader {
   uint64_t blocks_ = 0;
   uint64_t events_ = 0;
   uint64_t unknown_ = 0;
+  uint64_t symbol_bytes_ = 0;
+  uint64_t symbols_dropped_ = 0;
   bool failed_ = false;
 };
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analysis/list_limits.h"
+#include "base/json_text.h"
 #include "profiles/profile.h"
 #include "report/html_page.h"  // generated from report/html/page.html
 #include "report/report_common.h"
@@ -193,8 +194,7 @@ json page_data(const Findings& found, const ReportContext& ctx) {
 std::string script_safe(const json& j) {
   // Symbol names and comms are bytes from the traced system: invalid UTF-8
   // becomes U+FFFD instead of an exception.
-  const std::string text =
-      j.dump(-1, ' ', false, json::error_handler_t::replace);
+  const std::string text = json_text(j);
   std::string out;
   out.reserve(text.size());
   for (char c : text) {

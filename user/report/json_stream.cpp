@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "base/json_text.h"
+
 namespace looptrace {
 namespace {
 
@@ -10,8 +12,7 @@ constexpr int kIndent = 2;
 // `v` as dump(2) writes it at nesting `level`: its inner lines indented by
 // the level's spaces.
 void write_nested(std::ostream& os, const nlohmann::json& v, int level) {
-  const std::string text =
-      v.dump(kIndent, ' ', false, nlohmann::json::error_handler_t::replace);
+  const std::string text = json_text(v, kIndent);
   const std::string pad(static_cast<size_t>(level * kIndent), ' ');
   size_t from = 0;
   for (size_t nl = text.find('\n'); nl != std::string::npos;
@@ -42,7 +43,7 @@ void write_json_object(std::ostream& os, const nlohmann::json& top,
   for (const std::string& k : keys) {
     if (!first_key) os << ",\n";
     first_key = false;
-    os << pad1 << nlohmann::json(k).dump() << ": ";
+    os << pad1 << json_text(k) << ": ";
     auto lazy = arrays.find(k);
     if (lazy == arrays.end()) {
       write_nested(os, top.at(k), 1);
@@ -53,7 +54,7 @@ void write_json_object(std::ostream& os, const nlohmann::json& top,
       os << (empty ? "[\n" : ",\n") << pad2;
       empty = false;
       if (layout == JsonElementLayout::kOneLine)
-        os << e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        os << json_text(e);
       else
         write_nested(os, e, 2);
     });

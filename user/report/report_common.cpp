@@ -5,18 +5,20 @@
 #include <string_view>
 
 #include "base/size.h"
+#include "base/text.h"
 #include "symbolize/kernel_frames.h"
 #include "symbolize/kernel_symbols.h"
 
 namespace looptrace::report {
 
-void put(std::ostream& os, std::string line) {
+void put(std::ostream& os, std::string_view line) {
   constexpr size_t kColumns = 80;
-  if (line.size() > kColumns) {
-    line.resize(kColumns - 3);
-    line += "...";
+  std::string safe = printable(line);
+  if (safe.size() > kColumns) {
+    safe = utf8_prefix(safe, kColumns - 3);
+    safe += "...";
   }
-  os << line << '\n';
+  os << safe << '\n';
 }
 
 const ProbeDef* find_probe(const ReportContext& ctx, uint32_t id) {

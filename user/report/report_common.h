@@ -7,6 +7,7 @@
 #include <map>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -46,8 +47,9 @@ inline bool starts_before(const SlowSpan* x, const SlowSpan* y) {
   return x->span.start_ns < y->span.start_ns;
 }
 
-// Writes one line of the text report, cut with "..." to fit 80 columns.
-void put(std::ostream& os, std::string line);
+// Writes one line of the text report for a terminal: names in it escaped
+// (printable(), base/text.h), cut with "..." to fit 80 columns.
+void put(std::ostream& os, std::string_view line);
 
 // Symbolizes frames once per (pid, address): the same frames recur in every
 // sample of a stuck span.

@@ -85,11 +85,14 @@ std::vector<RenderedKey> render_keys(const SpanEvent& span,
         break;
       case KeyFormat::kString:
         // Read only for the record of a span (slow ones); an unnamed
-        // object has none.
-        if (span.key_str.empty())
+        // object has none. Bytes of the traced process, escaped here for
+        // every output; one longer than the record holds ends in "…".
+        if (span.key_str.empty()) {
           k.omitted = true;
-        else
-          k.text = log::printable(span.key_str, LT_KEY_STR_LEN);
+        } else {
+          k.text = printable(span.key_str, LT_KEY_STR_LEN);
+          if (span.flags & LT_SPAN_KEY_STR_CUT) k.text += kCutMark;
+        }
         break;
       case KeyFormat::kEnum: {
         // As read (a u16 QEvent::Type of 65535), else sign-extended (a C

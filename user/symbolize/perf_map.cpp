@@ -4,6 +4,8 @@
 #include <optional>
 #include <utility>
 
+#include "base/text.h"
+
 namespace looptrace {
 namespace {
 
@@ -31,8 +33,9 @@ std::optional<uint64_t> take_hex(std::string_view* s) {
   return v;
 }
 
-// One line without its newline; nullopt when malformed.
-std::optional<PerfMapEntry> parse_line(std::string_view line) {
+// One line without its newline; nullopt when malformed. *cut: its name was
+// longer than kMaxPerfMapName.
+std::optional<PerfMapEntry> parse_line(std::string_view line, bool* cut) {
   std::optional<uint64_t> start = take_hex(&line);
   if (!start || line.empty() || !is_space(line.front())) return std::nullopt;
   while (!line.empty() && is_space(line.front())) line.remove_prefix(1);
@@ -45,13 +48,16 @@ std::optional<PerfMapEntry> parse_line(std::string_view line) {
   while (!line.empty() && (is_space(line.back()) || line.back() == '\r'))
     line.remove_suffix(1);
   if (line.empty()) return std::nullopt;
-  return PerfMapEntry{*start, *size, std::string(line)};
+  *cut = line.size() > kMaxPerfMapName;
+  return PerfMapEntry{*start, *size, cut_name(line, kMaxPerfMapName)};
 }
 
 }  // namespace
 
-PerfMapParse parse_perf_map(std::string_view text, size_t max_entries) {
+PerfMapParse parse_perf_map(std::string_view text, size_t max_entries,
+                            size_t max_bytes) {
   PerfMapParse out;
+  size_t bytes = 0;
   while (!text.empty()) {
     size_t nl = text.find('\n');
     std::string_view line = text.substr(0, nl);
@@ -59,12 +65,16 @@ PerfMapParse parse_perf_map(std::string_view text, size_t max_entries) {
     bool blank = true;
     for (char c : line) blank = blank && (is_space(c) || c == '\r');
     if (blank) continue;
-    std::optional<PerfMapEntry> e = parse_line(line);
+    bool cut = false;
+    std::optional<PerfMapEntry> e = parse_line(line, &cut);
     if (!e) {
       out.malformed++;
-    } else if (out.entries.size() >= max_entries) {
+    } else if (out.entries.size() >= max_entries ||
+               perf_map_cost(*e) > max_bytes - bytes) {
       out.dropped++;
     } else {
+      out.cut += cut;
+      bytes += perf_map_cost(*e);
       out.entries.push_back(std::move(*e));
     }
   }
@@ -99,6 +109,7 @@ void PerfMap::add(PerfMapEntry entry) {
     }
     it = pieces_.erase(it);
   }
+  bytes_ += perf_map_cost(entry);
   names_.push_back(std::move(entry.name));
   pieces_.emplace(start, Piece{end, start, names_.size() - 1});
 }

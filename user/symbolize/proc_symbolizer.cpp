@@ -26,8 +26,8 @@ constexpr size_t kMaxCachedResults = 1 << 20;
 constexpr size_t kMaxMappingSets = 8;
 
 // A JIT's map of a long run reaches tens of MB; a file of more than this
-// (garbage, most likely: kMaxPerfMapEntries caps the entries) is read up to
-// here.
+// (garbage, most likely: kMaxPerfMapEntries and kMaxPerfMapMemory cap what
+// is kept) is read up to here.
 constexpr off_t kMaxPerfMapBytes = off_t{512} << 20;
 // Perf maps are read this much at a time.
 constexpr size_t kPerfMapChunk = 4 << 20;
@@ -393,9 +393,11 @@ void ProcSymbolizer::read_perf_map(uint32_t pid, PerfMapState* state) {
     log::debug(
         "symbolize",
         "{}: {} entries ({} read now), {} malformed lines skipped, {} "
-        "dropped over the cap of {}{}",
+        "dropped over the cap of {} entries or {} MiB, {} names cut to {} "
+        "bytes{}",
         path, state->map.entries(), added, state->malformed, state->dropped,
-        kMaxPerfMapEntries,
+        kMaxPerfMapEntries, kMaxPerfMapMemory >> 20, state->cut,
+        kMaxPerfMapName,
         st.st_size > end ? ", the file read up to its first 512 MiB" : "");
     // Names cached for this pid may be of code the JIT has replaced.
     std::erase_if(results_,
@@ -409,7 +411,8 @@ size_t ProcSymbolizer::parse_perf_map_file(int fd, off_t end,
   size_t added = 0;
   std::vector<char> buf;
   off_t pos = state->parsed_to;
-  while (pos < end && state->map.entries() < kMaxPerfMapEntries) {
+  while (pos < end && state->map.entries() < kMaxPerfMapEntries &&
+         state->map.bytes() < kMaxPerfMapMemory) {
     size_t want = std::min(kPerfMapChunk, static_cast<size_t>(end - pos));
     if (!pread_all(fd, static_cast<uint64_t>(pos), want, &buf) || buf.empty())
       break;
@@ -423,11 +426,13 @@ size_t ProcSymbolizer::parse_perf_map_file(int fd, off_t end,
                                                    : buf.size();
     PerfMapParse parsed =
         parse_perf_map(last ? view : view.substr(0, complete),
-                       kMaxPerfMapEntries - state->map.entries());
+                       kMaxPerfMapEntries - state->map.entries(),
+                       kMaxPerfMapMemory - state->map.bytes());
     added += parsed.entries.size();
     for (PerfMapEntry& e : parsed.entries) state->map.add(std::move(e));
     state->malformed += parsed.malformed;
     state->dropped += parsed.dropped;
+    state->cut += parsed.cut;
     state->parsed_to = pos + static_cast<off_t>(complete);
     if (last) break;
     pos += static_cast<off_t>(complete);

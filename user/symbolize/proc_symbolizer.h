@@ -81,6 +81,7 @@ class ProcSymbolizer : public Symbolizer {
     uint64_t checked_ns = 0;
     size_t malformed = 0;
     size_t dropped = 0;
+    size_t cut = 0;
   };
 
   bool read_maps(uint32_t pid);
