@@ -9,7 +9,7 @@ command -v shellcheck >/dev/null || { echo "lint: shellcheck is required (script
 files=()
 while IFS= read -r f; do
   [[ -f $f ]] || continue
-  if [[ $f == *.sh ]] || head -n1 "$f" 2>/dev/null | grep -qE '^#!.*[/ ](ba)?sh( |$)'; then
+  if [[ $f == *.sh || $f == *.bash ]] || head -n1 "$f" 2>/dev/null | grep -qE '^#!.*[/ ](ba)?sh( |$)'; then
     files+=("$f")
   fi
 done < <(git ls-files)

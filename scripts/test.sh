@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test: bash -n and shellcheck over every
 # shell script (scripts/lint.sh), unit tests, the privileged BPF
-# integration tests, every bench script's --smoke mode (scripts/bench-smoke.sh,
+# integration tests, the install tree and Debian package
+# (scripts/test-install.sh), every bench script's --smoke mode (scripts/bench-smoke.sh,
 # about a minute, root), the unit tests again under ASan + UBSan, then each
 # fuzzer on its corpus for a short time (docs/fuzzing.md; about 2 minutes),
 # and looptrace built in the build types not built above (their optimizers
@@ -12,6 +13,7 @@ scripts/setup.sh
 scripts/lint.sh
 scripts/build.sh
 ctest --test-dir build --output-on-failure "$@"
+scripts/test-install.sh build
 if [[ $(id -u) -eq 0 ]]; then
   scripts/bench-smoke.sh
 else

@@ -196,9 +196,23 @@ TEST(Cli, HelpAndVersion) {
   RunResult help = run({looptrace_bin(), "record", "--help"});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("--pid"), std::string::npos);
+  EXPECT_NE(help.out.find("man looptrace, section RECORD"), std::string::npos)
+      << help.out;
   RunResult v = run({looptrace_bin(), "--version"});
   EXPECT_EQ(v.exit_code, 0) << v.err;
-  EXPECT_EQ(v.out, std::string("looptrace ") + LT_VERSION + "\n");
+  // The commit the build came from, as git itself names it (the test runs
+  // from the checkout the binary was built from).
+  std::string commit = "unknown";
+  RunResult git =
+      run({"git", "-C", LT_TESTS_DIR, "rev-parse", "--short=12", "HEAD"});
+  if (git.exit_code == 0 && git.out.size() > 1) {
+    commit = git.out.substr(0, git.out.size() - 1);
+    RunResult clean =
+        run({"git", "-C", LT_TESTS_DIR, "diff-index", "--quiet", "HEAD", "--"});
+    if (clean.exit_code != 0) commit += "-dirty";
+  }
+  EXPECT_EQ(v.out,
+            std::string("looptrace ") + LT_VERSION + " (git " + commit + ")\n");
   EXPECT_TRUE(v.err.empty()) << v.err;
 }
 
@@ -533,7 +547,105 @@ TEST(Cli, ExecFailureIsReportedFromTheChild) {
                "cannot run " + dir.file("garbage") + ": Exec format error");
 }
 
+// A command that goes on after SIGTERM (issue 23 item 18): it used to
+// outlive the trace untraced and unmentioned. Now it gets the grace period
+// (3 s), then SIGKILL, and a line says so; the trace itself is complete,
+// so the exit status is 0.
+TEST(Cli, CommandThatOutlivesSigtermIsKilledAndSaidSo) {
+  LT_REQUIRE_BPF();
+  TempDir dir;
+  const std::string got = dir.file("got-term"), pid = dir.file("pid");
+  const std::string script = "echo $$ > " + pid + "; trap 'echo TERM >> " +
+                             got + "' TERM; while :; do sleep 0.05; done";
+  auto t0 = std::chrono::steady_clock::now();
+  RunResult r = run(record({"-d", "500ms", "--", "sh", "-c", script}), 60000);
+  auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // The command's own word: it got SIGTERM and went on.
+  EXPECT_EQ(read_file(got), "TERM\n");
+  const std::string shell = read_file(pid);
+  ASSERT_FALSE(shell.empty());
+  const pid_t shell_pid = std::stoi(shell);
+  EXPECT_NE(r.err.find("looptrace: warning: command pid " +
+                       std::to_string(shell_pid) +
+                       " went on 3.0s after SIGTERM, untraced: killed it "
+                       "(SIGKILL)\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(kill(shell_pid, 0), 0) << "gone (and reaped)";
+  EXPECT_GE(took, std::chrono::seconds(3));
+  EXPECT_LT(took, std::chrono::seconds(30));
+  // One that ends on SIGTERM is not mentioned.
+  r = run(record({"-d", "300ms", "--", "sleep", "30"}));
+  EXPECT_EQ(r.err.find("SIGKILL"), std::string::npos) << r.err;
+}
+
+// Probes on looptrace itself (issue 23 item 10): they fire in the code that
+// reads their records, without end.
+TEST(Cli, ProbesOnLooptraceItselfAreRefused) {
+  LT_REQUIRE_BPF();
+  RunResult r = run({looptrace_bin(), "record", "--dispatch",
+                     looptrace_bin() + ":main", "-d", "1s"});
+  expect_error(r, 2, "is looptrace itself");
+  // Under another name: a hard link is the same file.
+  TempDir dir;
+  const std::string alias = dir.file("lt-alias");
+  if (link(looptrace_bin().c_str(), alias.c_str()) == 0) {
+    r = run(
+        {looptrace_bin(), "record", "--dispatch", alias + ":main", "-d", "1s"});
+    expect_error(r, 2, "is looptrace itself");
+  }
+  // -p of its own pid: exec keeps the shell's.
+  r = run({"sh", "-c", "exec \"$0\" record --profile refapp -p $$ -d 1s",
+           looptrace_bin()});
+  expect_error(r, 2, "is looptrace itself");
+}
+
 // --- output files ------------------------------------------------------
+
+// An empty value is not "not given" (issue 23 item 14): `--json "$OUT"`
+// with OUT unset must not lose the report and exit 0, nor `-d ""` trace
+// until stopped.
+TEST(Cli, EmptyValuesAreRefused) {
+  for (const char* opt :
+       {"-d", "--json", "--html", "--perfetto", "--folded", "--folded-blocked",
+        "-o", "--events", "--slow", "--profile", "--hang"}) {
+    SCOPED_TRACE(opt);
+    expect_error(run(record({opt, "", "--", "true"}), 30000), 2, "empty value");
+  }
+  TempDir dir;
+  for (const char* opt :
+       {"--json", "--html", "--perfetto", "--folded", "--slow"}) {
+    SCOPED_TRACE(opt);
+    expect_error(
+        run({looptrace_bin(), "report", dir.file("none.ltrec"), opt, ""}), 2,
+        "empty value");
+  }
+}
+
+// /tmp/x/link -> /tmp/victim, the link another user's (issue 23 item 12):
+// the report must not land there, nor move root's file there aside.
+TEST(Cli, AnotherUsersDirectoryLinkIsNotFollowed) {
+  LT_REQUIRE_BPF();
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to chown a link";
+  TempDir dir;
+  const std::string victim = dir.file("victim"), x = dir.file("x");
+  ASSERT_EQ(mkdir(victim.c_str(), 0755), 0);
+  write_file(victim + "/conf", "root's conf\n", 0600);
+  ASSERT_EQ(mkdir(x.c_str(), 0777), 0);
+  ASSERT_EQ(chown(x.c_str(), 65534, 65534), 0);
+  ASSERT_EQ(symlink(victim.c_str(), (x + "/link").c_str()), 0);
+  ASSERT_EQ(lchown((x + "/link").c_str(), 65534, 65534), 0);
+  for (const char* opt : {"--json", "--events", "-o", "--html"}) {
+    SCOPED_TRACE(opt);
+    RunResult r = run(record({"-d", "300ms", opt, x + "/link/conf"}));
+    expect_error(r, 2,
+                 x + "/link is a symbolic link owned by uid 65534; not "
+                     "following it");
+    EXPECT_EQ(read_file(victim + "/conf"), "root's conf\n");
+    EXPECT_FALSE(exists(victim + "/conf.old"));
+  }
+}
 
 TEST(Cli, UnwritableJsonFailsBeforeTracing) {
   LT_REQUIRE_BPF();

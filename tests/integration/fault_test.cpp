@@ -4,14 +4,17 @@
 // main thread, runs 64 loop threads; a full ring buffer, a full histogram
 // table, a full pending-message table and a full process table, where
 // everything the app made is counted or counted as lost, exactly.
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -720,6 +723,82 @@ TEST(ThreadFilter, CommAndTidSelectThreads) {
   }
   EXPECT_EQ(report["slow_dispatches"].size(), 2u);
   EXPECT_EQ(report["lost"]["unmatched_returns"], 0);
+}
+
+// ---- a stalled --events reader ----------------------------------------------
+
+// A FIFO whose reader holds it open and never reads (issue 23 item 8): the
+// write used to block the tracer, which then ignored the command's end, -d
+// and SIGTERM until SIGKILL, with no report. Now the lines wait in a queue
+// of their own; at the end what the reader never took is dropped, counted
+// on stderr and in the JSON report, and looptrace exits 1.
+TEST_F(Fault, StalledEventsReaderNeverHangsTheTracer) {
+  const std::string fifo = dir_.file("events.fifo");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  int rd = open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(rd, 0);
+  ASSERT_GT(fcntl(rd, F_SETPIPE_SZ, 4096), 0);  // full after a few lines
+  const std::string log = dir_.file("app.jsonl");
+  std::string plan;
+  for (int i = 0; i < 12; ++i)
+    plan += fmt::format("{} busy 150\n", 300 + 250 * i);
+  write_file(dir_.file("plan"), plan);
+  Process lt(record({"--profile", "refapp", "--hang", "30ms", "--events", fifo,
+                     "--json", dir_.file("r.json"), "--", refapp_bin(),
+                     "--rate", "100", "--duration", "60000", "--plan",
+                     dir_.file("plan"), "--log", log}),
+             dir_.file("lt.out"), dir_.file("lt.err"));
+  // Past the last stall (its own log says so), the pipe long full: the
+  // tracer must still take a SIGTERM.
+  std::vector<nlohmann::json> stalls;
+  for (int i = 0; i < 300 && stalls.size() < 12; ++i) {
+    sleep_ms(100);
+    stalls = events(read_jsonl(log), "stall");
+  }
+  ASSERT_EQ(stalls.size(), 12u) << read_file(dir_.file("lt.err"));
+  sleep_ms(300);
+  const uint64_t t0 = now_ns();
+  lt.signal(SIGTERM);
+  const int rc = lt.wait(20000);
+  const std::string err = read_file(dir_.file("lt.err"));
+  ASSERT_NE(rc, -1) << "hung: " << err;
+  EXPECT_LT(now_ns() - t0, 15'000'000'000u) << err;
+  EXPECT_EQ(rc, 1) << err;
+  EXPECT_NE(err.find("looptrace: stopped: terminated"), std::string::npos)
+      << err;
+
+  // What the reader finds: whole JSON lines, each a hang of the app's.
+  std::string got;
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(rd, buf, sizeof buf)) > 0) got.append(buf, n);
+  close(rd);
+  uint64_t read_lines = 0;
+  std::istringstream in(got);
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << line;
+    EXPECT_TRUE(j["event"] == "hang" || j["event"] == "hang_end") << line;
+    ++read_lines;
+  }
+  EXPECT_GT(read_lines, 0u);
+  // "--events FIFO: N of M lines dropped": every line written or dropped;
+  // each stall announced at least once.
+  const std::string head = "looptrace: error: --events " + fifo + ": ";
+  const size_t at = err.find(head);
+  ASSERT_NE(at, std::string::npos) << err;
+  uint64_t dropped = 0, total = 0;
+  ASSERT_EQ(std::sscanf(err.c_str() + at + head.size(),
+                        "%lu of %lu lines dropped", &dropped, &total),
+            2)
+      << err;
+  EXPECT_GT(dropped, 0u);
+  EXPECT_EQ(read_lines + dropped, total);
+  EXPECT_GE(total, stalls.size());
+  nlohmann::json report = read_json(dir_.file("r.json"));
+  EXPECT_EQ(report.value("events_dropped", uint64_t{0}), dropped);
+  // The report found the stalls all the same.
+  for (const auto& s : stalls) expect_stall_found(report, s);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -41,6 +42,8 @@ constexpr uint32_t kInFlight = 0x222222;
 constexpr uint32_t kCut = 0xc00000;
 constexpr uint32_t kTrack = 0xeef0f3;
 constexpr uint32_t kFlameBg = 0xf5f3ea;
+// Fast spans, drawn when the run kept them (--record-all).
+constexpr uint32_t kFastDispatch = 0xa0cbe8;
 // The marker at the end of a bar that did not end normally, in px.
 constexpr int kMarkW = 4;
 
@@ -128,6 +131,18 @@ void expect_runs(const Runs& got, const Runs& want, const char* what) {
     EXPECT_NEAR(got[i].second, want[i].second, kEdgeTolerancePx)
         << what << " #" << i << ": got " << show(got) << " want " << show(want);
   }
+}
+
+// The two widest runs, in x order: a real run's two stalls. On a loaded
+// machine other dispatches can be slow too (busy work preempted for tens
+// of ms), never by the stalls' hundreds.
+Runs two_widest(Runs runs) {
+  std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) {
+    return a.second - a.first > b.second - b.first;
+  });
+  if (runs.size() > 2) runs.resize(2);
+  std::sort(runs.begin(), runs.end());
+  return runs;
 }
 
 class HtmlInBrowser : public ::testing::Test {
@@ -324,6 +339,64 @@ TEST_F(HtmlInBrowser, DomHasTheTablesRows) {
   EXPECT_EQ(dom.find("pwned</title>"), std::string::npos);
 }
 
+// The page with 100 000 spans kept for the timeline (as --record-all
+// keeps them): it draws within a second, spans narrower than a pixel drawn
+// together, and they cover the time axis where the spans are.
+constexpr size_t kManySpans = 100'000;
+// The timeline's first drawing, as the page measures it.
+constexpr double kMaxRenderMs = 1000;
+// SVG elements the timeline may hold: about one per pixel column per lane,
+// not one per span.
+constexpr size_t kMaxRects = 10'000;
+
+class HtmlManySpans : public HtmlInBrowser {
+ protected:
+  void SetUp() override {
+    fx::add_fast_spans(f_.found, kManySpans);
+    HtmlInBrowser::SetUp();
+  }
+};
+
+TEST_F(HtmlManySpans, DrawsThemAllQuickly) {
+  LT_REQUIRE_CHROMIUM(chromium_);
+  const std::string shot = dir_.file("many.png");
+  RunResult r = chromium({"--screenshot=" + shot});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string error;
+  Image img = read_png(shot, &error);
+  ASSERT_TRUE(error.empty()) << error;
+  const Box track = bbox(img, kTrack);
+  ASSERT_FALSE(track.empty()) << "no timeline lane on the screenshot";
+  auto X = [&](uint64_t ms) { return x_at(track, ms); };
+  // The fast thread's lane is full but for the gap: 100 000 bars of 4.5 us
+  // every 9 us, a hundred to a pixel.
+  expect_runs(column_runs(img, track, kFastDispatch),
+              {{X(0), X(fx::kFastGapFrom)}, {X(fx::kFastGapTo), X(1000)}},
+              "fast dispatches");
+  // The slow bars are still there, on top.
+  EXPECT_EQ(column_runs(img, track, kDispatch).size(), 4u);
+  if (HasFailure())
+    std::cerr << "screenshot: " << shot
+              << " (LOOPTRACE_KEEP_TEST_FILES=1 keeps it)\n";
+
+  RunResult dom = chromium({"--dump-dom"});
+  ASSERT_EQ(dom.exit_code, 0) << dom.err;
+  EXPECT_EQ(dom.out.find("class=\"error\""), std::string::npos)
+      << "the page's script failed";
+  const std::string attr = "data-render-ms=\"";
+  const size_t at = dom.out.find(attr);
+  ASSERT_NE(at, std::string::npos) << "the timeline was not drawn";
+  const double ms = std::stod(dom.out.substr(at + attr.size()));
+  std::cerr << "timeline of " << kManySpans << " spans drawn in " << ms
+            << " ms\n";
+  EXPECT_LT(ms, kMaxRenderMs);
+  const size_t view = dom.out.find("id=\"timeline-view\"");
+  const size_t end = dom.out.find("</svg>", view);
+  ASSERT_NE(end, std::string::npos);
+  EXPECT_LT(fx::occurrences(dom.out.substr(view, end - view), "<rect"),
+            kMaxRects);
+}
+
 }  // namespace
 
 namespace lt_test {
@@ -353,7 +426,7 @@ TEST_F(HtmlInBrowser, RealRunBarsAreWhereTheAppSaysItStalled) {
   ASSERT_TRUE(error.empty()) << error;
   const Box track = bbox(img, kTrack);
   ASSERT_FALSE(track.empty()) << "no timeline lane on the screenshot";
-  Runs bars = column_runs(img, track, kDispatch);
+  Runs bars = two_widest(column_runs(img, track, kDispatch));
   ASSERT_EQ(bars.size(), 2u) << show(bars);
   auto ns = [&](size_t i, const char* k) {
     return static_cast<double>(stalls[i][k].get<uint64_t>());
@@ -370,6 +443,123 @@ TEST_F(HtmlInBrowser, RealRunBarsAreWhereTheAppSaysItStalled) {
   // And the scale is the traced time across the lane (2.5 s of app run,
   // a little more traced), not something else.
   EXPECT_NEAR(px_per_ns * 2.5e9, track.width(), track.width() * 0.2);
+}
+
+// A recording made with --record-all holds every span: its Perfetto trace
+// has a slice for each dispatch the reference app counted on each of its
+// threads, at the start the app logged for it, and its HTML page draws
+// them, each where the app's clock puts it.
+TEST_F(HtmlInBrowser, RecordAllRecordingShowsEveryDispatch) {
+  LT_REQUIRE_BPF();
+  LT_REQUIRE_CHROMIUM(chromium_);
+  const std::string log = dir_.file("app.jsonl"), rec = dir_.file("all.lt"),
+                    trace = dir_.file("trace.json");
+  html_ = dir_.file("all.html");
+  // --log-slow 1 ns: the app logs every dispatch but its two stalls, which
+  // have their own lines.
+  RunResult r = run({looptrace_bin(),
+                     "record",
+                     "--profile",
+                     "refapp",
+                     "-q",
+                     "--record-all",
+                     "-o",
+                     rec,
+                     "--",
+                     refapp_bin(),
+                     "--rate",
+                     "150",
+                     "--duration",
+                     "2500",
+                     "--stall",
+                     "busy:150@400",
+                     "--stall",
+                     "sleep:150@1900",
+                     "--log-slow",
+                     "0.000001",
+                     "--log",
+                     log});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  RunResult rep = run(
+      {looptrace_bin(), "report", rec, "--perfetto", trace, "--html", html_});
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+
+  const std::vector<nlohmann::json> truth = read_jsonl(log);
+  const std::vector<nlohmann::json> summary = events(truth, "summary");
+  ASSERT_EQ(summary.size(), 1u);
+  std::map<int64_t, uint64_t> app_count;  // tid -> dispatches
+  for (const auto& t : summary[0]["threads"])
+    app_count[t["tid"].get<int64_t>()] = t["dispatches"].get<uint64_t>();
+  std::vector<uint64_t> app_starts;  // of the main thread's dispatches
+  const int64_t main_tid = summary[0]["threads"][0]["tid"];
+  for (const char* what : {"slow", "stall"})
+    for (const auto& e : events(truth, what))
+      if (e["tid"] == main_tid)
+        app_starts.push_back(e["start_ns"].get<uint64_t>());
+  std::sort(app_starts.begin(), app_starts.end());
+  ASSERT_GT(app_starts.size(), 300u);
+
+  // The trace, read with nlohmann::json: dispatch slices by thread.
+  const nlohmann::json t = read_json(trace);
+  const double base = t["metadata"]["ts_base_ns"].get<double>();
+  std::map<int64_t, uint64_t> slices;
+  std::vector<uint64_t> starts;
+  for (const auto& ev : t["traceEvents"]) {
+    if (ev["ph"] != "X" || ev.value("cat", "") != "dispatch") continue;
+    slices[ev["tid"].get<int64_t>()]++;
+    if (ev["tid"] == main_tid)
+      starts.push_back(static_cast<uint64_t>(
+          std::llround(base + ev["ts"].get<double>() * 1000)));
+  }
+  for (const auto& [tid, n] : app_count)
+    EXPECT_EQ(slices[tid], n) << "dispatch slices of tid " << tid;
+  // Every logged dispatch has its slice, within 100 us of the app's clock.
+  std::sort(starts.begin(), starts.end());
+  size_t matched = 0;
+  for (uint64_t a : app_starts) {
+    auto it = std::lower_bound(starts.begin(), starts.end(), a - 100'000);
+    matched += it != starts.end() && *it < a + 100'000;
+  }
+  EXPECT_EQ(matched, app_starts.size());
+
+  // The page: the two stalls are slow bars, every other dispatch a fast
+  // one where the app's clock puts it on the scale the stalls give.
+  const std::string shot = dir_.file("all.png");
+  RunResult c = chromium({"--screenshot=" + shot});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  std::string error;
+  Image img = read_png(shot, &error);
+  ASSERT_TRUE(error.empty()) << error;
+  const Box track = bbox(img, kTrack);
+  ASSERT_FALSE(track.empty());
+  const Runs slow = two_widest(column_runs(img, track, kDispatch));
+  ASSERT_EQ(slow.size(), 2u) << show(slow);
+  const std::vector<nlohmann::json> stalls = events(truth, "stall");
+  ASSERT_EQ(stalls.size(), 2u);
+  const double s0 = stalls[0]["start_ns"].get<double>();
+  const double px_per_ns = (slow[1].first - slow[0].first) /
+                           (stalls[1]["start_ns"].get<double>() - s0);
+  // The fast bars: one column run per dispatch, or fewer where several
+  // share a pixel (a backlog after a stall).
+  const Runs fast = column_runs(img, track, kFastDispatch);
+  EXPECT_GT(fast.size(), app_starts.size() / 3) << show(fast);
+  auto drawn = [&](int x) {
+    for (int dx = -2; dx <= 2; ++dx)
+      for (int y = track.y0; y <= track.y1; ++y) {
+        uint32_t px = img.at(std::clamp(x + dx, track.x0, track.x1), y);
+        if (px == kFastDispatch || px == kDispatch) return true;
+      }
+    return false;
+  };
+  size_t missing = 0;
+  for (uint64_t a : app_starts)
+    if (!drawn(slow[0].first +
+               static_cast<int>(std::lround((a - s0) * px_per_ns))))
+      ++missing;
+  EXPECT_EQ(missing, 0u) << "of " << app_starts.size() << " dispatches";
+  if (HasFailure())
+    std::cerr << "screenshot: " << shot
+              << " (LOOPTRACE_KEEP_TEST_FILES=1 keeps it)\n";
 }
 
 }  // namespace

@@ -3,7 +3,8 @@
 stalls on some keys, for key presses typed with xdotool.
 
 The window's key-press-event handler logs every press; for the keys in
---stall-keys (key names, "b,c") it is busy for --stall-ms first. A GLib
+--stall-keys (key names, "b,c") it is busy for --stall-ms first. Its
+key-release-event handler logs every release (never busy). A GLib
 timeout every --tick ms does a little work too, so the loop runs other
 sources between the keys. The key q quits (after --linger ms).
 
@@ -11,6 +12,7 @@ Ground truth (--log, JSON lines, CLOCK_MONOTONIC ns, written at exit):
   {"event":"key","key","start_ns","end_ns","stalled","time","pid","tid"}
      start_ns/end_ns at the handler's entry and return; time is the X
      server's timestamp of the event (ms)
+  {"event":"key_release", the same fields} for each release
 Prints "gtk_keys: ready pid=N window=XID" to stderr once the window is
 mapped (give it the focus: xdotool windowfocus --sync XID).
 """
@@ -67,6 +69,15 @@ def on_key(widget, event):
     return True
 
 
+def on_release(widget, event):
+    start = now_ns()
+    lines.append({"event": "key_release",
+                  "key": Gdk.keyval_name(event.keyval), "start_ns": start,
+                  "end_ns": now_ns(), "stalled": False, "time": event.time,
+                  "pid": os.getpid(), "tid": threading.get_native_id()})
+    return True
+
+
 def tick():
     busy(0.05)
     return True
@@ -88,6 +99,7 @@ def on_map(widget, event):
 win = Gtk.Window(title="looptrace gtk_keys")
 win.set_default_size(200, 100)
 win.connect("key-press-event", on_key)
+win.connect("key-release-event", on_release)
 win.connect("map-event", on_map)
 win.connect("destroy", Gtk.main_quit)
 win.show_all()

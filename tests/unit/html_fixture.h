@@ -232,6 +232,35 @@ inline size_t occurrences(const std::string& s, const std::string& what) {
   return n;
 }
 
+// A third loop thread, "fast": only fast dispatches, as --record-all keeps
+// them (DispatchAnalysis::timeline), none listed.
+constexpr uint32_t kFastTid = 4260;
+// They fill the traced second but for this gap, in ms.
+constexpr uint64_t kFastGapFrom = 600, kFastGapTo = 700;
+
+// `n` fast dispatches of "fast" evenly over the traced second outside the
+// gap, each half as long as the time between two starts.
+inline void add_fast_spans(Findings& found, size_t n) {
+  TimelineBuilder b;
+  const uint64_t span = kTraced - (kFastGapTo - kFastGapFrom) * kMs;
+  const uint64_t step = span / n;
+  for (size_t i = 0; i < n; ++i) {
+    SpanEvent e;
+    e.pid = kPid;
+    e.tid = kFastTid;
+    e.comm = "fast";
+    e.role = LT_ROLE_DISPATCH;
+    e.probe_id = 0;
+    e.keys[0] = i % 2 ? kOnTick : kHandleMessage;
+    uint64_t at = i * step;
+    if (at >= kFastGapFrom * kMs) at += (kFastGapTo - kFastGapFrom) * kMs;
+    e.start_ns = kT0 + at;
+    e.duration_ns = step / 2;
+    b.add(e);
+  }
+  found.analysis.timeline = b.finish(found.analysis);
+}
+
 // Owns everything the ReportContext points to: build it in place.
 struct Fixture {
   fixture::FakeSymbolizer sym = make_symbolizer();

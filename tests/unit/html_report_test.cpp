@@ -93,6 +93,33 @@ TEST(HtmlReport, EmbeddedJsonCarriesTheSpans) {
   EXPECT_EQ(d["lost"].size(), 1u);
 }
 
+// The spans kept only for the timeline are in the page as columns: each
+// one's thread, start (a delta from the previous one's), duration and name.
+TEST(HtmlReport, EverySpanOfTheTimelineIsInThePage) {
+  fx::Fixture f;
+  fx::add_fast_spans(f.found, 1000);
+  json tl = page_json(page(f))["timeline"];
+  ASSERT_EQ(tl["dur"].size(), 1000u);
+  ASSERT_EQ(tl["start"].size(), 1000u);
+  uint64_t t = fx::kT0;  // the window starts at the start of tracing
+  const auto& threads = tl["threads"];
+  for (size_t i = 0; i < 1000; ++i) {
+    t += tl["start"][i].get<uint64_t>();
+    const uint64_t step = (fx::kTraced - 100 * fx::kMs) / 1000;
+    uint64_t want = i * step;
+    if (want >= fx::kFastGapFrom * fx::kMs) want += 100 * fx::kMs;
+    ASSERT_EQ(t, fx::kT0 + want) << i;
+    ASSERT_EQ(tl["dur"][i], step / 2);
+    ASSERT_EQ(threads[tl["thread"][i].get<size_t>()][1], fx::kFastTid);
+    ASSERT_EQ(tl["roles"][tl["kind"][i].get<size_t>() & 3], "dispatch");
+    ASSERT_EQ(tl["kind"][i].get<size_t>() >> 2, 0u) << "fast, ended";
+    const std::string name = tl["targets"][tl["target"][i].get<size_t>()];
+    ASSERT_NE(name.find(i % 2 ? "onTick" : "handleMessage"), std::string::npos)
+        << i << " " << name;
+  }
+  EXPECT_EQ(tl["not_kept"], 0);
+}
+
 TEST(HtmlReport, FlameHasEverySampleFolded) {
   fx::Fixture f;
   json flame = page_json(page(f))["flame"];

@@ -1170,6 +1170,112 @@ TEST(InputAnalysisTest, X11EventsAreMatchedToTheirOwnDispatch) {
   EXPECT_TRUE(press.blame->own_handler);
 }
 
+// The batch: b's press handler stalls 120 ms; meanwhile b is
+// released (1050) and a pressed (1100). One read after the stall brings
+// both; the release is dispatched first, briefly, then the press. The
+// press is consumed at the end of its own dispatch, never at the
+// release's (an earlier end); each is blamed on the stall it waited
+// behind, the stalled press on its own handler.
+TEST(InputAnalysisTest, X11BatchAfterAStallEachConsumedByItsOwnDispatch) {
+  const uint64_t stall_end = 1121 * kMs;
+  const uint64_t rel_end = stall_end + 300'000, press_end = stall_end + 650'000;
+  InputOptions o = gdk_options();
+  o.blame_ns = 20 * kMs;
+  InputAnalysis a =
+      run({x11_read(1000 * kMs + 200'000, {x11_msg(2, 1000)}),
+           gdk_span(1, 1000 * kMs + 400'000, stall_end, 8, 1000),
+           x11_read(stall_end + 100'000,
+                    {x11_msg(3, 1050), x11_msg(1, 0, 64), x11_msg(2, 1100)}),
+           // The press's dispatch reaches the stream after the release's.
+           gdk_span(2, stall_end + 150'000, rel_end, 9, 1050),
+           gdk_span(3, stall_end + 350'000, press_end, 8, 1100)},
+          o);
+  ASSERT_EQ(a.events.size(), 3u);
+  const InputEventInfo& stalled = a.events[0];
+  EXPECT_EQ(stalled.finished_ns, stall_end);
+  ASSERT_TRUE(stalled.blame.has_value());
+  EXPECT_TRUE(stalled.blame->own_handler);
+  const InputEventInfo& rel = a.events[1];
+  EXPECT_EQ(rel.type, InputType::kKeyRelease);
+  EXPECT_EQ(rel.finished_ns, rel_end);
+  EXPECT_EQ(rel.handling_start_ns, stall_end + 150'000);
+  ASSERT_TRUE(rel.blame.has_value());
+  EXPECT_FALSE(rel.blame->own_handler);
+  ASSERT_EQ(rel.blame->chain.size(), 1u);
+  EXPECT_EQ(rel.blame->chain[0].span.span_id, 1u);
+  EXPECT_TRUE(rel.blame->chain[0].running_at_arrival);
+  const InputEventInfo& press = a.events[2];
+  EXPECT_EQ(press.type, InputType::kKeyPress);
+  EXPECT_EQ(press.position, 2u);
+  EXPECT_EQ(press.received_ns, rel.received_ns);
+  EXPECT_EQ(press.finished_ns, press_end);
+  EXPECT_EQ(press.handling_start_ns, stall_end + 350'000);
+  EXPECT_EQ(press.handling_span_id, 3u);
+  ASSERT_TRUE(press.blame.has_value());
+  ASSERT_FALSE(press.blame->chain.empty());
+  EXPECT_EQ(press.blame->chain[press.blame->primary].span.span_id, 1u);
+  for (const InputEventInfo& e : a.events) {
+    EXPECT_FALSE(e.ambiguous);
+    EXPECT_EQ(e.dispatches, 1u);
+  }
+  EXPECT_EQ(a.channels[0].ambiguous, 0u);
+}
+
+// Two presses of one batch with the same type and server time (two keys
+// in one millisecond): either dispatch could be either's. Both are
+// consumed, in order, and said to be ambiguous; the press after them (of
+// another time) is not.
+TEST(InputAnalysisTest, X11TwinsInOneBatchAreMarkedAmbiguous) {
+  InputAnalysis a =
+      run({x11_read(2001 * kMs,
+                    {x11_msg(2, 2000), x11_msg(2, 2000), x11_msg(2, 2001)}),
+           gdk_span(1, 2002 * kMs, 2003 * kMs, 8, 2000),
+           gdk_span(2, 2004 * kMs, 2005 * kMs, 8, 2000),
+           gdk_span(3, 2006 * kMs, 2007 * kMs, 8, 2001)},
+          gdk_options());
+  ASSERT_EQ(a.events.size(), 3u);
+  EXPECT_TRUE(a.events[0].ambiguous);
+  EXPECT_EQ(a.events[0].finished_ns, 2003 * kMs);
+  EXPECT_TRUE(a.events[1].ambiguous);
+  EXPECT_EQ(a.events[1].finished_ns, 2005 * kMs);
+  EXPECT_FALSE(a.events[2].ambiguous);
+  EXPECT_EQ(a.events[2].finished_ns, 2007 * kMs);
+  for (const InputEventInfo& e : a.events) EXPECT_FALSE(e.coalesced);
+  ASSERT_EQ(a.channels.size(), 1u);
+  EXPECT_EQ(a.channels[0].ambiguous, 2u);
+  EXPECT_EQ(a.channels[0].unfinished, 0u);
+}
+
+// One event dispatched twice: a dispatch of it nested in another (seen
+// first: it ends first), or dispatched again later. Consumption is the
+// end of the last, never of the first; handling starts with the
+// earliest. A dispatch of the same type with another time (synthesized)
+// takes nothing.
+TEST(InputAnalysisTest, X11EventDispatchedTwiceIsConsumedAtTheLastEnd) {
+  SpanEvent inner = gdk_span(2, 3002 * kMs, 3003 * kMs, 8, 3000);
+  inner.depth = 1;
+  InputAnalysis a =
+      run({x11_read(3001 * kMs, {x11_msg(2, 3000), x11_msg(3, 3000)}), inner,
+           gdk_span(1, 3001 * kMs + 500'000, 3004 * kMs, 8, 3000),
+           gdk_span(3, 3005 * kMs, 3006 * kMs, 9, 3000),
+           gdk_span(4, 3007 * kMs, 3008 * kMs, 9, 3000),
+           gdk_span(5, 3009 * kMs, 3010 * kMs, 9, 3009)},
+          gdk_options());
+  ASSERT_EQ(a.events.size(), 2u);
+  const InputEventInfo& press = a.events[0];
+  EXPECT_EQ(press.finished_ns, 3004 * kMs);
+  EXPECT_EQ(press.handling_start_ns, 3001 * kMs + 500'000);
+  EXPECT_EQ(press.handling_span_id, 1u);
+  EXPECT_EQ(press.dispatches, 2u);
+  const InputEventInfo& rel = a.events[1];
+  EXPECT_EQ(rel.finished_ns, 3008 * kMs);
+  EXPECT_EQ(rel.handling_start_ns, 3005 * kMs);
+  EXPECT_EQ(rel.handling_span_id, 4u);
+  EXPECT_EQ(rel.dispatches, 2u);
+  EXPECT_FALSE(press.ambiguous);
+  EXPECT_FALSE(rel.ambiguous);
+}
+
 // Motion compressed by the toolkit: the dispatch of the last motion passes
 // over the two before it (coalesced, never consumed, not charged to it); a
 // dispatch of another type consumes nothing; an event never dispatched

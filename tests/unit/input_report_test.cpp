@@ -127,5 +127,59 @@ TEST(InputTextReport, ALoneEventIsShownAsItself) {
       << os.str();
 }
 
+// No channel seen: the report says which kinds were looked for (Android's
+// SOCK_SEQPACKET channels; with a profile whose dispatch handles display
+// input, -p's X11 and Wayland connections too) and how to pick one.
+TEST(InputTextReport, NoChannelSaysWhatWasLookedForAndHowToPickOne) {
+  auto report = [](bool display) {
+    std::vector<ProbeDef> probes(1);
+    if (display) probes[0].input = ProbeDef::InputMatch{};
+    ReportContext ctx;
+    ctx.probes = &probes;
+    std::ostringstream os;
+    write_input_report(os, InputAnalysis{}, DispatchAnalysis{}, ctx);
+    return os.str();
+  };
+  const std::string plain = report(false), gtk = report(true);
+  for (const std::string& out : {plain, gtk}) {
+    EXPECT_NE(out.find("INPUT: 0 events on 0 channels"), std::string::npos)
+        << out;
+    EXPECT_NE(out.find("  no input channel seen; looked for:\n"
+                       "    Android InputChannels (AF_UNIX SOCK_SEQPACKET)\n"),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find("  pick one with -p PID and --input-peer auto (its X11 "
+                       "and Wayland\n    connections), --input-peer PATH "
+                       "(connected to PATH) or --input-fd FD\n"),
+              std::string::npos)
+        << out;
+    EXPECT_EQ(out.find("..."), std::string::npos) << out;  // nothing cut
+  }
+  const std::string x11 =
+      "    X11 and Wayland connections of -p PID (the profile's display "
+      "input)\n";
+  EXPECT_EQ(plain.find(x11), std::string::npos) << plain;
+  EXPECT_NE(gtk.find(x11), std::string::npos) << gtk;
+}
+
+// Display events matched in order among twins of one type and time: the
+// channel says how many.
+TEST(InputTextReport, AmbiguousDisplayMatchesAreCounted) {
+  InputAnalysis a;
+  InputChannelSummary c;
+  c.channel = 7;
+  c.chan_kind = LT_CHAN_X11;
+  c.events = c.keys = 2;
+  c.ambiguous = 2;
+  a.channels.push_back(c);
+  a.total = 2;
+  std::ostringstream os;
+  write_input_report(os, a, DispatchAnalysis{}, ReportContext{});
+  EXPECT_NE(os.str().find("\n  2 events shared type and time with another: "
+                          "matched in order (ambiguous)\n"),
+            std::string::npos)
+      << os.str();
+}
+
 }  // namespace
 }  // namespace looptrace

@@ -114,8 +114,9 @@ TEST(JsonLimits, RunningInsteadAndStacksAreBounded) {
   ASSERT_EQ(d["running_instead"].size(), limits::kJsonMaxRelated);
   EXPECT_EQ(d["running_instead_omitted"], 50u);
   bool longest = false;
-  for (const auto& s : d["running_instead"])
-    longest = longest || s["duration_ns"] == 19 * kMs;
+  for (const auto& i : d["running_instead"])
+    longest = longest ||
+              j["blamed_spans"][i.get<size_t>()]["duration_ns"] == 19 * kMs;
   EXPECT_TRUE(longest) << "the longest span that ran instead is listed";
   EXPECT_FALSE(d.contains("sync_barriers_up_omitted"));
 
@@ -124,6 +125,43 @@ TEST(JsonLimits, RunningInsteadAndStacksAreBounded) {
   EXPECT_EQ(idle["stacks_omitted"], 3u);
   EXPECT_EQ(idle["stacks"][0]["count"], 100u) << "most samples first";
   EXPECT_FALSE(j["slow_dispatches"][0].contains("stacks_omitted"));
+}
+
+// A backlog: every slow delivery of a long catch-up waited behind the same
+// slow dispatches. Each of those is written once, and a delivery names them
+// by index: the report grows by a bounded number of bytes per delivery, not
+// by the 100 spans it names (a 30 s backlogged run wrote 215 MB).
+TEST(JsonLimits, ABacklogsSpansAreWrittenOnce) {
+  FakeRun r;
+  constexpr size_t kBehind = limits::kJsonMaxRelated;
+  constexpr size_t kLate = 2000;
+  for (uint64_t i = 0; i < kBehind; ++i)
+    r.add(LT_ROLE_DISPATCH, 1 + i * 20 * kMs, 17 * kMs);
+  // Every delivery due before the first dispatch, dispatched after the last.
+  for (uint64_t i = 0; i < kLate; ++i)
+    r.add(LT_ROLE_DELIVERY, 0, kBehind * 20 * kMs + i * 1000);
+  explain_slow_spans(r.a);
+  const nlohmann::json j = to_json(r.a, r.ctx);
+  ASSERT_EQ(j["slow_deliveries"].size(), kLate);
+  ASSERT_EQ(j["blamed_spans"].size(), kBehind);
+  // Each one named by every delivery, and each index names the right span.
+  for (const auto& d : j["slow_deliveries"]) {
+    ASSERT_EQ(d["running_instead"].size(), kBehind);
+    for (size_t k = 0; k < kBehind; ++k) {
+      const auto& b = j["blamed_spans"][d["running_instead"][k].get<size_t>()];
+      ASSERT_EQ(b["start_ns"], 1 + k * 20 * kMs);
+      ASSERT_EQ(b["role"], "dispatch");
+    }
+  }
+  const nlohmann::json none = nlohmann::json::array();
+  nlohmann::json without = j;
+  without["slow_deliveries"] = none;
+  without["delivery_backlogs"] = none;
+  const double per_delivery =
+      static_cast<double>(j.dump().size() - without.dump().size()) / kLate;
+  // 100 indices of up to 3 digits and the delivery's own fields; 100 spans
+  // written out would be over 7 KB.
+  EXPECT_LT(per_delivery, 800.0);
 }
 
 TEST(JsonLimits, ThreadsAreBoundedAndTotalsCountThemAll) {

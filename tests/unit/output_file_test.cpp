@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -122,6 +123,71 @@ TEST_F(OutputFileTest, AnotherUsersFileIsNotReplaced) {
   EXPECT_FALSE(OutputFile::Create("--json", path("mine.json")).ok());
   EXPECT_EQ(read(path("mine.json")), "mine\n");
   EXPECT_EQ(read(path("mine.json.old")), "theirs\n");
+}
+
+// /tmp/x/link -> /tmp/victim, the link owned by another user: a report
+// through it would land (and move root's file aside) where that user
+// chose. The kernel's protected_symlinks rule, in every directory.
+TEST_F(OutputFileTest, AnotherUsersDirectoryLinkIsNotFollowed) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to chown a link";
+  ASSERT_EQ(mkdir(path("victim").c_str(), 0755), 0);
+  write(path("victim/conf"), "root's conf\n");
+  ASSERT_EQ(mkdir(path("x").c_str(), 0777), 0);
+  ASSERT_EQ(chown(path("x").c_str(), 65534, 65534), 0);
+  ASSERT_EQ(symlink(path("victim").c_str(), path("x/link").c_str()), 0);
+  ASSERT_EQ(lchown(path("x/link").c_str(), 65534, 65534), 0);
+  for (const std::string& p : {path("x/link/conf"), path("x/link/new"),
+                               path("x/link/../victim/conf")}) {
+    SCOPED_TRACE(p);
+    auto f = OutputFile::Create("--json", p);
+    ASSERT_FALSE(f.ok());
+    EXPECT_EQ(f.status().exit_code(), 2);
+    EXPECT_EQ(f.status().message(),
+              "--json " + p + ": " + path("x/link") +
+                  " is a symbolic link owned by uid 65534; not following it");
+  }
+  EXPECT_EQ(read(path("victim/conf")), "root's conf\n");
+  EXPECT_FALSE(std::filesystem::exists(path("victim/conf.old")));
+  EXPECT_FALSE(std::filesystem::exists(path("victim/new")));
+  // Behind a link of ours to that link: still theirs on the way.
+  ASSERT_EQ(symlink(path("x/link").c_str(), path("mine").c_str()), 0);
+  EXPECT_FALSE(OutputFile::Create("--json", path("mine/conf")).ok());
+  EXPECT_EQ(read(path("victim/conf")), "root's conf\n");
+}
+
+// A link the caller (or root) owns is followed, relative or absolute, and
+// so is a relative path from the working directory.
+TEST_F(OutputFileTest, OwnDirectoryLinksAreFollowed) {
+  ASSERT_EQ(mkdir(path("real").c_str(), 0700), 0);
+  ASSERT_EQ(symlink("real", path("rel").c_str()), 0);
+  ASSERT_EQ(symlink(path("real").c_str(), path("abs").c_str()), 0);
+  for (const char* name : {"rel/a.json", "abs/b.json", "rel/../abs/c.json"}) {
+    SCOPED_TRACE(name);
+    auto f = OutputFile::Create("--json", path(name));
+    ASSERT_TRUE(f.ok()) << f.status().message();
+    (*f)->stream() << name;
+    ASSERT_TRUE((*f)->close().ok());
+  }
+  EXPECT_EQ(read(path("real/a.json")), "rel/a.json");
+  EXPECT_EQ(read(path("real/b.json")), "abs/b.json");
+  EXPECT_EQ(read(path("real/c.json")), "rel/../abs/c.json");
+  // A loop of links is an error, not a hang.
+  ASSERT_EQ(symlink("loop2", path("loop1").c_str()), 0);
+  ASSERT_EQ(symlink("loop1", path("loop2").c_str()), 0);
+  auto loop = OutputFile::Create("--json", path("loop1/r.json"));
+  ASSERT_FALSE(loop.ok());
+  EXPECT_NE(loop.status().message().find("Too many levels of symbolic links"),
+            std::string::npos)
+      << loop.status().message();
+  // Relative to the working directory.
+  char cwd[PATH_MAX];
+  ASSERT_NE(getcwd(cwd, sizeof cwd), nullptr);
+  ASSERT_EQ(chdir(dir_.c_str()), 0);
+  auto rel = OutputFile::Create("--json", "rel/d.json");
+  ASSERT_EQ(chdir(cwd), 0);
+  ASSERT_TRUE(rel.ok()) << rel.status().message();
+  ASSERT_TRUE((*rel)->close().ok());
+  EXPECT_TRUE(std::filesystem::exists(path("real/d.json")));
 }
 
 TEST_F(OutputFileTest, BadPathsAreUsageErrors) {

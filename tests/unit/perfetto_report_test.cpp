@@ -375,6 +375,95 @@ TEST(PerfettoReport, SlowDeliveriesAreAsyncSlicesFromDueToDispatch) {
             "StallHandler what=7");
 }
 
+// With --record-all the stream holds every span: each one is a slice, at
+// its time, on its thread, named by its target, the nested ones inside
+// their callers; the slow ones keep their full args.
+TEST(PerfettoReport, EverySpanInTheStreamIsASlice) {
+  TraceFixture f;
+  DispatchOptions o;
+  o.slow_ns = {10 * kMs, 10 * kMs, 10 * kMs};
+  DispatchAnalyzer analyzer(o);
+  std::set<int64_t> fast_starts;  // dispatches, ns after kT0
+  uint64_t id = 0;
+  // 400 dispatches of 1 ms every 2 ms, every tenth with a 0.3 ms one
+  // nested in it; one slow dispatch; 100 idle handlers on the worker.
+  for (uint64_t i = 0; i < 400; ++i) {
+    SpanEvent e = span(kPid, "loopapp", LT_ROLE_DISPATCH, 2 * i, 1);
+    e.span_id = ++id;
+    e.keys = {kStallVtable + 0x10, i % 7, 0, 0};
+    fast_starts.insert(static_cast<int64_t>(2 * i * kMs));
+    if (i % 10 == 0) {
+      SpanEvent in = e;
+      in.span_id = ++id;
+      in.depth = 1;
+      in.start_ns += 100'000;
+      in.duration_ns = 300'000;
+      analyzer.consume(Event{in});
+      fast_starts.insert(static_cast<int64_t>(2 * i * kMs + 100'000));
+    }
+    analyzer.consume(Event{e});
+  }
+  SpanEvent slow = span(kPid, "loopapp", LT_ROLE_DISPATCH, 900, 20);
+  slow.span_id = ++id;
+  analyzer.consume(Event{slow});
+  for (uint64_t i = 0; i < 100; ++i) {
+    SpanEvent e = span(kWorker, "worker", LT_ROLE_IDLE, 3 * i, 2);
+    e.span_id = ++id;
+    analyzer.consume(Event{e});
+  }
+  f.found = Findings{};
+  f.found.analysis = analyzer.finish({}, Counters{});
+  ASSERT_EQ(f.found.analysis.timeline.dropped, 0u);
+  json trace = write(f);
+  for (const std::string& bad : check_trace(trace)) ADD_FAILURE() << bad;
+  std::vector<json> dispatches = events(trace, "X", "dispatch");
+  std::vector<json> idle = events(trace, "X", "idle");
+  ASSERT_EQ(dispatches.size(), 400u + 40 + 1);
+  ASSERT_EQ(idle.size(), 100u);
+  std::set<int64_t> seen;
+  size_t full = 0;
+  for (const json& d : dispatches) {
+    const int64_t start = ns(d["ts"]);
+    if (d["args"].contains("cpu_ns")) {  // the slow one, in full
+      ++full;
+      EXPECT_EQ(start, static_cast<int64_t>(900 * kMs));
+      continue;
+    }
+    seen.insert(start);
+    EXPECT_FALSE(d["args"]["slow"].get<bool>());
+    EXPECT_EQ(ns(d["dur"]), d["args"]["depth"] == 1 ? 300'000 : 1'000'000);
+    EXPECT_EQ(d["name"].get<std::string>().rfind("StallHandler what=", 0), 0u)
+        << d.dump();
+    EXPECT_EQ(d["tid"], kPid);
+  }
+  EXPECT_EQ(full, 1u);
+  EXPECT_EQ(seen, fast_starts);
+  for (const json& d : idle) {
+    EXPECT_EQ(d["tid"], kWorker);
+    EXPECT_EQ(d["name"], "IdleHandler::queueIdle()");
+  }
+  EXPECT_EQ(trace["metadata"]["timeline_spans_not_kept"], 0);
+}
+
+// Past kMaxTimelineSpans spans are counted, not kept, and the trace says
+// how many.
+TEST(PerfettoReport, SpansPastTheCapAreCounted) {
+  TimelineBuilder b;
+  SpanEvent e = span(kPid, "loopapp", LT_ROLE_DISPATCH, 0, 1);
+  for (size_t i = 0; i < kMaxTimelineSpans + 3; ++i) {
+    e.start_ns += 10;
+    b.add(e);
+  }
+  DispatchAnalysis a;
+  Timeline t = b.finish(a);
+  EXPECT_EQ(t.spans.size(), kMaxTimelineSpans);
+  EXPECT_EQ(t.dropped, 3u);
+  EXPECT_EQ(t.targets.size(), 1u) << "one target, named once";
+  TraceFixture f;
+  f.found.analysis.timeline.dropped = t.dropped;
+  EXPECT_EQ(write(f)["metadata"]["timeline_spans_not_kept"], 3);
+}
+
 TEST(PerfettoReport, InputEventsFlowThroughTheirStages) {
   TraceFixture f;
   json trace = write(f);

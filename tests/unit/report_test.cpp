@@ -294,7 +294,7 @@ struct Fixture {
 TEST(JsonReport, FieldsAndValues) {
   Fixture f;
   nlohmann::json j = to_json(f.analysis, f.ctx);
-  EXPECT_EQ(j["version"], 1);
+  EXPECT_EQ(j["version"], 2);
   EXPECT_EQ(j["duration_ns"], 10 * 1000 * kMs);
   EXPECT_EQ(j["command"], "looptrace trace -p 4242 --slow 16ms");
   EXPECT_EQ(j["slow_threshold_ns"]["dispatch"], 16 * kMs);
@@ -501,8 +501,10 @@ TEST(DeliveryReport, RunningInsteadAndFields) {
   EXPECT_EQ(d["start_ns"], 145 * ms);
   EXPECT_EQ(d["lag_ns"], 35 * ms);
   ASSERT_EQ(d["running_instead"].size(), 1u) << d.dump();
-  EXPECT_EQ(d["running_instead"][0]["start_ns"], 100 * ms);
-  EXPECT_EQ(d["running_instead"][0]["role"], "dispatch");
+  const auto& instead =
+      j["blamed_spans"][d["running_instead"][0].get<size_t>()];
+  EXPECT_EQ(instead["start_ns"], 100 * ms);
+  EXPECT_EQ(instead["role"], "dispatch");
   EXPECT_EQ(j["slow_dispatches"].size(), 2u);
 }
 

@@ -292,6 +292,7 @@ void DispatchAnalyzer::on_span(const SpanEvent& ev) {
     if (ev.duration_ns < slow_threshold(ev.role)) {
       uint64_t ignored;
       take_blocks({ev.pid, ev.tid, ev.span_id}, 0, &ignored);
+      timeline_.add(ev);
       if (seen.fast_complete && seen.fast_durations.size() < kMaxFastDurations)
         seen.fast_durations.push_back(ev.duration_ns);
       else
@@ -485,6 +486,7 @@ DispatchAnalysis DispatchAnalyzer::finish(
       });
   seen_.clear();
   explain_slow_spans(out);
+  out.timeline = timeline_.finish(out);
   return out;
 }
 

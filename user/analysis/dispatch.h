@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "analysis/histogram.h"
+#include "analysis/timeline.h"
 #include "trace/events.h"
 
 namespace looptrace {
@@ -167,6 +168,9 @@ struct DispatchAnalysis {
   std::vector<DeliveryBlame> delivery_blame;
   // Earliest timestamp in the stream (span start or sample), 0 if none.
   uint64_t first_event_ns = 0;
+  // Every other span the stream held (fast ones with --record-all, slow
+  // ones not listed), for the outputs that draw time.
+  Timeline timeline;
 };
 
 using FrameKeyFn = std::function<uint64_t(uint32_t pid, uint64_t addr)>;
@@ -267,6 +271,7 @@ class DispatchAnalyzer {
   std::map<HistKey, ThreadHistogram> stream_hists_;
   // Spans announced as hangs (HangEvent), until they reach the stream.
   std::map<SpanKey, uint64_t> hangs_;
+  TimelineBuilder timeline_;
 };
 
 // Groups samples (any order) into stacks, sorted as SlowSpan::stacks.

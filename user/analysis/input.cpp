@@ -68,6 +68,9 @@ InputType wl_input_type(uint8_t kind) {
 
 // Display input events waiting per thread for their dispatch, at most.
 constexpr size_t kMaxDisplayPending = 4096;
+// Consumed display events per thread that a later dispatch of the same
+// event may still claim, at most.
+constexpr size_t kMaxDisplayConsumed = 64;
 // A display server's writes to one client kept to find sends in, at most.
 constexpr size_t kMaxDisplayWrites = 65536;
 
@@ -598,9 +601,14 @@ void InputAnalyzer::on_wayland(const IoEvent& io) {
                       m.end, m.index);
 }
 
-// A dispatch of a display input event: the oldest waiting event of its
-// kind and time is the one it handled; older ones of that kind were
-// passed over.
+// A dispatch of a display input event consumes the waiting event of its
+// kind and server time (the oldest of its kind when the probe reads no
+// time); older ones of that kind were passed over. Two waiting events of
+// the same kind and time could each be the one: matched in order, both
+// marked ambiguous. A dispatch of an event already consumed (the same
+// kind and time, none waiting: an outer dispatch around the first, an
+// input method's re-dispatch) handled it later: consumption moves to its
+// end, never stays at an earlier one.
 void InputAnalyzer::match_display(const SpanEvent& sp,
                                   const ProbeDef::InputMatch& m) {
   if (m.type_key == 0 || m.type_key > LT_MAX_KEYS) return;
@@ -609,9 +617,8 @@ void InputAnalyzer::match_display(const SpanEvent& sp,
   auto kind_it = m.kinds.find(value);
   if (kind_it == m.kinds.end()) return;
   std::optional<InputType> kind = display_input_type(kind_it->second);
-  auto pit = display_pending_.find({sp.pid, sp.tid});
-  if (!kind || pit == display_pending_.end()) return;
-  std::deque<uint64_t>& q = pit->second;
+  if (!kind) return;
+  const ThreadKey tk{sp.pid, sp.tid};
   const bool by_time = m.time_key != 0 && m.time_key <= LT_MAX_KEYS;
   const uint32_t time =
       by_time ? static_cast<uint32_t>(sp.keys[m.time_key - 1]) : 0;
@@ -619,10 +626,21 @@ void InputAnalyzer::match_display(const SpanEvent& sp,
     const InputEventInfo& e = live_.at(idx);
     return e.type == *kind && e.received_ns <= sp.start_ns;
   };
-  auto hit = std::find_if(q.begin(), q.end(), [&](uint64_t idx) {
+  auto same = [&](uint64_t idx) {
     return same_kind(idx) && (!by_time || live_.at(idx).server_time_ms == time);
-  });
-  if (hit == q.end()) return;  // synthesized, or read before tracing began
+  };
+  auto pit = display_pending_.find(tk);
+  if (pit == display_pending_.end() ||
+      std::none_of(pit->second.begin(), pit->second.end(), same)) {
+    // Synthesized, read before tracing began, or dispatched again.
+    if (by_time) redispatch(sp, *kind, time);
+    return;
+  }
+  std::deque<uint64_t>& q = pit->second;
+  auto hit = std::find_if(q.begin(), q.end(), same);
+  if (by_time && std::count_if(q.begin(), q.end(), same) > 1)
+    for (uint64_t idx : q)
+      if (same(idx)) live_.at(idx).ambiguous = true;
   const uint64_t handled = *hit;
   std::vector<uint64_t> passed;
   std::deque<uint64_t> left;
@@ -633,11 +651,7 @@ void InputAnalyzer::match_display(const SpanEvent& sp,
     else
       left.push_back(*it);
   }
-  InputEventInfo& e = live_.at(handled);
-  e.finished_ns = span_end(sp);
-  e.handling_start_ns = sp.start_ns;
-  e.handling_span_id = sp.span_id;
-  e.handling_probe = sp.probe_id;
+  consume_display(handled, sp);
   for (uint64_t idx : passed) live_.at(idx).coalesced = true;
   if (left.empty())
     display_pending_.erase(pit);
@@ -646,6 +660,44 @@ void InputAnalyzer::match_display(const SpanEvent& sp,
   // q (and hit with it) may be gone now.
   for (uint64_t idx : passed) done(idx);
   done(handled);
+}
+
+void InputAnalyzer::consume_display(uint64_t idx, const SpanEvent& sp) {
+  InputEventInfo& e = live_.at(idx);
+  e.finished_ns = span_end(sp);
+  e.handling_start_ns = sp.start_ns;
+  e.handling_span_id = sp.span_id;
+  e.handling_probe = sp.probe_id;
+  e.dispatches = 1;
+  std::deque<uint64_t>& c = display_consumed_[{sp.pid, sp.tid}];
+  c.push_back(idx);
+  if (c.size() > kMaxDisplayConsumed) c.pop_front();
+}
+
+// A dispatch of (kind, time) with no such event waiting: the latest one
+// consumed on the thread, still open, that ended before this dispatch did.
+void InputAnalyzer::redispatch(const SpanEvent& sp, InputType kind,
+                               uint32_t time) {
+  auto cit = display_consumed_.find({sp.pid, sp.tid});
+  if (cit == display_consumed_.end()) return;
+  std::deque<uint64_t>& c = cit->second;
+  // Events finalized since are no longer open: forget them.
+  c.erase(std::remove_if(c.begin(), c.end(),
+                         [&](uint64_t idx) { return !live_.count(idx); }),
+          c.end());
+  for (auto it = c.rbegin(); it != c.rend(); ++it) {
+    InputEventInfo& e = live_.at(*it);
+    if (e.type != kind || e.server_time_ms != time ||
+        e.received_ns > sp.start_ns || e.finished_ns >= span_end(sp))
+      continue;
+    e.finished_ns = span_end(sp);
+    e.handling_start_ns = std::min(e.handling_start_ns, sp.start_ns);
+    e.handling_span_id = sp.span_id;
+    e.handling_probe = sp.probe_id;
+    ++e.dispatches;
+    return;
+  }
+  if (c.empty()) display_consumed_.erase(cit);
 }
 
 void InputAnalyzer::on_span(const SpanEvent& sp) {
@@ -818,6 +870,7 @@ void InputAnalyzer::finalize(uint64_t idx) {
   if (e.type == InputType::kMotion) ++c.motions;
   if (e.finished_ns == 0) ++c.unfinished;
   if (e.coalesced) ++c.coalesced;
+  if (e.ambiguous) ++c.ambiguous;
   if (e.blame) ++c.blamed;
   for (int s = 0; s < kInputStages; ++s)
     if (auto v = e.stage(static_cast<InputStage>(s))) ch.values[s].add(*v);
@@ -907,6 +960,7 @@ InputAnalysis InputAnalyzer::finish() {
   pending_blame_.clear();
   raw_pending_.clear();
   display_pending_.clear();
+  display_consumed_.clear();
   settling_.clear();
   settling_set_.clear();
   open_.clear();

@@ -98,6 +98,13 @@ struct InputEventInfo {
   uint32_t server_time_ms = 0;
   uint32_t position = 0;
   bool coalesced = false;
+  // Another event of its kind and server time waited for a dispatch with
+  // it: which dispatch was whose is not known (matched in order).
+  bool ambiguous = false;
+  // Dispatches of its kind and time that handled it (an outer one around
+  // the first, an input method's re-dispatch): consumed at the last one's
+  // end, handled from the first one's start.
+  uint32_t dispatches = 0;
   // Where its last byte is in the client's stream (bytes read since the
   // channel was first seen), and the latest read before it that drained
   // the socket (its return, the stream offset then): to find the server's
@@ -147,6 +154,7 @@ struct InputChannelSummary {
   uint64_t keys = 0, motions = 0;
   uint64_t unfinished = 0;  // never consumed while traced
   uint64_t coalesced = 0;   // of those, passed over for a later one
+  uint64_t ambiguous = 0;   // matched in order among twins (display)
   uint64_t non_input = 0;   // display messages that are not input events
   uint64_t blamed = 0;      // over the threshold, with a blame
   std::array<Percentiles, kInputStages> stages{};
@@ -255,6 +263,8 @@ class InputAnalyzer {
                          uint64_t read_from, InputType type, uint32_t server_ms,
                          uint32_t end, uint32_t position);
   void match_display(const SpanEvent& sp, const ProbeDef::InputMatch& m);
+  void consume_display(uint64_t idx, const SpanEvent& sp);
+  void redispatch(const SpanEvent& sp, InputType kind, uint32_t time);
   Channel& channel(uint64_t inode);
   void on_span(const SpanEvent& sp);
   uint64_t open_event(uint64_t channel, uint32_t seq);
@@ -285,6 +295,9 @@ class InputAnalyzer {
   // Display input events waiting for the dispatch that handles them, per
   // thread, in arrival order.
   std::map<ThreadKey, std::deque<uint64_t>> display_pending_;
+  // Display input events consumed per thread, still open: a later
+  // dispatch of the same event moves their consumption.
+  std::map<ThreadKey, std::deque<uint64_t>> display_consumed_;
   // A display connection's two byte counts: what the client read, what
   // the server wrote (each write: its entry, return, and the count after).
   struct DisplayWrite {

@@ -4,9 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <vector>
 
 namespace looptrace {
 
@@ -85,11 +87,12 @@ Status check_ours(const std::string& what, const std::string& path,
 // events) is written as it is. A FIFO without a reader would block the
 // open: that is an error instead.
 Result<int> open_existing(const std::string& what, const std::string& path,
+                          int dir, const std::string& base,
                           const struct stat& st) {
   if (!S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode))
     return usage(what, path, "is not a regular file, a FIFO or a device");
-  int fd = open(path.c_str(),
-                O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+  int fd = openat(dir, base.c_str(),
+                  O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0 && errno == ENXIO)
     return usage(what, path, "is a FIFO that nobody reads");
   if (fd < 0)
@@ -106,12 +109,94 @@ Result<int> open_existing(const std::string& what, const std::string& path,
   return fd;
 }
 
+// The components of a path, in reverse order (the next one last).
+void push_components(const std::string& path, std::vector<std::string>* out) {
+  std::vector<std::string> parts;
+  size_t pos = 0;
+  while (pos <= path.size()) {
+    size_t slash = path.find('/', pos);
+    if (slash == std::string::npos) slash = path.size();
+    if (slash > pos) parts.push_back(path.substr(pos, slash - pos));
+    pos = slash + 1;
+  }
+  out->insert(out->end(), parts.rbegin(), parts.rend());
+}
+
+// A symbolic link on the way to a report is followed only when root or
+// the caller owns it: one that another user owns could be pointed
+// anywhere (the kernel's protected_symlinks rule, for every directory).
+bool trusted_link(const struct stat& st) {
+  return st.st_uid == 0 || st.st_uid == geteuid();
+}
+
+// Opens the directory `dir` (O_PATH) one component at a time, each
+// without following a link (O_NOFOLLOW|O_DIRECTORY); a link is resolved
+// here, by the same walk, only when trusted_link allows it.
+Result<int> open_dir_safely(const std::string& what, const std::string& path,
+                            const std::string& dir) {
+  constexpr int kFlags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+  std::vector<std::string> todo;
+  push_components(dir, &todo);
+  std::string walked = dir[0] == '/' ? "/" : "";
+  int fd = open(dir[0] == '/' ? "/" : ".", kFlags);
+  int links = 0;
+  while (fd >= 0 && !todo.empty()) {
+    const std::string comp = std::move(todo.back());
+    todo.pop_back();
+    // (fmt, not operator+: GCC 12's -O3 reports a bogus -Wrestrict.)
+    const std::string here = fmt::format("{}{}", walked, comp);
+    struct stat st {};
+    if (fstatat(fd, comp.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISLNK(st.st_mode)) {
+      char target[PATH_MAX];
+      ssize_t n = -1;
+      if (!trusted_link(st)) {
+        ::close(fd);
+        return usage(what, path,
+                     fmt::format("{} is a symbolic link owned by uid {}; not "
+                                 "following it",
+                                 here, st.st_uid))
+            .with_hint("give the directory's real path");
+      }
+      if (++links > 40 ||
+          (n = readlinkat(fd, comp.c_str(), target, sizeof target - 1)) <= 0) {
+        int err = links > 40 ? ELOOP : n == 0 ? ENOENT : errno;
+        ::close(fd);
+        return Status::Errno(fmt::format("{}: cannot create {}", what, path),
+                             err, ErrorKind::kUsage);
+      }
+      target[n] = '\0';
+      push_components(target, &todo);
+      if (target[0] == '/') {
+        ::close(fd);
+        fd = open("/", kFlags);
+        walked.assign(1, '/');
+      }
+      continue;
+    }
+    int next = openat(fd, comp.c_str(), kFlags);
+    int err = errno;
+    ::close(fd);
+    if (next < 0)
+      return Status::Errno(fmt::format("{}: cannot create {}", what, path), err,
+                           ErrorKind::kUsage);
+    fd = next;
+    walked = fmt::format("{}/", here);
+  }
+  if (fd < 0)
+    return Status::Errno(fmt::format("{}: cannot create {}", what, path), errno,
+                         ErrorKind::kUsage);
+  return fd;
+}
+
 }  // namespace
 
-OutputFile::OutputFile(std::string what, std::string path, int fd,
-                       OutputKind kind)
+OutputFile::OutputFile(std::string what, std::string path, int dir,
+                       std::string base, int fd, OutputKind kind)
     : what_(std::move(what)),
       path_(std::move(path)),
+      dir_(dir),
+      base_(std::move(base)),
       fd_(fd),
       kind_(kind),
       buf_(fd),
@@ -119,9 +204,6 @@ OutputFile::OutputFile(std::string what, std::string path, int fd,
 
 Result<std::unique_ptr<OutputFile>> OutputFile::Create(
     const std::string& what, const std::string& path) {
-  auto make = [&](int fd, OutputKind kind) {
-    return std::unique_ptr<OutputFile>(new OutputFile(what, path, fd, kind));
-  };
   if (path.empty())
     return Status::Error(fmt::format("{}: empty file name", what),
                          ErrorKind::kUsage);
@@ -129,26 +211,51 @@ Result<std::unique_ptr<OutputFile>> OutputFile::Create(
     // Whatever iostreams or stdio hold for fd 1 goes out first.
     std::cout.flush();
     std::fflush(stdout);
-    return make(STDOUT_FILENO, OutputKind::kStdout);
+    return std::unique_ptr<OutputFile>(
+        new OutputFile(what, path, -1, "", STDOUT_FILENO, OutputKind::kStdout));
   }
+  const size_t slash = path.rfind('/');
+  const std::string base =
+      slash == std::string::npos ? path : path.substr(slash + 1);
+  if (base.empty() || base == "." || base == "..")
+    return usage(what, path, "is a directory");
+  auto dir = open_dir_safely(what, path,
+                             slash == std::string::npos ? "."
+                             : slash == 0               ? "/"
+                                          : path.substr(0, slash));
+  if (!dir.ok()) return dir.status();
+  auto file = CreateIn(what, path, *dir, base);
+  if (!file.ok()) ::close(*dir);
+  return file;
+}
+
+// Create's work once the directory is open: every name is looked up in
+// `dir`, never through the path again.
+Result<std::unique_ptr<OutputFile>> OutputFile::CreateIn(
+    const std::string& what, const std::string& path, int dir,
+    const std::string& base) {
+  auto make = [&](int fd, OutputKind kind) {
+    return std::unique_ptr<OutputFile>(
+        new OutputFile(what, path, dir, base, fd, kind));
+  };
   OutputKind kind = OutputKind::kCreated;
-  const std::string old = path + ".old";
+  const std::string old = base + ".old";
   struct stat st {};
-  if (lstat(path.c_str(), &st) == 0) {
+  if (fstatat(dir, base.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
     if (S_ISLNK(st.st_mode))
       return usage(what, path, "is a symbolic link; not following it")
           .with_hint("give the file's real path; '-' writes to stdout");
     if (S_ISDIR(st.st_mode)) return usage(what, path, "is a directory");
     if (!S_ISREG(st.st_mode)) {
-      auto fd = open_existing(what, path, st);
+      auto fd = open_existing(what, path, dir, base, st);
       if (!fd.ok()) return fd.status();
       return make(*fd, OutputKind::kExisting);
     }
     LT_RETURN_IF_ERROR(check_ours(what, path, st));
     struct stat old_st {};
-    if (lstat(old.c_str(), &old_st) == 0)
-      LT_RETURN_IF_ERROR(check_ours(what, old, old_st));
-    if (rename(path.c_str(), old.c_str()) != 0)
+    if (fstatat(dir, old.c_str(), &old_st, AT_SYMLINK_NOFOLLOW) == 0)
+      LT_RETURN_IF_ERROR(check_ours(what, path + ".old", old_st));
+    if (renameat(dir, base.c_str(), dir, old.c_str()) != 0)
       return Status::Errno(fmt::format("{}: moving {} aside", what, path),
                            errno, ErrorKind::kUsage);
     kind = OutputKind::kReplaced;
@@ -157,12 +264,13 @@ Result<std::unique_ptr<OutputFile>> OutputFile::Create(
                          ErrorKind::kUsage);
   }
   // O_EXCL: a link or file planted since the lstat is refused, not used.
-  int fd = open(path.c_str(),
-                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
-                0600);
+  int fd = openat(
+      dir, base.c_str(),
+      O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0600);
   if (fd < 0) {
     int err = errno;
-    if (kind == OutputKind::kReplaced) rename(old.c_str(), path.c_str());
+    if (kind == OutputKind::kReplaced)
+      renameat(dir, old.c_str(), dir, base.c_str());
     return Status::Errno(fmt::format("{}: cannot create {}", what, path), err,
                          ErrorKind::kUsage);
   }
@@ -177,9 +285,10 @@ OutputFile::~OutputFile() {
   }
   ::close(fd_);
   if (kind_ == OutputKind::kCreated || kind_ == OutputKind::kReplaced)
-    unlink(path_.c_str());
+    unlinkat(dir_, base_.c_str(), 0);
   if (kind_ == OutputKind::kReplaced)
-    rename((path_ + ".old").c_str(), path_.c_str());
+    renameat(dir_, (base_ + ".old").c_str(), dir_, base_.c_str());
+  ::close(dir_);
 }
 
 bool OutputFile::flush() {
@@ -200,6 +309,8 @@ Status OutputFile::close() {
   // A network filesystem may report a failed write only at close.
   if (kind_ != OutputKind::kStdout && ::close(fd_) != 0 && err == 0)
     err = errno;
+  if (dir_ >= 0) ::close(dir_);
+  dir_ = -1;
   return err == 0 ? Status::Ok() : write_error(err);
 }
 

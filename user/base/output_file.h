@@ -58,6 +58,10 @@ enum class OutputKind {
 //                           hang);
 //   anything else           an error: a symbolic link, a directory, or a
 //                           file owned by another user (or whose .old is).
+// The directory is reached one component at a time, never through a
+// symbolic link that neither root nor the caller owns (the kernel's
+// protected_symlinks rule, in every directory): another user's link to a
+// directory cannot send the report, or the move aside, elsewhere.
 // Errors are usage errors that name `what` (the option) and the path.
 //
 // close() flushes and reports the first write error; an OutputFile
@@ -80,13 +84,23 @@ class OutputFile {
 
   const std::string& path() const { return path_; }
   OutputKind kind() const { return kind_; }
+  // The descriptor, for a writer that must not block (EventsWriter): it
+  // writes through stream() or fd(), never both.
+  int fd() const { return fd_; }
 
  private:
-  OutputFile(std::string what, std::string path, int fd, OutputKind kind);
+  OutputFile(std::string what, std::string path, int dir, std::string base,
+             int fd, OutputKind kind);
+  static Result<std::unique_ptr<OutputFile>> CreateIn(const std::string& what,
+                                                      const std::string& path,
+                                                      int dir,
+                                                      const std::string& base);
   Status write_error(int err) const;
 
   std::string what_;
   std::string path_;
+  int dir_;           // the directory holding it (O_PATH), -1 for stdout
+  std::string base_;  // its name there
   int fd_;
   OutputKind kind_;
   bool closed_ = false;

@@ -6,6 +6,8 @@
 
 #include "base/duration.h"
 #include "profiles/profile.h"
+#include "report/barrier_report.h"
+#include "report/hang_report.h"
 #include "report/report_common.h"
 
 namespace looptrace {
@@ -99,6 +101,30 @@ void LiveView::print(const std::string& line) {
 void LiveView::finish() {
   clear();
   tty_ = false;
+}
+
+void LiveView::barrier_stall(const Barrier& b, uint64_t now_ns) {
+  const ReportContext ctx = alert_context();
+  const uint64_t held = now_ns - b.posted_ns;
+  alert(barrier_stall_line(b, held, ctx), barrier_stall_event(b, held, ctx));
+}
+
+void LiveView::hang(const HangAlert& h) {
+  const ReportContext ctx = alert_context();
+  alert(hang_line(h, ctx), hang_event(h, ctx));
+}
+
+void LiveView::alert(const std::string& line, const nlohmann::json& event) {
+  print(line);
+  if (events_) events_->write(event.dump());
+}
+
+ReportContext LiveView::alert_context() const {
+  ReportContext ctx;
+  ctx.probes = &session_.probes;
+  ctx.symbolizer = symbols_;
+  ctx.barrier_stall_ns = session_.thresholds.barrier_stall_ns;
+  return ctx;
 }
 
 }  // namespace looptrace

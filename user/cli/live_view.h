@@ -8,13 +8,20 @@
 #include <string>
 
 #include "loader/tracer.h"
+#include "output/events_writer.h"
+#include "pipeline/analysis.h"
+#include "report/report_common.h"
 #include "symbolize/symbolizer.h"
 #include "trace/events.h"
 #include "trace/stream.h"
 
 namespace looptrace {
 
-class LiveView : public EventSink {
+// Also the analysis's AlertListener: barrier stalls and hangs are
+// announced while the trace runs, as a line above the status line and as a
+// JSON line to --events (never blocking; a failed write or a dropped line
+// is reported at the end).
+class LiveView : public EventSink, public AlertListener {
  public:
   // `live`: print slow spans as they end. `quiet`: print nothing but what
   // print() is given. The status line is drawn only on a terminal.
@@ -31,15 +38,23 @@ class LiveView : public EventSink {
   // Clears the status line for good.
   void finish();
 
+  // --events, if given.
+  void set_events(EventsWriter* events) { events_ = events; }
+  void barrier_stall(const Barrier& b, uint64_t now_ns) override;
+  void hang(const HangAlert& h) override;
+
  private:
   void clear();
   void draw();
+  void alert(const std::string& line, const nlohmann::json& event);
+  ReportContext alert_context() const;
 
   bool live_;
   bool quiet_;
   bool tty_;
   const SessionEvent& session_;
   Symbolizer* symbols_;
+  EventsWriter* events_ = nullptr;
   bool drawn_ = false;
   uint64_t now_ns_ = 0;
   uint64_t last_counts_ns_ = 0;

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <climits>
 #include <cstdio>
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include "cli/record.h"
 #include "model/thresholds.h"
 #include "proc/pid.h"
+#include "version.h"  // generated: LOOPTRACE_GIT_COMMIT
 
 namespace {
 
@@ -44,6 +46,19 @@ Examples:
   looptrace record --profile refapp --input -- ./refapp --input-rate 120
       input latency stage by stage, and what each slow event waited behind
 )";
+
+// An empty value is refused, not taken as "not given": `--json "$OUT"`
+// with OUT unset must not lose the report, nor `-d ""` trace forever.
+// (The command after "--" may have empty arguments; -p and --comm say
+// more themselves.)
+void refuse_empty_values(CLI::App* app) {
+  static const CLI::Validator kNotEmpty(
+      [](std::string& v) { return v.empty() ? "empty value" : ""; }, "", "");
+  for (CLI::Option* o : app->get_options())
+    if (!o->get_positional() && o->get_type_size_max() > 0 &&
+        !o->check_name("--pid") && !o->check_name("--comm"))
+      o->check(kNotEmpty);
+}
 
 // The report outputs `record` and `report` share.
 void add_output_options(CLI::App* app, looptrace::OutputPaths* out) {
@@ -254,6 +269,7 @@ CLI::App* add_record_command(CLI::App& app, looptrace::RecordArgs& ra) {
   for (CLI::Option* o : rec->get_options())
     if (!o->get_positional() && o->get_items_expected_max() > 1)
       o->allow_extra_args(false);
+  refuse_empty_values(rec);
   rec->add_option("command", ra.command,
                   "-- COMMAND [ARGS...] to run and trace");
   rec->footer(kExamples);
@@ -268,6 +284,7 @@ CLI::App* add_report_command(CLI::App& app, looptrace::ReportArgs& args) {
   add_output_options(rep, &args.outputs);
   add_budget_option(rep, &args.fail_if);
   rep->add_flag("-q,--quiet", args.quiet, "No text report");
+  refuse_empty_values(rep);
   return rep;
 }
 
@@ -339,7 +356,8 @@ int no_command(const CLI::App& app, bool version) {
     what = fmt::format("unknown command '{}'",
                        looptrace::log::printable(extra[0], 60));
   else if (version) {
-    std::printf("looptrace %s\n", LOOPTRACE_VERSION);
+    std::printf("looptrace %s (git %s)\n", LOOPTRACE_VERSION,
+                LOOPTRACE_GIT_COMMIT);
     return 0;
   } else {
     what = "a command is required";
@@ -368,12 +386,12 @@ int run_list_command(looptrace::InspectArgs& args) {
 
 int main(int argc, char** argv) {
   CLI::App app{"looptrace: find where an event loop loses time"};
-  app.footer(kExamples);
   // At most one command; none, an unknown one and --version are handled
   // after parsing (no_command).
   app.require_subcommand(0, 1);
   bool version = false;
-  app.add_flag("--version", version, "Print the version and exit");
+  app.add_flag("--version", version,
+               "Print the version and the commit it was built from");
   bool verbose = false;
   std::string debug_areas;
   app.add_flag("-v,--verbose", verbose, "Print progress and libbpf messages");
@@ -400,9 +418,16 @@ int main(int argc, char** argv) {
                                       "looptrace and compare with its own log");
   demo->add_option("--json", demo_json, "Also write the JSON report to FILE");
 
-  // -v and --debug also after the subcommand.
-  for (CLI::App* sub : {rec, rep, profiles, list, check, demo})
+  // -v and --debug also after the subcommand; each --help ends with where
+  // the manual says the rest (its sections are named after the commands).
+  app.footer(std::string(kExamples) + "\nThe manual: man looptrace\n");
+  for (CLI::App* sub : {rec, rep, profiles, list, check, demo}) {
     sub->fallthrough();
+    std::string section = sub->get_name();
+    for (char& c : section) c = static_cast<char>(std::toupper(c));
+    sub->footer(sub->get_footer() + "\nIn detail: man looptrace, section " +
+                section + "\n");
+  }
   // An unknown command is kept, to be named (set after the subcommands:
   // they would inherit it).
   app.allow_extras();

@@ -5,6 +5,7 @@
 #include "cli/record.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <iostream>
 #include <memory>
@@ -16,17 +17,14 @@
 #include "loader/tracer.h"
 #include "output/recording_sink.h"
 #include "pipeline/analysis.h"
+#include "pipeline/symbols.h"
 #include "plan/plan.h"
 #include "proc/pid.h"
-#include "report/barrier_report.h"
-#include "report/hang_report.h"
-#include "symbolize/kernel_symbols.h"
-#include "symbolize/proc_symbolizer.h"
 
 namespace looptrace {
 namespace {
 
-class RecordSession : public LiveClient, public AlertListener {
+class RecordSession : public LiveClient {
  public:
   explicit RecordSession(const RecordArgs& a) : a_(a) {}
 
@@ -45,40 +43,13 @@ class RecordSession : public LiveClient, public AlertListener {
     return analysis_->queues_to_check(now, all);
   }
   void progress(uint64_t now, const Tracer& tracer) override {
-    // A SIGKILL loses at most the last half second of the recording.
-    if (recording_ && now - last_flush_ >= rec::kFlushIntervalNs) {
-      last_flush_ = now;
-      (void)recording_->flush();
-    }
+    if (recorder_) recorder_->flush_if_due(now);
     view_->progress(now, tracer, analysis_->input_events());
-  }
-  void barrier_stall(const Barrier& b, uint64_t now) override {
-    const ReportContext ctx = alert_context();
-    const uint64_t held = now - b.posted_ns;
-    alert(barrier_stall_line(b, held, ctx), barrier_stall_event(b, held, ctx));
-  }
-  void hang(const HangAlert& h) override {
-    const ReportContext ctx = alert_context();
-    alert(hang_line(h, ctx), hang_event(h, ctx));
   }
 
  private:
   Status start_command();
-  // A barrier stall or a hang, announced while the trace runs: above the
-  // status line, and to --events (a failed write is reported at the end).
-  void alert(const std::string& line, const nlohmann::json& event) {
-    view_->print(line);
-    if (!out_.events()) return;
-    out_.events()->stream() << event.dump() << '\n';
-    out_.events()->flush();
-  }
-  ReportContext alert_context() const {
-    ReportContext ctx;
-    ctx.probes = &session_.probes;
-    ctx.symbolizer = symbols_;
-    ctx.barrier_stall_ns = plan_.opts.limits.barrier_stall_ns;
-    return ctx;
-  }
+  void make_sinks();
 
   const RecordArgs& a_;
   Plan plan_;
@@ -88,18 +59,13 @@ class RecordSession : public LiveClient, public AlertListener {
   pid_t target_ = -1;
   std::unique_ptr<Tracer> tracer_;
   // The recording carries every symbol the analysers and outputs resolve:
-  // what they resolve goes through `capture_`.
-  ProcSymbolizer proc_symbols_;
-  SystemSymbolizer live_symbols_{&proc_symbols_};
-  CapturingSymbolizer capture_{&live_symbols_};
-  RecordingWriter* recording_ = nullptr;
+  // with -o, what they resolve goes through `symbols_.capture`.
+  LiveSymbols symbols_;
   std::unique_ptr<RecordingSink> recorder_;
-  Symbolizer* symbols_ = nullptr;
   SessionEvent session_;
   std::unique_ptr<Analysis> analysis_;
   std::unique_ptr<LiveView> view_;
   LiveEnd end_;
-  uint64_t last_flush_ = 0;
 };
 
 Status RecordSession::prepare() {
@@ -109,6 +75,9 @@ Status RecordSession::prepare() {
         "give only one of -p PID, -- COMMAND and --system-wide",
         ErrorKind::kUsage);
   // The pid first: with no probe option its libraries choose the profile.
+  if (a_.pid == getpid())
+    return Status::Error(fmt::format("pid {} is looptrace itself", a_.pid),
+                         ErrorKind::kUsage);
   if (a_.pid > 0) LT_RETURN_IF_ERROR(proc::check_pid_target(a_.pid));
   LT_RETURN_IF_ERROR(parse_plan(a_, &plan_));
   rctx_.self_dir = a_.self_dir;
@@ -128,16 +97,23 @@ Status RecordSession::prepare() {
   auto tracer = Tracer::Create(plan_.opts);
   if (!tracer.ok()) return tracer.status();
   tracer_ = std::move(*tracer);
-  recording_ = out_.recording().get();
-  symbols_ = recording_ ? static_cast<Symbolizer*>(&capture_) : &live_symbols_;
-  analysis_ = std::make_unique<Analysis>(symbols_);
-  analysis_->set_alerts(this);
   session_ = session_header(a_, plan_, tracer_->input_hook(), target_);
-  if (recording_)
-    recorder_ = std::make_unique<RecordingSink>(recording_, &capture_,
-                                                &session_.probes);
-  view_ = std::make_unique<LiveView>(a_.live, a_.quiet, session_, symbols_);
+  make_sinks();
   return Status::Ok();
+}
+
+// The consumers of the stream: the recorder (-o), the analysis, the live
+// view, which also announces the analysis's alerts.
+void RecordSession::make_sinks() {
+  RecordingWriter* recording = out_.recording().get();
+  Symbolizer* symbols = symbols_.for_analysis(recording != nullptr);
+  if (recording)
+    recorder_ = std::make_unique<RecordingSink>(recording, &symbols_.capture,
+                                                &session_.probes);
+  analysis_ = std::make_unique<Analysis>(symbols);
+  view_ = std::make_unique<LiveView>(a_.live, a_.quiet, session_, symbols);
+  view_->set_events(out_.events());
+  analysis_->set_alerts(view_.get());
 }
 
 // The command, started and held before its exec; its output must not land
@@ -153,15 +129,15 @@ Status RecordSession::start_command() {
 }
 
 Status RecordSession::run() {
-  MappingsFeed feed(&proc_symbols_);
+  MappingsFeed feed(&symbols_.proc);
   std::vector<EventSink*> sinks{&feed};
   if (recorder_) sinks.push_back(recorder_.get());
   sinks.insert(sinks.end(), {analysis_.get(), view_.get()});
   FanOut stream(sinks);
   LiveOptions o;
-  o.t0 = last_flush_ = session_.start_ns = monotonic_ns();
+  o.t0 = session_.start_ns = monotonic_ns();
   stream.consume(Event(session_));
-  if (recording_) (void)recording_->flush();
+  if (recorder_) recorder_->flush(o.t0);
   if (child_) {
     child_->release();
     if (int err = child_->wait_exec(); err != 0)
@@ -172,7 +148,8 @@ Status RecordSession::run() {
       : a_.pid > 0 ? fmt::format("pid {}", a_.pid)
                    : std::string("all processes");
   if (!a_.quiet)
-    print_banner(plan_, session_, what, recording_ ? recording_->path() : "");
+    print_banner(plan_, session_, what,
+                 recorder_ ? out_.recording()->path() : "");
   o.child = child_.get();
   o.pid = a_.pid;
   o.duration_ns = plan_.duration_ns;
@@ -187,8 +164,7 @@ Status RecordSession::run() {
 }
 
 int RecordSession::finish() {
-  const bool command_ended = child_ && child_->terminate();
-  report_stop(a_.quiet, end_.reason, command_ended ? child_->status() : -1);
+  const bool command_ended = stop_command(child_.get(), a_.quiet, end_.reason);
   const Findings& found = analysis_->finish();
   const ReportContext& ctx = analysis_->context();
   // Every failure is one line; the reports are written whatever failed.
@@ -197,15 +173,7 @@ int RecordSession::finish() {
   for (Status& st : out_.write_reports(found, ctx, plan_.budgets, &outcomes))
     failures.push_back(st);
   if (!a_.quiet) failures.push_back(out_.write_text(found, ctx));
-  if (recording_) {
-    recorder_->write_symbols();  // those the reports resolved last
-    Status st = recording_->close();
-    if (!st.ok() || recording_->lost())
-      failures.push_back(Status::Error(fmt::format(
-          "{}{}: {} events not recorded", st.ok() ? "" : st.message(),
-          st.ok() ? "recording " + recording_->path() : "",
-          recording_->lost())));
-  }
+  if (recorder_) failures.push_back(recorder_->close());
   // Removing the probes takes the kernel a while (Tracer::stop): once the
   // reports are out.
   tracer_.reset();

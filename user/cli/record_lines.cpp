@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "base/log.h"
 #include "loader/live_source.h"
 #include "proc/command.h"
 #include "profiles/profile.h"
@@ -55,6 +56,20 @@ void report_stop(bool quiet, const std::string& reason, int command_status) {
   // It ended on its own just as looptrace stopped for another reason.
   if (!quiet) std::fprintf(stderr, "looptrace: stopped: %s\n", reason.c_str());
   if (show) std::fprintf(stderr, "looptrace: %s\n", end.c_str());
+}
+
+bool stop_command(Child* child, bool quiet, const std::string& reason) {
+  const Child::End ending =
+      child ? child->terminate() : Child::End::kTerminated;
+  const bool on_its_own = ending == Child::End::kOnItsOwn;
+  report_stop(quiet, reason, on_its_own ? child->status() : -1);
+  // Untraced since the stop, and perhaps holding what a script waits for.
+  if (ending == Child::End::kKilled)
+    log::warn(
+        "command pid {} went on {:.1f}s after SIGTERM, untraced: killed "
+        "it (SIGKILL)",
+        child->pid(), Child::kGraceMs / 1000.0);
+  return on_its_own;
 }
 
 }  // namespace looptrace

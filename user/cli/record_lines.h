@@ -4,6 +4,7 @@
 #include <string>
 
 #include "plan/plan.h"
+#include "proc/command.h"
 #include "trace/events.h"
 
 namespace looptrace {
@@ -18,5 +19,11 @@ void print_banner(const Plan& plan, const SessionEvent& session,
 // the wait status of a command that ended on its own, else -1. How a
 // command ended is said even with -q when it failed: it is the exit code.
 void report_stop(bool quiet, const std::string& reason, int command_status);
+
+// At the end of a run: the command (if any) stopped — SIGTERM, then SIGKILL
+// after a grace period, said in a warning — and how the run ended said
+// (report_stop). True when the command ended on its own: its status is
+// then looptrace's.
+bool stop_command(Child* child, bool quiet, const std::string& reason);
 
 }  // namespace looptrace

@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -210,15 +211,42 @@ struct Tracer::Impl {
   SyscallHook hook = SyscallHook::kAuto;
   std::string input_hook;
 
+  // One poll hands over a bounded batch: a ring buffer that never empties
+  // (a flood, or looptrace's own calls probed) must still let the run check
+  // its stop conditions (-d, SIGINT, SIGTERM) between batches. libbpf
+  // 1.1.2 has no ring_buffer__consume_n, but its ringbuf_process_ring
+  // stops at a record whose callback returns a negative value, that record
+  // consumed, and returns the value: kBatchFull ends a batch.
+  static constexpr int kBatchFull = -ECANCELED;
+  static constexpr uint32_t kBatchRecords = 65536;
+  static constexpr uint64_t kBatchNs = 50'000'000;
+  uint32_t batch_records = 0;
+  uint64_t batch_end_ns = 0;
+
+  static uint64_t clock_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull +
+           static_cast<uint64_t>(ts.tv_nsec);
+  }
+  void start_batch() {
+    batch_records = 0;
+    batch_end_ns = clock_ns() + kBatchNs;
+  }
+  bool batch_full() {
+    ++batch_records;
+    if (batch_records >= kBatchRecords) return true;
+    return batch_records % 256 == 0 && clock_ns() >= batch_end_ns;
+  }
+
   static int on_record(void* ctx, void* data, size_t size) {
     auto* self = static_cast<Impl*>(ctx);
     Event ev;
-    if (!decode_record(data, size, &ev)) {
+    if (!decode_record(data, size, &ev))
       ++self->decode_errors;
-      return 0;
-    }
-    if (self->sink) (*self->sink)(std::move(ev));
-    return 0;
+    else if (self->sink)
+      (*self->sink)(std::move(ev));
+    return self->batch_full() ? kBatchFull : 0;
   }
 
   // In every process: the kernel's per-process uprobe filter follows the
@@ -694,13 +722,16 @@ Result<std::unique_ptr<Tracer>> Tracer::CreateWith(const TraceOptions& opts,
 
 Status Tracer::poll(int timeout_ms, const Sink& sink) {
   impl_->sink = &sink;
+  impl_->start_batch();
   int n = ring_buffer__poll(impl_->rb.get(), timeout_ms);
   // Input records are submitted without a wakeup (lt_config.io_wakeup_bytes)
   // and records behind them do not wake us either: after a timeout, read
   // whatever is there.
   if (n == 0) n = ring_buffer__consume(impl_->rb.get());
   impl_->sink = nullptr;
-  if (n < 0 && n != -EINTR) return Status::Errno("polling the ring buffer", -n);
+  // A full batch: the rest waits for the next poll, which returns at once.
+  if (n < 0 && n != -EINTR && n != Impl::kBatchFull)
+    return Status::Errno("polling the ring buffer", -n);
   return Status::Ok();
 }
 
@@ -711,10 +742,17 @@ Status Tracer::stop(const Sink& sink) {
   // The probes stay until the Tracer goes: removing a uprobe waits for an
   // RCU grace period (about 100 ms each on 6.18, one after the other even
   // from several threads), and the report should not wait for them.
+  // Paused, nothing more comes: what is there, batch after batch (at most
+  // about 10 s of them, should something still write).
   impl_->sink = &sink;
-  int n = ring_buffer__consume(impl_->rb.get());
+  int n = Impl::kBatchFull;
+  for (int batch = 0; batch < 200 && n == Impl::kBatchFull; ++batch) {
+    impl_->start_batch();
+    n = ring_buffer__consume(impl_->rb.get());
+  }
   impl_->sink = nullptr;
-  if (n < 0) return Status::Errno("draining the ring buffer", -n);
+  if (n < 0 && n != Impl::kBatchFull)
+    return Status::Errno("draining the ring buffer", -n);
   return Status::Ok();
 }
 

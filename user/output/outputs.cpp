@@ -16,10 +16,10 @@ Status Outputs::open(const OutputPaths& paths) {
     const std::string& path;
     std::unique_ptr<OutputFile>* file;
   };
-  std::unique_ptr<OutputFile> recording;
+  std::unique_ptr<OutputFile> recording, events;
   std::vector<Want> wants{
       {"--json", paths.json, &json_},
-      {"--events", paths.events, &events_},
+      {"--events", paths.events, &events},
       {"-o", paths.recording, &recording},
       {"--perfetto", paths.perfetto, &perfetto_},
       {"--folded", paths.folded, &folded_},
@@ -57,6 +57,7 @@ Status Outputs::open(const OutputPaths& paths) {
   }
   if (recording)
     recording_ = std::make_unique<RecordingWriter>(std::move(recording));
+  if (events) events_ = std::make_unique<EventsWriter>(std::move(events));
   return Status::Ok();
 }
 
@@ -67,9 +68,15 @@ std::vector<Status> Outputs::write_reports(
   auto done = [&failures](Status st) {
     if (!st.ok()) failures.push_back(std::move(st));
   };
+  // The live events first: how many of their lines were dropped goes into
+  // the JSON report.
+  if (events_) done(events_->close());
   if (json_ || !budgets.empty()) {
     // One document: the budgets judge the numbers the JSON shows.
     nlohmann::json doc = findings_to_json(found, ctx);
+    // Only then: the replay of the recording writes the same JSON.
+    if (events_ && events_->dropped() != 0)
+      doc["events_dropped"] = events_->dropped();
     if (!budgets.empty()) {
       *outcomes = evaluate_budgets(budgets, doc);
       doc["budgets"] = budgets_to_json(*outcomes);
@@ -87,7 +94,6 @@ std::vector<Status> Outputs::write_reports(
   write(folded_, write_folded);
   write(folded_blocked_, write_folded_blocked);
   write(html_, write_html);
-  if (events_) done(events_->close());
   return failures;
 }
 

@@ -9,6 +9,7 @@
 #include "base/output_file.h"
 #include "base/status.h"
 #include "budget/budget.h"
+#include "output/events_writer.h"
 #include "record/recording.h"
 #include "report/findings.h"
 #include "report/report.h"
@@ -36,12 +37,14 @@ class Outputs {
   // command's stdout go to stderr instead.
   bool stdout_taken() const { return stdout_taken_; }
 
-  std::unique_ptr<OutputFile>& events() { return events_; }
+  // --events, or null: its lines never block (EventsWriter).
+  EventsWriter* events() { return events_.get(); }
   std::unique_ptr<RecordingWriter>& recording() { return recording_; }
 
   // Judges `budgets` on the findings (the JSON report's numbers) into
   // *outcomes, then writes and closes every report output (the JSON says
-  // which budgets held); one Status per failure.
+  // which budgets held, and how many --events lines were dropped); one
+  // Status per failure.
   std::vector<Status> write_reports(const Findings& found,
                                     const ReportContext& ctx,
                                     const std::vector<Budget>& budgets,
@@ -50,8 +53,8 @@ class Outputs {
   Status write_text(const Findings& found, const ReportContext& ctx) const;
 
  private:
-  std::unique_ptr<OutputFile> json_, events_, perfetto_, folded_,
-      folded_blocked_, html_;
+  std::unique_ptr<OutputFile> json_, perfetto_, folded_, folded_blocked_, html_;
+  std::unique_ptr<EventsWriter> events_;
   std::unique_ptr<RecordingWriter> recording_;
   bool stdout_taken_ = false;
 };

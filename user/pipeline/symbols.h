@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "symbolize/kernel_symbols.h"
 #include "symbolize/proc_symbolizer.h"
 #include "symbolize/symbolizer.h"
 #include "trace/events.h"
@@ -54,6 +55,18 @@ class CapturingSymbolizer : public Symbolizer {
   Symbolizer* inner_;
   std::unordered_map<std::pair<uint32_t, uint64_t>, Frame, PidAddrHash> seen_;
   std::vector<SymbolEvent> pending_;
+};
+
+// The symbolizers of a live run: the processes' files, through their
+// mappings while they live, and the kernel's; with a recording, every first
+// resolution is captured for it (CapturingSymbolizer).
+struct LiveSymbols {
+  ProcSymbolizer proc;
+  SystemSymbolizer system{&proc};
+  CapturingSymbolizer capture{&system};
+  Symbolizer* for_analysis(bool recording) {
+    return recording ? static_cast<Symbolizer*>(&capture) : &system;
+  }
 };
 
 // A live stream's mappings to the live symbolizer, as each process is

@@ -3,6 +3,7 @@
 #include "plan/plan.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 
@@ -23,6 +24,24 @@ std::string join_builtin_names() {
   for (const std::string& n : builtin_profile_names())
     out += (out.empty() ? "" : ", ") + n;
   return out;
+}
+
+// A probe in looptrace's own executable would fire in the very code that
+// reads its records (with --record-all, a record per record): refused.
+Status refuse_self_probes(const std::vector<ProbeDef>& probes) {
+  struct stat self {};
+  if (stat("/proc/self/exe", &self) != 0) return Status::Ok();
+  for (const ProbeDef& probe : probes) {
+    struct stat st {};
+    if (stat(probe.path.c_str(), &st) == 0 && st.st_dev == self.st_dev &&
+        st.st_ino == self.st_ino)
+      return Status::Error(
+          fmt::format("{}:{}: {} is looptrace itself; it cannot trace the "
+                      "code that reads its own trace",
+                      probe.binary, probe.symbol, probe.path),
+          ErrorKind::kUsage);
+  }
+  return Status::Ok();
 }
 
 }  // namespace plan
@@ -55,6 +74,7 @@ Status parse_plan(const RecordArgs& a, Plan* p) {
 
 Status resolve_plan(const ResolveContext& rctx, Plan* p) {
   LT_RETURN_IF_ERROR(resolve_probes(&p->probes, rctx));
+  LT_RETURN_IF_ERROR(plan::refuse_self_probes(p->probes));
   if (rctx.pid > 0)
     add_custom_gsources(rctx.pid, &p->probes);
   else if (custom_gsource_model(p->probes))
@@ -77,45 +97,79 @@ Status resolve_plan(const ResolveContext& rctx, Plan* p) {
   return Status::Ok();
 }
 
+namespace {
+
+// What a display connection needs read: libxcb reads with recvmsg, and the
+// rest of a long reply with recv (recvfrom); Xlib without xcb, with read.
+// Every byte must be seen: the framing follows the stream. The server
+// writes with writev (Xorg, Xvfb) or sendmsg (with file descriptors);
+// libwayland reads and writes with recvmsg and sendmsg. With an input
+// option, the calls of Android's InputChannels (the default --input-calls)
+// too.
+std::vector<std::string> display_calls(const RecordArgs& a) {
+  if (!a.input_calls.empty()) return a.input_calls;
+  std::vector<std::string> calls = {"recvmsg", "recvfrom", "read", "writev",
+                                    "sendmsg"};
+  if (input_wanted(a)) calls.push_back("sendto");
+  return calls;
+}
+
+bool peer_auto(const RecordArgs& a) {
+  return std::find(a.input_peer.begin(), a.input_peer.end(), "auto") !=
+         a.input_peer.end();
+}
+
+// The "looptrace:   input X11: socket N connected to PATH" lines.
+std::string display_note(const std::vector<proc::PeerSocket>& conns) {
+  std::string note;
+  for (const proc::PeerSocket& c : conns)
+    note += fmt::format(
+        "{}looptrace:   input {}: socket {} connected to {}, decoded "
+        "message by message",
+        note.empty() ? "" : "\n",
+        proc::is_x11_server_name(c.peer) ? "X11" : "Wayland", c.inode, c.peer);
+  return note;
+}
+
+}  // namespace
+
 Status plan_input(const RecordArgs& a, const ResolveContext& rctx, pid_t target,
                   Plan* p) {
   p->opts.pid = target;
   // A profile whose dispatch handles display input (gtk3) brings the
-  // process's X11 and Wayland connections along, with no input option
-  // given.
+  // process's X11 and Wayland connections along, with --input or with no
+  // input option at all: the same channels either way. --input-peer and
+  // --input-fd pick channels themselves.
   const bool display = std::any_of(p->probes.begin(), p->probes.end(),
                                    [](const ProbeDef& d) { return d.input; });
-  if (display && !input_wanted(a) && a.pid > 0) {
-    auto all = proc::unix_sockets();
-    auto conns =
-        all.ok() ? proc::display_connections(static_cast<uint32_t>(a.pid), *all)
-                 : Result<std::vector<proc::PeerSocket>>(all.status());
-    if (!conns.ok() || conns->empty()) {
-      log::info(
-          "input: pid {} has no X11 or Wayland connection: input not "
-          "traced",
-          a.pid);
-    } else {
-      for (const proc::PeerSocket& c : *conns)
-        p->input_note += fmt::format(
-            "{}looptrace:   input {}: socket {} connected to {}, decoded "
-            "message by message",
-            p->input_note.empty() ? "" : "\n",
-            proc::is_x11_server_name(c.peer) ? "X11" : "Wayland", c.inode,
-            c.peer);
-      RecordArgs with = a;
-      with.input = true;
-      with.input_peer = {"auto"};
-      // libxcb reads with recvmsg, and the rest of a long reply with recv
-      // (recvfrom); Xlib without xcb, with read. Every byte must be seen:
-      // the framing follows the stream. The server writes with writev
-      // (Xorg, Xvfb) or sendmsg (with file descriptors); libwayland reads
-      // and writes with recvmsg and sendmsg.
-      with.input_calls = {"recvmsg", "recvfrom", "read", "writev", "sendmsg"};
-      return build_input(with, target, rctx, p->input_probes, &p->opts.input);
-    }
+  if (!display || a.pid <= 0 || !a.input_peer.empty() || !a.input_fd.empty()) {
+    // --input-peer auto: display connections, read as the profile's are.
+    RecordArgs with = a;
+    if (peer_auto(a)) with.input_calls = display_calls(a);
+    return build_input(with, target, rctx, p->input_probes, &p->opts.input);
   }
-  return build_input(a, target, rctx, p->input_probes, &p->opts.input);
+  auto all = proc::unix_sockets();
+  auto conns =
+      all.ok() ? proc::display_connections(static_cast<uint32_t>(a.pid), *all)
+               : Result<std::vector<proc::PeerSocket>>(all.status());
+  if (!conns.ok() || conns->empty()) {
+    if (input_wanted(a))
+      log::info(
+          "input: pid {} has no X11 or Wayland connection: only Android "
+          "InputChannels (AF_UNIX SOCK_SEQPACKET) are looked for",
+          a.pid);
+    else
+      log::info(
+          "input: pid {} has no X11 or Wayland connection: input not traced",
+          a.pid);
+    return build_input(a, target, rctx, p->input_probes, &p->opts.input);
+  }
+  p->input_note = display_note(*conns);
+  RecordArgs with = a;
+  with.input_calls = display_calls(a);
+  with.input = true;
+  with.input_peer = {"auto"};
+  return build_input(with, target, rctx, p->input_probes, &p->opts.input);
 }
 
 std::string join_command(const std::vector<std::string>& argv) {

@@ -86,17 +86,26 @@ class Child {
     }
     return reaped_;
   }
-  // Ends the command if it still runs; true if it had ended on its own.
-  bool terminate() {
-    if (exited()) return true;
+  // How terminate() found or left the command.
+  enum class End {
+    kOnItsOwn,    // it had exited already
+    kTerminated,  // SIGTERM ended it within the grace period
+    kKilled,      // it outlived SIGTERM by the grace period: SIGKILL
+  };
+  // How long a command may take to end on SIGTERM before SIGKILL.
+  static constexpr int kGraceMs = 3000;
+  // Ends the command if it still runs: SIGTERM, then SIGKILL if it is still
+  // there after `grace_ms` (it ignores or handles SIGTERM and goes on).
+  End terminate(int grace_ms = kGraceMs) {
+    if (exited()) return End::kOnItsOwn;
     kill(pid_, SIGTERM);
-    for (int i = 0; i < 300 && !exited(); ++i) usleep(10'000);
-    if (!exited()) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, &status_, 0);
-      reaped_ = true;
-    }
-    return false;
+    for (int waited = 0; waited < grace_ms && !exited(); waited += 10)
+      usleep(10'000);
+    if (exited()) return End::kTerminated;
+    kill(pid_, SIGKILL);
+    waitpid(pid_, &status_, 0);
+    reaped_ = true;
+    return End::kKilled;
   }
   pid_t pid() const { return pid_; }
   int status() const { return status_; }

@@ -101,11 +101,13 @@ Result<std::string> resolve_binary(const std::string& binary,
     return ctx.command_path;
   auto found = elf::find_library(binary);
   if (found.ok()) return found;
-  // The bundled reference app sits beside looptrace in a build tree.
+  // The bundled reference app sits beside looptrace in a build tree, and
+  // in libexec/looptrace/ of an installed one (cmake/Install.cmake).
   if (!ctx.self_dir.empty() && binary.find('/') == std::string::npos) {
     for (const std::string& cand :
          {ctx.self_dir + "/" + binary,
-          ctx.self_dir + "/" + binary + "/" + binary}) {
+          ctx.self_dir + "/" + binary + "/" + binary,
+          ctx.self_dir + "/" LOOPTRACE_LIBEXEC_FROM_BIN "/" + binary}) {
       if (access(cand.c_str(), X_OK) == 0 &&
           std::filesystem::is_regular_file(cand))
         return cand;

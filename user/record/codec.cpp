@@ -11,15 +11,6 @@
 
 #include "profiles/key_expr.h"
 
-namespace looptrace {
-// Types a CBOR document nests, through nlohmann's hooks (found by ADL;
-// this file's own).
-static void to_json(nlohmann::json& j, const Thresholds& t);
-static void from_json(const nlohmann::json& j, Thresholds& t);
-static void to_json(nlohmann::json& j, const ProbeDef& p);
-static void from_json(const nlohmann::json& j, ProbeDef& p);
-}  // namespace looptrace
-
 namespace looptrace::rec {
 namespace {
 
@@ -289,105 +280,201 @@ struct Codec<WokenEvent> {
 };
 
 // --- CBOR events -----------------------------------------------------------
+//
+// A CBOR document's fields, listed once per type by doc_fields(f, v): f(name,
+// member[, optional]) for each. DocOut writes them, DocIn reads them back,
+// into an object by name or, for the bulky kPositional types (a process's
+// mappings, symbols), into an array in the order listed. A field marked
+// optional may be absent (recordings from before it); the others are
+// required. Nested types (kDoc), and lists of them, are written by their
+// own list; after_read() checks and derives what a list cannot say.
 
-json probe_json(const ProbeDef& p) {
-  json keys = json::array();
-  for (const KeyDef& k : p.keys) {
-    keys.push_back({{"name", k.name},
-                    // [[value, name], ...]: a map with integer keys.
-                    {"names", k.names},
-                    {"expr", k.expr},
-                    {"format", static_cast<int>(k.format)},
-                    {"spec", json::binary(std::vector<uint8_t>(
-                                 reinterpret_cast<const uint8_t*>(&k.spec),
-                                 reinterpret_cast<const uint8_t*>(&k.spec) +
-                                     sizeof k.spec))}});
-  }
-  json out = {{"id", p.id},
-              {"outermost", p.outermost},
-              {"role", p.role},
-              {"binary", p.binary},
-              {"symbol", p.symbol},
-              {"label", p.label},
-              {"path", p.path},
-              {"resolved_symbol", p.resolved_symbol},
-              {"file_offset", p.file_offset},
-              {"async_mask", p.async_mask},
-              {"msghdr", p.msghdr},
-              {"keys", keys}};
-  if (p.input)
-    out["input"] = {{"type_key", p.input->type_key},
-                    {"time_key", p.input->time_key},
-                    {"kinds", p.input->kinds}};
-  return out;
-}
+template <typename T>
+constexpr bool kPositional = false;
+template <>
+constexpr bool kPositional<MapEntry> = true;
+template <>
+constexpr bool kPositional<SymbolEvent> = true;
 
-ProbeDef probe_from(const json& j) {
-  ProbeDef p;
-  p.id = j.at("id").get<uint32_t>();
-  p.role = j.at("role").get<uint32_t>();
-  p.binary = j.at("binary").get<std::string>();
-  p.symbol = j.at("symbol").get<std::string>();
-  // Recordings before labels existed have none.
-  if (j.contains("label")) p.label = j.at("label").get<std::string>();
-  p.path = j.at("path").get<std::string>();
-  p.resolved_symbol = j.at("resolved_symbol").get<std::string>();
-  p.file_offset = j.at("file_offset").get<uint64_t>();
-  p.async_mask = j.at("async_mask").get<uint32_t>();
-  p.msghdr = j.at("msghdr").get<bool>();
-  if (j.contains("outermost")) p.outermost = j.at("outermost").get<bool>();
-  for (const json& k : j.at("keys")) {
-    KeyDef d;
-    d.name = k.at("name").get<std::string>();
-    d.role = key_role_for(d.name);
-    d.expr = k.at("expr").get<std::string>();
-    int f = k.at("format").get<int>();
-    if (f < 0 || f > static_cast<int>(KeyFormat::kString))
-      throw std::out_of_range("key format");
-    // Recordings before enum formats have no names.
-    if (k.contains("names"))
-      d.names = k.at("names").get<std::map<int64_t, std::string>>();
-    d.format = static_cast<KeyFormat>(f);
-    const auto& bin = k.at("spec").get_binary();
-    if (bin.size() != sizeof d.spec) throw std::out_of_range("key spec size");
-    std::memcpy(&d.spec, bin.data(), sizeof d.spec);
-    p.keys.push_back(std::move(d));
-  }
-  if (j.contains("input")) {
-    const json& in = j.at("input");
-    ProbeDef::InputMatch m;
-    m.type_key = in.at("type_key").get<uint32_t>();
-    m.time_key = in.at("time_key").get<uint32_t>();
-    m.kinds = in.at("kinds").get<std::map<int64_t, std::string>>();
-    if (m.type_key == 0 || m.type_key > p.keys.size() ||
-        m.time_key > p.keys.size())
-      throw std::out_of_range("input key");
-    p.input = std::move(m);
-  }
-  return p;
-}
+// The types with a field list (doc_fields below), nested ones included.
+template <typename T>
+constexpr bool kDoc = false;
+template <typename T>
+requires(std::is_same_v<T, MapEntry> || std::is_same_v<T, MappingsEvent> ||
+         std::is_same_v<T, SymbolEvent> || std::is_same_v<T, ThreadHistogram> ||
+         std::is_same_v<T, EndEvent> || std::is_same_v<T, Thresholds> ||
+         std::is_same_v<T, SessionEvent> || std::is_same_v<T, KeyDef> ||
+         std::is_same_v<T, ProbeDef::InputMatch> ||
+         std::is_same_v<T, ProbeDef>) constexpr bool kDoc<T> = true;
 
-// A CBOR document's named fields, listed once per type: DocOut writes each
-// into an object, DocIn reads each back. A field marked optional may be
-// absent (recordings from before it); the others are required.
+template <typename T>
+json to_doc(const T& v);
+template <typename T>
+T from_doc(const json& j);
+
+// A trivially copyable struct (a key's compiled spec) as a CBOR byte string
+// of its exact size.
+template <typename T>
+struct Raw {
+  T& v;
+};
+template <typename T>
+Raw(T&) -> Raw<T>;
+
+// The kernel's counters: a newer build may count more, an older fewer;
+// those this build knows are read.
+template <typename T>
+struct Prefix {
+  T& v;
+};
+template <typename T>
+Prefix(T&) -> Prefix<T>;
+
 struct DocOut {
   json& j;
   template <typename T>
   void operator()(const char* name, const T& v, bool /*optional*/ = false) {
-    j[name] = v;
+    put(name, to(v));
   }
-};
-struct DocIn {
-  const json& j;
   template <typename T>
-  void operator()(const char* name, T& v, bool optional = false) {
-    if (optional && !j.contains(name)) return;
-    v = j.at(name).get<T>();
+  void operator()(const char* name, const std::optional<T>& v, bool = false) {
+    if (v) put(name, to(*v));
+  }
+
+ private:
+  template <typename T>
+  static json to(const T& v) {
+    if constexpr (kDoc<T>) {
+      return to_doc(v);
+    } else if constexpr (requires { requires kDoc<typename T::value_type>; }) {
+      json a = json::array();
+      for (const auto& e : v) a.push_back(to_doc(e));
+      return a;
+    } else {
+      return v;
+    }
+  }
+  template <typename T>
+  static json to(const Raw<T>& r) {
+    const auto* b = reinterpret_cast<const uint8_t*>(&r.v);
+    return json::binary(std::vector<uint8_t>(b, b + sizeof(T)));
+  }
+  template <typename T>
+  static json to(const Prefix<T>& p) {
+    return p.v;
+  }
+  void put(const char* name, json v) {
+    if (j.is_array())
+      j.push_back(std::move(v));
+    else
+      j[name] = std::move(v);
   }
 };
 
-template <typename F, typename T>
-void thresholds_fields(F&& f, T& t) {
+struct DocIn {
+  const json& j;
+  size_t next = 0;  // kPositional: the index of the next field
+  template <typename T>
+  void operator()(const char* name, T&& v, bool optional = false) {
+    const json* f = find(name);
+    if (!f) {
+      if (optional) return;
+      throw std::out_of_range(name);
+    }
+    from(*f, v);
+  }
+
+ private:
+  const json* find(const char* name) {
+    if (j.is_array()) return next < j.size() ? &j[next++] : nullptr;
+    auto it = j.find(name);
+    return it == j.end() ? nullptr : &*it;
+  }
+  template <typename T>
+  static void from(const json& f, T& v) {
+    if constexpr (kDoc<T>) {
+      v = from_doc<T>(f);
+    } else if constexpr (requires { requires kDoc<typename T::value_type>; }) {
+      if (!f.is_array()) throw std::out_of_range("not a list");
+      v.clear();
+      for (const json& e : f) v.push_back(from_doc<typename T::value_type>(e));
+    } else {
+      v = f.get<T>();
+    }
+  }
+  template <typename T>
+  static void from(const json& f, std::optional<T>& v) {
+    T t;
+    from(f, t);
+    v = std::move(t);
+  }
+  template <typename T>
+  static void from(const json& f, Raw<T> r) {
+    const auto& bin = f.get_binary();
+    if (bin.size() != sizeof(T)) throw std::out_of_range("raw field size");
+    std::memcpy(&r.v, bin.data(), sizeof(T));
+  }
+  template <typename T>
+  static void from(const json& f, Prefix<T> p) {
+    auto c = f.get<std::vector<typename T::value_type>>();
+    for (size_t i = 0; i < c.size() && i < p.v.size(); ++i) p.v[i] = c[i];
+  }
+};
+
+template <typename F, Is<MapEntry> E>
+void doc_fields(F&& f, E& e) {
+  f("start", e.start);
+  f("end", e.end);
+  f("pgoff", e.pgoff);
+  f("perms", e.perms);
+  f("dev", e.dev);
+  f("inode", e.inode);
+  f("path", e.path);
+  f("deleted", e.deleted);
+}
+
+template <typename F, Is<MappingsEvent> E>
+void doc_fields(F&& f, E& e) {
+  f("pid", e.pid);
+  f("tid", e.tid);
+  f("ts_ns", e.ts_ns);
+  f("maps", e.maps);
+}
+
+template <typename F, Is<SymbolEvent> E>
+void doc_fields(F&& f, E& e) {
+  f("pid", e.pid);
+  f("addr", e.frame.addr);
+  f("module", e.frame.module);
+  f("function", e.frame.function);
+  f("offset", e.frame.offset);
+}
+
+template <typename F, Is<ThreadHistogram> E>
+void doc_fields(F&& f, E& e) {
+  f("pid", e.pid);
+  f("tid", e.tid);
+  f("comm", e.comm);
+  f("probe_id", e.probe_id);
+  f("role", e.role);
+  f("count", e.count);
+  f("sum_ns", e.sum_ns);
+  f("max_ns", e.max_ns);
+  f("slots", e.slots);
+}
+
+template <typename F, Is<EndEvent> E>
+void doc_fields(F&& f, E& e) {
+  f("end_ns", e.end_ns);
+  f("stop_reason", e.stop_reason);
+  f("hists", e.hists);
+  f("counters", Prefix{e.counters.bpf});
+  f("decode_errors", e.counters.decode_errors);
+  f("hook_misses", e.counters.hook_misses, true);
+}
+
+template <typename F, Is<Thresholds> T>
+void doc_fields(F&& f, T& t) {
   f("slow_ns", t.slow_ns);
   f("sample_after_ns", t.sample_after_ns);
   f("sample_hz", t.sample_hz);
@@ -397,8 +484,8 @@ void thresholds_fields(F&& f, T& t) {
   f("barrier_stall_ns", t.barrier_stall_ns);
 }
 
-template <typename F, typename S>
-void session_fields(F&& f, S& s) {
+template <typename F, Is<SessionEvent> S>
+void doc_fields(F&& f, S& s) {
   f("abi_version", s.abi_version);
   f("looptrace_version", s.looptrace_version);
   f("thresholds", s.thresholds);
@@ -414,107 +501,67 @@ void session_fields(F&& f, S& s) {
   f("ringbuf_bytes", s.ringbuf_bytes, true);  // 0: unknown
 }
 
-json session_json(const SessionEvent& s) {
-  json j = json::object();
-  session_fields(DocOut{j}, s);
+template <typename F, Is<KeyDef> K>
+void doc_fields(F&& f, K& k) {
+  f("name", k.name);
+  f("names", k.names, true);  // [[value, name], ...]; none before enums
+  f("expr", k.expr);
+  f("format", k.format);
+  f("spec", Raw{k.spec});
+}
+
+template <typename F, Is<ProbeDef::InputMatch> M>
+void doc_fields(F&& f, M& m) {
+  f("type_key", m.type_key);
+  f("time_key", m.time_key);
+  f("kinds", m.kinds);
+}
+
+template <typename F, Is<ProbeDef> P>
+void doc_fields(F&& f, P& p) {
+  f("id", p.id);
+  f("outermost", p.outermost, true);  // none before nesting
+  f("role", p.role);
+  f("binary", p.binary);
+  f("symbol", p.symbol);
+  f("label", p.label, true);  // none before labels
+  f("path", p.path);
+  f("resolved_symbol", p.resolved_symbol);
+  f("file_offset", p.file_offset);
+  f("async_mask", p.async_mask);
+  f("msghdr", p.msghdr);
+  f("keys", p.keys);
+  f("input", p.input, true);
+}
+
+// What a field list cannot say: values checked, fields derived.
+template <typename T>
+void after_read(T&) {}
+void after_read(KeyDef& k) {
+  if (k.format < KeyFormat{} || k.format > KeyFormat::kString)
+    throw std::out_of_range("key format");
+  k.role = key_role_for(k.name);
+}
+void after_read(ProbeDef& p) {
+  if (p.input && (p.input->type_key == 0 || p.input->type_key > p.keys.size() ||
+                  p.input->time_key > p.keys.size()))
+    throw std::out_of_range("input key");
+}
+
+template <typename T>
+json to_doc(const T& v) {
+  json j = kPositional<T> ? json::array() : json::object();
+  doc_fields(DocOut{j}, v);
   return j;
 }
 
-SessionEvent session_from(const json& j) {
-  SessionEvent s;
-  session_fields(DocIn{j}, s);
-  return s;
-}
-
-json mappings_json(const MappingsEvent& m) {
-  json maps = json::array();
-  for (const MapEntry& e : m.maps)
-    maps.push_back(
-        {e.start, e.end, e.pgoff, e.perms, e.dev, e.inode, e.path, e.deleted});
-  return {{"pid", m.pid}, {"tid", m.tid}, {"ts_ns", m.ts_ns}, {"maps", maps}};
-}
-
-MappingsEvent mappings_from(const json& j) {
-  MappingsEvent m;
-  m.pid = j.at("pid").get<uint32_t>();
-  m.tid = j.at("tid").get<uint32_t>();
-  m.ts_ns = j.at("ts_ns").get<uint64_t>();
-  for (const json& e : j.at("maps")) {
-    MapEntry me;
-    me.start = e.at(0).get<uint64_t>();
-    me.end = e.at(1).get<uint64_t>();
-    me.pgoff = e.at(2).get<uint64_t>();
-    me.perms = e.at(3).get<std::string>();
-    me.dev = e.at(4).get<std::string>();
-    me.inode = e.at(5).get<uint64_t>();
-    me.path = e.at(6).get<std::string>();
-    me.deleted = e.at(7).get<bool>();
-    m.maps.push_back(std::move(me));
-  }
-  return m;
-}
-
-json symbol_json(const SymbolEvent& s) {
-  return {s.pid, s.frame.addr, s.frame.module, s.frame.function,
-          s.frame.offset};
-}
-
-SymbolEvent symbol_from(const json& j) {
-  SymbolEvent s;
-  s.pid = j.at(0).get<uint32_t>();
-  s.frame.addr = j.at(1).get<uint64_t>();
-  s.frame.module = j.at(2).get<std::string>();
-  s.frame.function = j.at(3).get<std::string>();
-  s.frame.offset = j.at(4).get<uint64_t>();
-  return s;
-}
-
-json end_json(const EndEvent& e) {
-  json hists = json::array();
-  for (const ThreadHistogram& h : e.hists)
-    hists.push_back({{"pid", h.pid},
-                     {"tid", h.tid},
-                     {"comm", h.comm},
-                     {"probe_id", h.probe_id},
-                     {"role", h.role},
-                     {"count", h.count},
-                     {"sum_ns", h.sum_ns},
-                     {"max_ns", h.max_ns},
-                     {"slots", h.slots}});
-  return {{"end_ns", e.end_ns},
-          {"stop_reason", e.stop_reason},
-          {"hists", hists},
-          {"counters", e.counters.bpf},
-          {"decode_errors", e.counters.decode_errors},
-          {"hook_misses", e.counters.hook_misses}};
-}
-
-EndEvent end_from(const json& j) {
-  EndEvent e;
-  e.end_ns = j.at("end_ns").get<uint64_t>();
-  e.stop_reason = j.at("stop_reason").get<std::string>();
-  for (const json& h : j.at("hists")) {
-    ThreadHistogram t;
-    t.pid = h.at("pid").get<uint32_t>();
-    t.tid = h.at("tid").get<uint32_t>();
-    t.comm = h.at("comm").get<std::string>();
-    t.probe_id = h.at("probe_id").get<uint32_t>();
-    t.role = h.at("role").get<uint32_t>();
-    t.count = h.at("count").get<uint64_t>();
-    t.sum_ns = h.at("sum_ns").get<uint64_t>();
-    t.max_ns = h.at("max_ns").get<uint64_t>();
-    t.slots = h.at("slots").get<std::array<uint64_t, LT_HIST_SLOTS>>();
-    e.hists.push_back(std::move(t));
-  }
-  // A newer build may count more: the counters this build knows.
-  std::vector<uint64_t> c = j.at("counters").get<std::vector<uint64_t>>();
-  for (size_t i = 0; i < c.size() && i < e.counters.bpf.size(); ++i)
-    e.counters.bpf[i] = c[i];
-  e.counters.decode_errors = j.at("decode_errors").get<uint64_t>();
-  // Recordings before the count was kept have none.
-  if (j.contains("hook_misses"))
-    e.counters.hook_misses = j.at("hook_misses").get<uint64_t>();
-  return e;
+template <typename T>
+T from_doc(const json& j) {
+  if (j.is_array() != kPositional<T>) throw std::out_of_range("document shape");
+  T v;
+  doc_fields(DocIn{j}, v);
+  after_read(v);
+  return v;
 }
 
 // No record holds a float, and reading one out of range as an integer is
@@ -535,29 +582,31 @@ bool has_float(const json& root) {
 template <>
 struct Codec<SessionEvent> {
   static constexpr RecordType kType = kSession;
-  static json doc(const SessionEvent& e) { return session_json(e); }
-  static SessionEvent from(const json& j) { return session_from(j); }
+  static json doc(const SessionEvent& e) { return to_doc(e); }
+  static SessionEvent from(const json& j) { return from_doc<SessionEvent>(j); }
 };
 
 template <>
 struct Codec<MappingsEvent> {
   static constexpr RecordType kType = kMappings;
-  static json doc(const MappingsEvent& e) { return mappings_json(e); }
-  static MappingsEvent from(const json& j) { return mappings_from(j); }
+  static json doc(const MappingsEvent& e) { return to_doc(e); }
+  static MappingsEvent from(const json& j) {
+    return from_doc<MappingsEvent>(j);
+  }
 };
 
 template <>
 struct Codec<SymbolEvent> {
   static constexpr RecordType kType = kSymbol;
-  static json doc(const SymbolEvent& e) { return symbol_json(e); }
-  static SymbolEvent from(const json& j) { return symbol_from(j); }
+  static json doc(const SymbolEvent& e) { return to_doc(e); }
+  static SymbolEvent from(const json& j) { return from_doc<SymbolEvent>(j); }
 };
 
 template <>
 struct Codec<EndEvent> {
   static constexpr RecordType kType = kEnd;
-  static json doc(const EndEvent& e) { return end_json(e); }
-  static EndEvent from(const json& j) { return end_from(j); }
+  static json doc(const EndEvent& e) { return to_doc(e); }
+  static EndEvent from(const json& j) { return from_doc<EndEvent>(j); }
 };
 
 template <typename E>
@@ -634,21 +683,3 @@ bool decode_event(uint8_t type, const uint8_t* data, size_t size, Event* out) {
 }
 
 }  // namespace looptrace::rec
-
-namespace looptrace {
-
-static void to_json(nlohmann::json& j, const Thresholds& t) {
-  j = nlohmann::json::object();
-  rec::thresholds_fields(rec::DocOut{j}, t);
-}
-static void from_json(const nlohmann::json& j, Thresholds& t) {
-  rec::thresholds_fields(rec::DocIn{j}, t);
-}
-static void to_json(nlohmann::json& j, const ProbeDef& p) {
-  j = rec::probe_json(p);
-}
-static void from_json(const nlohmann::json& j, ProbeDef& p) {
-  p = rec::probe_from(j);
-}
-
-}  // namespace looptrace

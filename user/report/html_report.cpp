@@ -41,6 +41,8 @@ Window time_window(const Findings& found, const ReportContext& ctx) {
   };
   for (const SlowSpan& s : found.analysis.slow)
     see(s.span.start_ns, s.span.start_ns + s.span.duration_ns);
+  for (const TimelineSpan& s : found.analysis.timeline.spans)
+    see(s.start_ns, s.start_ns + s.duration_ns);
   for (const Barrier& b : found.barriers.barriers)
     see(b.posted_ns, std::max(b.removed_ns, b.stalled_ns));
   see(found.input.first_ns, found.input.last_ns);
@@ -96,6 +98,58 @@ json input_timeline_json(const InputAnalysis& a, size_t* omitted) {
   return out;
 }
 
+// The spans drawn from the timeline (fast ones, slow ones not listed), as
+// columns: at 100 000 spans an object each would be most of the page.
+// Starts are deltas from the previous span's (the first from `t0`), kinds
+// a role index into "roles" plus 4 x TimelineSpan::Flags, threads and
+// targets indices into their lists.
+json timeline_json(const DispatchAnalysis& a, const ReportContext& ctx,
+                   uint64_t t0) {
+  const Timeline& t = a.timeline;
+  std::map<std::pair<uint32_t, uint32_t>, size_t> thread_index;
+  json threads = json::array();
+  // Spans without a target of their own are named by their probe, after
+  // the targets.
+  std::map<uint32_t, size_t> probe_index;
+  json targets = json::array();
+  for (const SpanEvent& e : t.targets)
+    targets.push_back(report::describe_target(e, ctx).text);
+  json thread = json::array(), kind = json::array(), depth = json::array(),
+       start = json::array(), dur = json::array(), target = json::array();
+  uint64_t prev = t0;
+  for (const TimelineSpan& s : t.spans) {
+    auto [th, new_thread] =
+        thread_index.try_emplace({s.pid, s.tid}, thread_index.size());
+    if (new_thread) threads.push_back({s.pid, s.tid});
+    size_t name = s.target;
+    if (s.target >= t.targets.size()) {
+      auto [p, new_probe] = probe_index.try_emplace(s.probe_id, targets.size());
+      if (new_probe) {
+        const ProbeDef* probe = report::find_probe(ctx, s.probe_id);
+        targets.push_back(probe ? probe->resolved_symbol
+                                : "probe#" + std::to_string(s.probe_id));
+      }
+      name = p->second;
+    }
+    thread.push_back(th->second);
+    kind.push_back(s.role + 4 * s.flags);
+    depth.push_back(s.depth);
+    // Sorted by start, all at or after t0 (the window holds them).
+    start.push_back(s.start_ns >= prev ? s.start_ns - prev : 0);
+    prev = std::max(prev, s.start_ns);
+    dur.push_back(s.duration_ns);
+    target.push_back(name);
+  }
+  json roles = json::array();
+  for (uint32_t r = 0; r < LT_ROLE_MAX; ++r) roles.push_back(role_name(r));
+  return {{"roles", std::move(roles)},     {"threads", std::move(threads)},
+          {"targets", std::move(targets)}, {"thread", std::move(thread)},
+          {"kind", std::move(kind)},       {"depth", std::move(depth)},
+          {"start", std::move(start)},     {"dur", std::move(dur)},
+          {"target", std::move(target)},   {"not_kept", t.dropped},
+          {"cap", kMaxTimelineSpans}};
+}
+
 json page_data(const Findings& found, const ReportContext& ctx) {
   json report = findings_to_json(found, ctx);
   // Each span keeps its stuck stack ("stack"); every other sample is in
@@ -128,6 +182,7 @@ json page_data(const Findings& found, const ReportContext& ctx) {
           {"window", {{"start_ns", w.start_ns}, {"end_ns", w.end_ns}}},
           {"lost", std::move(lost)},
           {"flame", flame_json(found.analysis, names)},
+          {"timeline", timeline_json(found.analysis, ctx, w.start_ns)},
           {"input_events", std::move(inputs)},
           {"input_events_omitted", inputs_omitted}};
 }

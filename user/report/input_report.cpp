@@ -138,6 +138,8 @@ json event_json(const InputEventInfo& e, const SpanIndex& idx,
     j["server_time_ms"] = e.server_time_ms;
     j["position"] = e.position;  // its message's place in the read
     j["coalesced"] = e.coalesced;
+    j["ambiguous"] = e.ambiguous;
+    j["dispatches"] = e.dispatches;
   }
   return j;
 }
@@ -189,23 +191,25 @@ json input_summary_to_json(const InputAnalysis& a,
                                                              {"p99_ns", p.p99},
                                                              {"max_ns", p.max}};
     }
-    channels.push_back(
-        {{"channel", channel_name(c.channel)},
-         {"peer", c.peer ? json(channel_name(c.peer)) : json(nullptr)},
-         {"mode", mode_name(c.chan_kind)},
-         {"layout", layout_name(c.chan_kind, c.layout)},
-         {"pid", c.pid},
-         {"comm", c.comm},
-         {"sender_pid", c.sender_pid ? json(c.sender_pid) : json(nullptr)},
-         {"events", c.events},
-         {"keys", c.keys},
-         {"motions", c.motions},
-         {"unfinished", c.unfinished},
-         {"coalesced", c.coalesced},
-         {"non_input", c.non_input},
-         {"blamed", c.blamed},
-         {"stages", stages},
-         {"worst", worst_json(c, idx, ctx, names)}});
+    json channel_json = {
+        {"channel", channel_name(c.channel)},
+        {"peer", c.peer ? json(channel_name(c.peer)) : json(nullptr)},
+        {"mode", mode_name(c.chan_kind)},
+        {"layout", layout_name(c.chan_kind, c.layout)},
+        {"pid", c.pid},
+        {"comm", c.comm},
+        {"sender_pid", c.sender_pid ? json(c.sender_pid) : json(nullptr)},
+        {"events", c.events},
+        {"keys", c.keys},
+        {"motions", c.motions},
+        {"unfinished", c.unfinished},
+        {"coalesced", c.coalesced},
+        {"non_input", c.non_input},
+        {"blamed", c.blamed},
+        {"stages", stages},
+        {"worst", worst_json(c, idx, ctx, names)}};
+    if (is_display_chan(c.chan_kind)) channel_json["ambiguous"] = c.ambiguous;
+    channels.push_back(std::move(channel_json));
   }
   json out = json::object();
   out["input_summary"] = {
@@ -256,14 +260,29 @@ namespace {
 
 // The section's first lines: how many events and channels, and what could
 // not be read.
-void write_input_totals(std::ostream& os, const InputAnalysis& a) {
+void write_input_totals(std::ostream& os, const InputAnalysis& a,
+                        const ReportContext& ctx) {
   report::put(os, fmt::format("INPUT: {} event{} on {} channel{}", a.total,
                               a.total == 1 ? "" : "s", a.channels.size(),
                               a.channels.size() == 1 ? "" : "s"));
   if (a.channels.empty()) {
+    // What was looked for, and how to pick a channel: a profile with a
+    // display dispatch (gtk3) adds -p's X11 and Wayland connections.
+    const bool display =
+        ctx.probes && std::any_of(ctx.probes->begin(), ctx.probes->end(),
+                                  [](const ProbeDef& p) { return p.input; });
+    report::put(os, "  no input channel seen; looked for:");
+    report::put(os, "    Android InputChannels (AF_UNIX SOCK_SEQPACKET)");
+    if (display)
+      report::put(os,
+                  "    X11 and Wayland connections of -p PID (the profile's "
+                  "display input)");
     report::put(os,
-                "  no input channel seen (Android InputChannels are AF_UNIX "
-                "SOCK_SEQPACKET; pick others with --input-fd/--input-peer)");
+                "  pick one with -p PID and --input-peer auto (its X11 and "
+                "Wayland");
+    report::put(os,
+                "    connections), --input-peer PATH (connected to PATH) or "
+                "--input-fd FD");
   }
   if (a.legacy_messages)
     report::put(os, fmt::format("  {} messages in the legacy (Android 9) "
@@ -301,6 +320,10 @@ void write_channel_heading(std::ostream& os, const InputChannelSummary& c) {
               c.coalesced ? fmt::format(" ({} passed over for a later one)",
                                         c.coalesced)
                           : std::string()));
+  if (c.ambiguous)
+    report::put(os, fmt::format("  {} event{} shared type and time with "
+                                "another: matched in order (ambiguous)",
+                                c.ambiguous, c.ambiguous == 1 ? "" : "s"));
 }
 
 // The percentiles of each stage the channel has.
@@ -392,7 +415,7 @@ void write_input_report(std::ostream& os, const InputAnalysis& a,
   report::FrameNames names(ctx.symbolizer);
   SpanIndex idx = index_spans(dispatch);
   os << '\n';
-  write_input_totals(os, a);
+  write_input_totals(os, a, ctx);
   for (const InputChannelSummary& c : a.channels) {
     os << '\n';
     write_channel_heading(os, c);

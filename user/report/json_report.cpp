@@ -17,7 +17,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;
 
 json key_value(const RenderedKey& k) {
   if (k.fault || k.omitted) return nullptr;
@@ -160,17 +160,64 @@ json slow_span_json(const SlowSpan& s, const ReportContext& ctx,
   return out;
 }
 
+namespace {
+
+// A slow span a delivery or backlog names: what it was, and when.
+json blamed_span_json(const SpanEvent& b, const ReportContext& ctx) {
+  return {{"target", report::describe_target(b, ctx).text},
+          {"role", looptrace::role_name(b.role)},
+          {"start_ns", b.start_ns},
+          {"duration_ns", b.duration_ns}};
+}
+
+// Inline, without a BlamedSpans: the longest few spans, the rest counted.
+constexpr size_t kInlineRunningInstead = 5;
+
+}  // namespace
+
+BlamedSpans::BlamedSpans(const DispatchAnalysis& a) {
+  std::vector<size_t> all;
+  for (const DeliveryBlame& why : a.delivery_blame)
+    all.insert(all.end(), why.running_instead.begin(),
+               why.running_instead.end());
+  for (size_t g = 0; g < a.backlogs.size() && g < limits::kJsonMaxSpans; ++g) {
+    const std::vector<size_t>& behind = a.backlogs[g].behind;
+    all.insert(all.end(), behind.begin(),
+               behind.begin() + static_cast<long>(std::min(
+                                    behind.size(), limits::kJsonMaxRelated)));
+  }
+  // By index into a.slow, which is by start.
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  for (size_t i : all) index_.emplace(i, index_.size());
+}
+
+json BlamedSpans::to_json(const DispatchAnalysis& a,
+                          const ReportContext& ctx) const {
+  json out = json::array();
+  for (const auto& [slow, at] : index_)
+    out.push_back(blamed_span_json(a.slow[slow].span, ctx));
+  return out;
+}
+
 // due_ns -> start_ns is the span; lag_ns its length.
 json slow_delivery_json(const DeliveryBlame& why, const DispatchAnalysis& a,
-                        const ReportContext& ctx) {
+                        const ReportContext& ctx, const BlamedSpans* blamed) {
   const SpanEvent& e = a.slow[why.delivery].span;
   json instead = json::array();
-  for (size_t i : why.running_instead) {
-    const SpanEvent& b = a.slow[i].span;
-    instead.push_back({{"target", report::describe_target(b, ctx).text},
-                       {"role", looptrace::role_name(b.role)},
-                       {"start_ns", b.start_ns},
-                       {"duration_ns", b.duration_ns}});
+  size_t instead_omitted = why.running_instead_omitted;
+  if (blamed != nullptr) {
+    for (size_t i : why.running_instead) instead.push_back(blamed->at(i));
+  } else {
+    std::vector<size_t> longest = limits::keep_best(
+        why.running_instead, kInlineRunningInstead,
+        [&a](size_t x, size_t y) {
+          return a.slow[x].span.duration_ns > a.slow[y].span.duration_ns;
+        },
+        &instead_omitted);
+    instead_omitted += why.running_instead_omitted;
+    for (size_t i : longest)
+      instead.push_back(blamed_span_json(a.slow[i].span, ctx));
   }
   json up = json::array();
   if (ctx.barriers != nullptr)
@@ -192,8 +239,7 @@ json slow_delivery_json(const DeliveryBlame& why, const DispatchAnalysis& a,
       {"running_instead", std::move(instead)},
       {"sync_barriers_up", std::move(up)},
   };
-  if (why.running_instead_omitted)
-    out["running_instead_omitted"] = why.running_instead_omitted;
+  if (instead_omitted) out["running_instead_omitted"] = instead_omitted;
   if (why.barriers_up_omitted)
     out["sync_barriers_up_omitted"] = why.barriers_up_omitted;
   return out;
@@ -238,7 +284,7 @@ json threads_json(const DispatchAnalysis& a, size_t* omitted) {
 
 // One backlog of late deliveries: who was late, and what ran meanwhile.
 json backlog_json(const DeliveryBacklog& g, const DispatchAnalysis& a,
-                  const ReportContext& ctx) {
+                  const ReportContext& ctx, const BlamedSpans& blamed) {
   const SpanEvent& first = a.slow[g.late.front()].span;
   const SpanEvent& worst = a.slow[g.worst].span;
   json behind = json::array();
@@ -248,11 +294,7 @@ json backlog_json(const DeliveryBacklog& g, const DispatchAnalysis& a,
       ++behind_omitted;
       continue;
     }
-    const SpanEvent& b = a.slow[i].span;
-    behind.push_back({{"target", report::describe_target(b, ctx).text},
-                      {"role", looptrace::role_name(b.role)},
-                      {"start_ns", b.start_ns},
-                      {"duration_ns", b.duration_ns}});
+    behind.push_back(blamed.at(i));
   }
   json entry = {{"pid", first.pid},
                 {"tid", first.tid},
@@ -270,7 +312,7 @@ json backlog_json(const DeliveryBacklog& g, const DispatchAnalysis& a,
 
 // The backlogs the text report shows, with the same grouping.
 json backlogs_json(const DispatchAnalysis& a, const ReportContext& ctx,
-                   size_t* omitted) {
+                   const BlamedSpans& blamed, size_t* omitted) {
   json backlogs = json::array();
   *omitted = 0;
   for (const DeliveryBacklog& g : a.backlogs) {
@@ -278,7 +320,7 @@ json backlogs_json(const DispatchAnalysis& a, const ReportContext& ctx,
       ++*omitted;
       continue;
     }
-    backlogs.push_back(backlog_json(g, a, ctx));
+    backlogs.push_back(backlog_json(g, a, ctx, blamed));
   }
   return backlogs;
 }
@@ -304,11 +346,13 @@ json to_json(const DispatchAnalysis& a, const ReportContext& ctx) {
   report::FrameNames names(ctx.symbolizer);
   json dispatches = listed_json(a, LT_ROLE_DISPATCH, ctx, names);
   json idle = listed_json(a, LT_ROLE_IDLE, ctx, names);
+  // What deliveries waited behind, each span once, named by index.
+  const BlamedSpans blamed(a);
   json deliveries = json::array();
   for (const DeliveryBlame& why : a.delivery_blame)
-    deliveries.push_back(slow_delivery_json(why, a, ctx));
+    deliveries.push_back(slow_delivery_json(why, a, ctx, &blamed));
   size_t backlogs_omitted = 0;
-  json backlogs = backlogs_json(a, ctx, &backlogs_omitted);
+  json backlogs = backlogs_json(a, ctx, blamed, &backlogs_omitted);
 
   json lost = json::object();
   for (const report::LostItem& l : report::lost_items(a))
@@ -329,6 +373,7 @@ json to_json(const DispatchAnalysis& a, const ReportContext& ctx) {
       {"slow_deliveries_omitted", a.listed_omitted[LT_ROLE_DELIVERY]},
       {"delivery_backlogs", std::move(backlogs)},
       {"delivery_backlogs_omitted", backlogs_omitted},
+      {"blamed_spans", blamed.to_json(a, ctx)},
       {"lost", std::move(lost)},
       {"totals",
        {{"spans", total_spans(a)},

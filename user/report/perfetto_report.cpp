@@ -62,6 +62,10 @@ TimeRange time_range(const Findings& f, const ReportContext& ctx) {
     r.add(s.span.start_ns + s.span.duration_ns);
     for (const StackGroup& g : s.stacks) r.add(g.first_ns);
   }
+  for (const TimelineSpan& s : f.analysis.timeline.spans) {
+    r.add(s.start_ns);
+    r.add(s.start_ns + s.duration_ns);
+  }
   if (f.has_barriers)
     for (const Barrier& b : f.barriers.barriers) {
       r.add(b.posted_ns);
@@ -101,7 +105,9 @@ std::vector<InputPoint> input_points(const InputEventInfo& e) {
 
 class TraceEvents {
  public:
-  // Shows the slow spans the analysis lists (DispatchAnalysis::listed).
+  // Shows the slow spans the analysis lists (DispatchAnalysis::listed) in
+  // full, and every other span it kept (DispatchAnalysis::timeline) as a
+  // bare slice.
   TraceEvents(const Findings& f, const ReportContext& ctx, TimeRange range,
               std::ostream& os, const Emit& emit)
       : f_(f),
@@ -123,7 +129,10 @@ class TraceEvents {
   static double us(uint64_t ns) { return static_cast<double>(ns) / 1e3; }
 
   void thread_names();
+  void spans();
   void span(const SlowSpan& s);
+  void timeline_span(const TimelineSpan& s);
+  const std::string& target_name(const TimelineSpan& s);
   void delivery(const DeliveryBlame& why);
   void barrier(const Barrier& b);
   void input_event(const InputEventInfo& e, const json& fields);
@@ -137,25 +146,15 @@ class TraceEvents {
   const Emit& emit_;
   report::FrameNames names_;
   uint64_t next_id_ = 1;  // async slices and flows
+  // The text of each of the timeline's targets, once needed.
+  std::vector<std::string> target_names_;
+  std::vector<bool> target_named_;
 };
 
 void TraceEvents::write_all() {
   thread_names();
-  // A nested span starting at its caller's nanosecond must come after it.
+  spans();
   const DispatchAnalysis& a = f_.analysis;
-  std::vector<const SlowSpan*> on_threads;
-  for (uint32_t role : {LT_ROLE_DISPATCH, LT_ROLE_IDLE})
-    for (size_t i : a.listed[role]) on_threads.push_back(&a.slow[i]);
-  std::stable_sort(
-      on_threads.begin(), on_threads.end(),
-      [](const SlowSpan* x, const SlowSpan* y) {
-        return std::make_tuple(x->span.start_ns, y->span.duration_ns) <
-               std::make_tuple(y->span.start_ns, x->span.duration_ns);
-      });
-  for (const SlowSpan* s : on_threads) {
-    if (!os_) return;
-    span(*s);
-  }
   for (const DeliveryBlame& why : a.delivery_blame) {
     if (!os_) return;
     delivery(why);
@@ -171,6 +170,89 @@ void TraceEvents::write_all() {
         [this](const InputEventInfo& e, const json& fields) {
           if (os_) input_event(e, fields);
         });
+}
+
+// The listed slow spans and the timeline's, merged by start: a nested span
+// starting at its caller's nanosecond must come after it.
+void TraceEvents::spans() {
+  const DispatchAnalysis& a = f_.analysis;
+  std::vector<const SlowSpan*> listed;
+  for (uint32_t role : {LT_ROLE_DISPATCH, LT_ROLE_IDLE})
+    for (size_t i : a.listed[role]) listed.push_back(&a.slow[i]);
+  auto key = [](uint64_t start, uint64_t duration) {
+    return std::make_tuple(start,
+                           std::numeric_limits<uint64_t>::max() - duration);
+  };
+  std::stable_sort(listed.begin(), listed.end(),
+                   [&key](const SlowSpan* x, const SlowSpan* y) {
+                     return key(x->span.start_ns, x->span.duration_ns) <
+                            key(y->span.start_ns, y->span.duration_ns);
+                   });
+  const std::vector<TimelineSpan>& rest = a.timeline.spans;
+  size_t i = 0, k = 0;
+  while ((i < listed.size() || k < rest.size()) && os_) {
+    if (k == rest.size() ||
+        (i < listed.size() &&
+         key(listed[i]->span.start_ns, listed[i]->span.duration_ns) <=
+             key(rest[k].start_ns, rest[k].duration_ns)))
+      span(*listed[i++]);
+    else
+      timeline_span(rest[k++]);
+  }
+}
+
+const std::string& TraceEvents::target_name(const TimelineSpan& s) {
+  const Timeline& t = f_.analysis.timeline;
+  if (target_names_.empty()) {
+    target_names_.resize(t.targets.size() + 1);
+    target_named_.resize(t.targets.size() + 1);
+  }
+  // A span without a target of its own is named by its probe.
+  size_t i = s.target < t.targets.size() ? s.target : t.targets.size();
+  if (!target_named_[i]) {
+    if (i < t.targets.size()) {
+      target_names_[i] = report::describe_target(t.targets[i], ctx_).text;
+    } else {
+      const ProbeDef* p = report::find_probe(ctx_, s.probe_id);
+      target_names_[i] =
+          p ? p->resolved_symbol : fmt::format("probe#{}", s.probe_id);
+    }
+    target_named_[i] = true;
+  }
+  return target_names_[i];
+}
+
+// A span kept only for the timeline (fast, or slow and not listed): a
+// bare slice, a delivery's on its thread's row of deliveries.
+void TraceEvents::timeline_span(const TimelineSpan& s) {
+  const std::string& name = target_name(s);
+  const bool slow = (s.flags & TimelineSpan::kSlow) != 0;
+  json args = {{"start_ns", s.start_ns},
+               {"duration_ns", s.duration_ns},
+               {"depth", s.depth},
+               {"slow", slow}};
+  if (s.flags & TimelineSpan::kInFlight) args["in_flight"] = true;
+  if (s.flags & TimelineSpan::kCutShort) args["cut_short"] = true;
+  if (s.role == LT_ROLE_DELIVERY) {
+    args = {{"target", name},
+            {"due_ns", s.start_ns},
+            {"start_ns", s.start_ns + s.duration_ns},
+            {"lag_ns", s.duration_ns},
+            {"slow", slow}};
+    async_slice(
+        fmt::format("{}deliveries (tid {})", slow ? "slow " : "", s.tid),
+        "delivery", s.pid, s.tid, s.start_ns, s.start_ns + s.duration_ns,
+        std::move(args));
+    return;
+  }
+  emit_({{"name", name},
+         {"cat", role_name(s.role)},
+         {"ph", "X"},
+         {"pid", s.pid},
+         {"tid", s.tid},
+         {"ts", ts(s.start_ns)},
+         {"dur", us(s.duration_ns)},
+         {"args", std::move(args)}});
 }
 
 // A name for every thread and process whose name the run saw: loop
@@ -365,6 +447,7 @@ Status write_perfetto(std::ostream& os, const Findings& found,
       {"input_events_not_listed",
        found.has_input ? input_events_not_listed(found.input) : 0},
       {"barriers_not_listed", found.has_barriers ? found.barriers.dropped : 0},
+      {"timeline_spans_not_kept", found.analysis.timeline.dropped},
   };
   json top = {{"displayTimeUnit", "ms"}, {"metadata", std::move(metadata)}};
   std::map<std::string, JsonElements> arrays;
