@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 
@@ -108,12 +109,63 @@ TEST(Cli, ZombiePidIsRefused) {
 
 TEST(Cli, ParseErrorsAreOneLineAndExitTwo) {
   expect_error(run({looptrace_bin(), "record", "--bogus"}), 2, "--bogus");
-  expect_error(run({looptrace_bin()}), 2, "subcommand");
+  expect_error(run({looptrace_bin()}), 2, "a command is required");
   expect_error(run({looptrace_bin(), "record", "--max-threads", "many"}), 2,
                "--max-threads");
   expect_error(run({looptrace_bin(), "record", "--input-mode", "magic"}), 2,
                "magic");
   expect_error(run({looptrace_bin(), "record", "--json"}), 2, "--json");
+}
+
+// An unknown command is named, with the commands there are; it was "A
+// subcommand is required". --version and --debug take nothing unknown.
+TEST(Cli, UnknownCommandIsNamedWithTheCommands) {
+  const std::string commands =
+      "; the commands: record, report, profiles, list, check, demo";
+  expect_error(run({looptrace_bin(), "monitor"}), 2,
+               "unknown command 'monitor'" + commands);
+  expect_error(run({looptrace_bin(), "-v", "monitor", "-p", "1"}), 2,
+               "unknown command 'monitor'");
+  expect_error(run({looptrace_bin()}), 2, "a command is required" + commands);
+  expect_error(run({looptrace_bin(), "--version", "foo"}), 2,
+               "unknown command 'foo'");
+  expect_error(run({looptrace_bin(), "--version", "profiles"}), 2,
+               "--version takes no command");
+  expect_error(run({looptrace_bin(), "--debug", "nosuch", "profiles"}), 2,
+               "--debug: unknown area 'nosuch'");
+  expect_error(run({looptrace_bin(), "profiles", "--debug", "elf,"}), 2,
+               "unknown area ''");
+  RunResult all = run({looptrace_bin(), "--debug", "elf,resolve", "profiles"});
+  EXPECT_EQ(all.exit_code, 0) << all.err;
+  expect_error(run({looptrace_bin(), "profiles", "extra"}), 2, "extra");
+}
+
+// Options that act on nothing asked for are refused before tracing, from
+// the command line as typed (the unit tests hold every case).
+TEST(Cli, OptionsThatWouldDoNothingAreRefused) {
+  expect_error(run(record({"--queue-arg", "1", "--", "true"})), 2,
+               "--queue-arg applies to ad-hoc --barrier-post, "
+               "--barrier-remove or --enqueue probes: none given");
+  expect_error(run(record({"--key", "w=arg1:int", "--", "true"})), 2,
+               "--key applies to ad-hoc spans (--dispatch, --idle): none "
+               "given");
+  expect_error(run(record({"--input", "--input-binary",
+                           "/lib/x86_64-linux-gnu/libc.so.6", "--", "true"})),
+               2, "--input-binary applies to --input-mode uprobe, not syscall");
+  expect_error(run(record({"-a", "--tid", "4194304", "-d", "1s"})), 2,
+               "--tid 4194304: no such thread");
+  expect_error(
+      run({looptrace_bin(), "record", "--dispatch", refapp_bin() + ":main",
+           "--key", "w=arg1:int", "--key", "w=arg2:int", "--", "true"}),
+      2, "two keys named 'w'");
+}
+
+// --hang 0, as the manual says, turns the hang watchdog off: accepted.
+TEST(Cli, HangZeroIsAccepted) {
+  LT_REQUIRE_BPF();
+  RunResult r = run(record({"-q", "--hang", "0", "--", "true"}));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
 }
 
 // The five thresholds take the same values in record and report, refused
@@ -220,6 +272,91 @@ TEST(Cli, ListNamesFunctionsAndTheProfileRolesThere) {
                "'no-such-lib-lt.so' not found");
 }
 
+// `list BINARY -p PID` lists BINARY as the process maps it (BINARY was
+// taken as a glob and nothing was listed); a kernel thread has nothing to
+// list and says so; a 32-bit or big-endian ELF file is refused in one line.
+TEST(Cli, ListBinaryOfAProcessAndWhatCannotBeListed) {
+  TempDir dir;
+  Process sleeper({"sleep", "30"}, dir.file("out"), dir.file("err"));
+  const std::string pid = std::to_string(sleeper.pid());
+  RunResult r = run({looptrace_bin(), "list", "libc.so.6", "-p", pid});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream maps("/proc/" + pid + "/maps");
+  std::string libc, line;
+  while (std::getline(maps, line))
+    if (line.find("/libc.so.6") != std::string::npos)
+      libc = line.substr(line.find('/'));
+  ASSERT_FALSE(libc.empty());
+  // Every function of libc, each line in its mapped name.
+  std::istringstream lines(r.out);
+  int n = 0;
+  while (std::getline(lines, line) && ++n)
+    ASSERT_EQ(line.rfind(libc + ":", 0), 0u) << line;
+  EXPECT_GT(n, 1000) << r.out.substr(0, 300);
+  RunResult g =
+      run({looptrace_bin(), "list", "libc.so.6", "malloc", "-p", pid});
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  EXPECT_EQ(g.out, libc + ":malloc\n");
+  // A glob with -p is still a glob.
+  RunResult glob = run({looptrace_bin(), "list", "-p", pid, "mallo?"});
+  EXPECT_NE(glob.out.find(libc + ":malloc\n"), std::string::npos) << glob.out;
+
+  std::ifstream kstat("/proc/2/stat");
+  std::string comm;
+  kstat >> comm >> comm;
+  if (comm == "(kthreadd)")
+    expect_error(run({looptrace_bin(), "list", "-p", "2"}), 2,
+                 "pid 2 is a kernel thread: it runs no program to trace");
+
+  std::ifstream in(refapp_bin(), std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)),
+                    std::istreambuf_iterator<char>());
+  bytes[5] = 2;  // EI_DATA: big-endian
+  write_file(dir.file("msb"), bytes, 0755);
+  expect_error(run({looptrace_bin(), "list", dir.file("msb")}), 2,
+               dir.file("msb") +
+                   ": a 64-bit big-endian ELF file; looptrace reads 64-bit "
+                   "little-endian ones only");
+  bytes[5] = 1;
+  bytes[4] = 1;  // EI_CLASS: 32-bit
+  write_file(dir.file("elf32"), bytes, 0755);
+  RunResult e32 = run({looptrace_bin(), "list", dir.file("elf32")});
+  EXPECT_EQ(e32.exit_code, 2) << e32.err;
+  EXPECT_NE(e32.err.find("32-bit"), std::string::npos) << e32.err;
+}
+
+// Files and processes looptrace may not read: exit 4, as the manual says
+// (they exited 1 and 2).
+TEST(Cli, UnreadableIsNotPermittedExitFour) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to drop to another user";
+  TempDir dir;
+  Process sleeper({"sleep", "30"}, dir.file("out"), dir.file("err"));
+  auto as_nobody = [](std::vector<std::string> argv) {
+    argv.insert(argv.begin(), {"setpriv", "--reuid=65534", "--regid=65534",
+                               "--clear-groups"});
+    return run(argv);
+  };
+  expect_error(as_nobody({looptrace_bin(), "list", "-p",
+                          std::to_string(sleeper.pid()), "malloc"}),
+               4, "/maps: Permission denied");
+  const std::string rec = "/tmp/lt-unreadable-" + std::to_string(getpid());
+  write_file(rec, "LTRECORD", 0600);
+  expect_error(as_nobody({looptrace_bin(), "report", rec}), 4,
+               "open " + rec + ": Permission denied");
+  unlink(rec.c_str());
+}
+
+// `report` of what is not a recording file says what it is, and never
+// waits on a FIFO nobody writes to.
+TEST(Cli, ReportOfADirectoryOrAFifo) {
+  TempDir dir;
+  expect_error(run({looptrace_bin(), "report", dir.path()}), 2,
+               dir.path() + " is a directory, not a looptrace recording");
+  ASSERT_EQ(mkfifo(dir.file("fifo").c_str(), 0600), 0);
+  RunResult r = run({looptrace_bin(), "report", dir.file("fifo")}, 10000);
+  expect_error(r, 2, dir.file("fifo") + " is not a regular file");
+}
+
 // `check PROFILE [BINARY]`: each probe resolves or says why not; exit 0
 // when all do, 1 when one does not, 2 for a bad profile.
 TEST(Cli, CheckSaysWhereEachProbeResolves) {
@@ -278,6 +415,76 @@ TEST(Cli, PidWithoutAKnownRuntimeNamesTheProfiles) {
                2,
                "maps no runtime a built-in profile knows (refapp, glib, node, "
                "qt5, qt6, gtk3)");
+}
+
+// The reference app's profile probes the app's own binary: -p of a running
+// refapp finds it (it said the app "maps no runtime ... (refapp, ...)").
+TEST(Cli, PidOfTheReferenceAppFindsItsProfile) {
+  LT_REQUIRE_BPF();
+  TempDir dir;
+  Process app({refapp_bin(), "--rate", "200", "--duration", "20000"},
+              dir.file("app.out"), dir.file("app.err"));
+  ASSERT_TRUE(wait_for_text(dir.file("app.err"), "ready pid=", 10000));
+  RunResult r = run({looptrace_bin(), "record", "-p", std::to_string(app.pid()),
+                     "-d", "500ms", "--json", dir.file("r.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("looptrace: profile refapp: pid " +
+                       std::to_string(app.pid()) + " maps "),
+            std::string::npos)
+      << r.err;
+  nlohmann::json report = read_json(dir.file("r.json"));
+  uint64_t dispatches = 0;
+  for (const auto& t : report["threads"])
+    if (t["role"] == "dispatch") dispatches += t["count"].get<uint64_t>();
+  EXPECT_GT(dispatches, 0u) << report["threads"].dump();
+}
+
+// One function probed twice (by its name and its mangled name) is probed
+// once: every dispatch counted once, none "lost" (each call was reported
+// lost twice: returns without an entry, spans left without a return). The
+// same function under two different probes is refused.
+TEST(Cli, OneFunctionProbedTwiceIsProbedOnce) {
+  LT_REQUIRE_BPF();
+  TempDir dir;
+  const std::string log = dir.file("app.jsonl");
+  RunResult r =
+      run({looptrace_bin(),
+           "record",
+           "--dispatch",
+           refapp_bin() + ":refapp::Looper::dispatchMessage",
+           "--dispatch",
+           refapp_bin() + ":_ZN6refapp6Looper15dispatchMessageEPNS_7MessageE",
+           "--json",
+           dir.file("r.json"),
+           "--fail-if",
+           "lost.unmatched_returns > 0",
+           "--fail-if",
+           "lost.abandoned > 0",
+           "--",
+           refapp_bin(),
+           "--rate",
+           "200",
+           "--duration",
+           "1000",
+           "--log",
+           log});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("are the same function"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("probed once"), std::string::npos) << r.err;
+  std::vector<nlohmann::json> truth = read_jsonl(log);
+  std::vector<nlohmann::json> summary = events(truth, "summary");
+  ASSERT_EQ(summary.size(), 1u);
+  nlohmann::json report = read_json(dir.file("r.json"));
+  uint64_t dispatches = 0;
+  for (const auto& t : report["threads"])
+    if (t["role"] == "dispatch") dispatches += t["count"].get<uint64_t>();
+  EXPECT_EQ(dispatches, summary[0]["dispatches"].get<uint64_t>());
+  EXPECT_EQ(report["lost"]["unmatched_returns"], 0);
+  EXPECT_EQ(report["lost"]["abandoned"], 0);
+  expect_error(run(record({"--dispatch",
+                           refapp_bin() + ":refapp::Looper::dispatchMessage",
+                           "--", refapp_bin(), "--duration", "100"})),
+               2, "attach at the same function");
 }
 
 // --- the command -------------------------------------------------------

@@ -2,6 +2,7 @@
 // looptrace and exits 0 only when what looptrace found matches the app's
 // own log (every injected stall, the idle handler, the barrier, every
 // acknowledged input event).
+#include <filesystem>
 #include <string>
 
 #include "harness.h"
@@ -15,8 +16,11 @@ TEST(Demo, FindsEverythingTheAppInjected) {
   const std::string json = dir.file("report.json");
   // As on a fresh machine: nothing mounted tracefs (README's command failed
   // there once while passing where it was mounted).
-  RunResult r =
-      run(without_tracefs({looptrace_bin(), "demo", "--json", json}), 60000);
+  // Its scratch directory (the app's log) is removed when it is done.
+  TempDir tmp;
+  RunResult r = run(without_tracefs({"env", "TMPDIR=" + tmp.path(),
+                                     looptrace_bin(), "demo", "--json", json}),
+                    60000);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("4 of 4 injected stalls found"), std::string::npos)
       << r.out;
@@ -32,6 +36,23 @@ TEST(Demo, FindsEverythingTheAppInjected) {
   expect_split_adds_up(report);
   EXPECT_EQ(report["slow_idle_handlers"].size(), 1u);
   EXPECT_EQ(report["barriers"].size(), 1u);
+  EXPECT_TRUE(std::filesystem::is_empty(tmp.path()))
+      << std::filesystem::directory_iterator(tmp.path())->path();
+}
+
+// A usage error is the one line, before the demo's banner; nothing is left
+// in TMPDIR.
+TEST(Demo, UsageErrorComesBeforeTheBanner) {
+  LT_REQUIRE_BPF();
+  TempDir tmp;
+  RunResult r = run({"env", "TMPDIR=" + tmp.path(), looptrace_bin(), "demo",
+                     "--json", "/nonexistent-lt/r.json"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.err.rfind("looptrace: error: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("/nonexistent-lt/r.json"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("looptrace demo:"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_TRUE(std::filesystem::is_empty(tmp.path()));
 }
 
 }  // namespace

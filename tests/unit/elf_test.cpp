@@ -652,5 +652,50 @@ TEST(ElfResolveSymbols, OneMatchIsSingular) {
       << capped.status().message();
 }
 
+// A 32-bit or a big-endian ELF file is refused in one line saying so: it
+// was read as if 64-bit little-endian ("truncated ... byte
+// 4611686018478768128"), or accepted.
+TEST(ElfFileTest, OnlySixtyFourBitLittleEndian) {
+  const std::string base =
+      ::testing::TempDir() + "/lt_elf_" + std::to_string(getpid());
+  std::ifstream in(kPie, std::ios::binary);
+  std::vector<char> pie((std::istreambuf_iterator<char>(in)),
+                        std::istreambuf_iterator<char>());
+  ASSERT_GT(pie.size(), 64u);
+  // The PIE with its byte order flipped (EI_DATA, byte 5), and a minimal
+  // 32-bit header (52 bytes, ELFCLASS32, ET_EXEC, EM_386, no tables).
+  std::vector<char> msb = pie;
+  msb[5] = 2;  // ELFDATA2MSB
+  std::vector<char> elf32(52, 0);
+  const char ident[] = {0x7f, 'E', 'L', 'F', 1, 1, 1};
+  std::copy(std::begin(ident), std::end(ident), elf32.begin());
+  elf32[16] = 2;   // e_type ET_EXEC
+  elf32[18] = 3;   // e_machine EM_386
+  elf32[20] = 1;   // e_version
+  elf32[40] = 52;  // e_ehsize
+  struct Case {
+    std::vector<char> bytes;
+    std::string what;
+  } cases[] = {{msb, "a 64-bit big-endian ELF file"},
+               {elf32, "a 32-bit little-endian ELF file"}};
+  for (const Case& c : cases) {
+    const std::string path = base + ".elf";
+    std::ofstream(path, std::ios::binary)
+        .write(c.bytes.data(), static_cast<std::streamsize>(c.bytes.size()));
+    Result<ElfFile> f = ElfFile::Open(path);
+    ASSERT_FALSE(f.ok()) << c.what;
+    EXPECT_EQ(f.status().message(),
+              path + ": " + c.what +
+                  "; looptrace reads 64-bit little-endian ones only");
+    EXPECT_EQ(f.status().kind(), ErrorKind::kUsage);
+    Result<ElfFile> m = ElfFile::FromMemory("mem", c.bytes);
+    ASSERT_FALSE(m.ok()) << c.what;
+    EXPECT_EQ(
+        m.status().message(),
+        "mem: " + c.what + "; looptrace reads 64-bit little-endian ones only");
+    std::filesystem::remove(path);
+  }
+}
+
 }  // namespace
 }  // namespace looptrace::elf

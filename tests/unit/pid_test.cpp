@@ -47,6 +47,33 @@ TEST(StatState, LetterAfterTheLastParen) {
   EXPECT_EQ(stat_state("garbage"), '\0');
 }
 
+// PF_KTHREAD (0x00200000) in the flags, the ninth field: kthreadd's line
+// as 6.18 shows it, and a user process's.
+TEST(StatKernelThread, FlagsField) {
+  EXPECT_TRUE(stat_kernel_thread(
+      "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 1 0 0 20 0 1 0 22"));
+  EXPECT_FALSE(stat_kernel_thread(
+      "42 (a) b) S 1 42 42 0 -1 4194560 100 0 0 0 3 1 0 0 20 0 1 0 22"));
+  EXPECT_FALSE(stat_kernel_thread("42 (x) S 1 42"));
+  EXPECT_FALSE(stat_kernel_thread("garbage"));
+  std::ifstream in("/proc/self/stat");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_FALSE(stat_kernel_thread(ss.str()));
+}
+
+TEST(CheckPidTarget, KernelThreadIsRefused) {
+  std::ifstream in("/proc/2/stat");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (!stat_kernel_thread(ss.str()))
+    GTEST_SKIP() << "pid 2 is not kthreadd here (a PID namespace)";
+  Status st = check_pid_target(2);
+  EXPECT_EQ(st.kind(), ErrorKind::kUsage);
+  EXPECT_EQ(st.message(),
+            "pid 2 is a kernel thread: it runs no program to trace");
+}
+
 // The state letter of `pid` as /proc shows it.
 char state_of(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");

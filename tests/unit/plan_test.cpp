@@ -4,6 +4,7 @@
 #include "plan/plan.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <string>
 
@@ -139,6 +140,95 @@ TEST(Plan, NothingToTraceSaysWhatToGive) {
       p.status().message().rfind("nothing to trace: give --profile NAME", 0),
       0u)
       << p.status().message();
+}
+
+// --hang 0 is the manual's way to turn the watchdog off.
+TEST(Plan, HangZeroTurnsTheWatchdogOff) {
+  RecordArgs a = adhoc();
+  a.hang = "0";
+  auto p = plan_of(a);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->hang_ns, 0u);
+}
+
+// Options that act on a probe or a mode not asked for are refused, not
+// silently ignored; so are two --key options of one name.
+TEST(Plan, OptionsThatWouldDoNothingAreRefused) {
+  struct Case {
+    void (*set)(RecordArgs&);
+    std::string message;
+  } cases[] = {
+      {[](RecordArgs& a) {
+         a.dispatch.clear();
+         a.profile = "refapp";
+         a.keys = {"w=arg1:int"};
+       },
+       "--key applies to ad-hoc spans (--dispatch, --idle): none given"},
+      {[](RecordArgs& a) { a.given.queue_arg = true; },
+       "--queue-arg applies to ad-hoc --barrier-post, --barrier-remove or "
+       "--enqueue probes: none given"},
+      {[](RecordArgs& a) {
+         a.barrier_post = {"x:y"};
+         a.given.msg_arg = true;
+       },
+       "--msg-arg applies to ad-hoc --enqueue probes: none given"},
+      {[](RecordArgs& a) { a.given.token_arg = true; },
+       "--token-arg applies to ad-hoc --barrier-remove probes: none given"},
+      {[](RecordArgs& a) { a.given.when_arg = true; },
+       "--when-arg applies to ad-hoc --enqueue probes: none given"},
+      {[](RecordArgs& a) {
+         a.input = true;
+         a.input_binary = {"/lib/x86_64-linux-gnu/libc.so.6"};
+       },
+       "--input-binary applies to --input-mode uprobe, not syscall"},
+      {[](RecordArgs& a) {
+         a.keys = {"w=arg1:int", "w=arg2:hex"};
+       },
+       "--key w=arg2:hex: two keys named 'w'"},
+      {[](RecordArgs& a) {
+         a.command = {"/bin/true"};
+         a.tids = {1};
+       },
+       "--tid with -- COMMAND: the command's threads do not exist yet; "
+       "select them by name (--comm NAME)"},
+  };
+  for (const Case& c : cases) {
+    RecordArgs a = adhoc();
+    c.set(a);
+    auto p = plan_of(a);
+    ASSERT_FALSE(p.ok()) << c.message;
+    EXPECT_EQ(p.status().kind(), ErrorKind::kUsage) << c.message;
+    EXPECT_EQ(p.status().message(), c.message);
+  }
+  // Given where they act, the same options are taken.
+  RecordArgs a = adhoc();
+  a.keys = {"w=arg1:int"};
+  a.enqueue = {"x:y"};
+  a.given = {true, false, true, true};
+  EXPECT_TRUE(plan_of(a).ok()) << plan_of(a).status().message();
+}
+
+// --tid names a live thread: of -p's process, or of any process with
+// --system-wide.
+TEST(Plan, TidMustNameAThreadThatExists) {
+  RecordArgs a = adhoc();
+  a.pid = getpid();
+  a.tids = {static_cast<uint32_t>(getpid())};
+  EXPECT_TRUE(plan_of(a).ok()) << plan_of(a).status().message();
+  // pid 1 exists, and is not a thread of this process.
+  a.tids = {1};
+  auto p = plan_of(a);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().message(),
+            "--tid 1: not a thread of pid " + std::to_string(getpid()) +
+                " (its threads: /proc/" + std::to_string(getpid()) + "/task)");
+  RecordArgs w = adhoc();
+  w.system_wide = true;
+  w.tids = {1u << 22};  // above any pid_max
+  p = plan_of(w);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().message(), "--tid 4194304: no such thread");
+  EXPECT_EQ(p.status().kind(), ErrorKind::kUsage);
 }
 
 }  // namespace

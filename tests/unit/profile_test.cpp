@@ -457,5 +457,29 @@ TEST(ProfileFile, MissingFileNamesTheBuiltins) {
   EXPECT_NE(p.status().hint().find("refapp"), std::string::npos);
 }
 
+// A name given twice kept one value silently (the last): refused, both
+// for two keys of one probe and for a field twice in one JSON object.
+TEST(ProfileTypes, DuplicatesAreRefusedNotOverwritten) {
+  expect_one_line_usage(
+      parse_profile(R"({"probes": [{"binary": "a", "symbol": "f", "keys": [
+          {"name": "what", "expr": "arg1", "format": "int"},
+          {"name": "what", "expr": "arg2", "format": "int"}]}]})",
+                    "p.json"),
+      R"(probes[0].keys[1].name: "what": a key of this probe already has )"
+      R"(that name)");
+  for (const char* json :
+       {R"({"probes": [{"binary": "a", "symbol": "f", "symbol": "g"}]})",
+        R"({"name": "x", "name": "y", "probes": [{"binary": "a",
+            "symbol": "f"}]})",
+        R"({"probes": [{"binary": "a", "symbol": "f", "keys": [{"name": "k",
+            "expr": "arg1", "expr": "arg2"}]}]})"})
+    expect_one_line_usage(parse_profile(json, "p.json"), "given twice");
+  // The same name in two objects is no duplicate.
+  auto ok = parse_profile(R"({"probes": [{"binary": "a", "symbol": "f"},
+                                         {"binary": "a", "symbol": "g"}]})",
+                          "p.json");
+  EXPECT_TRUE(ok.ok()) << ok.status().message();
+}
+
 }  // namespace
 }  // namespace looptrace

@@ -4,6 +4,7 @@
 #include "record/recording.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -569,6 +570,44 @@ TEST(Recording, NotARecordingIsOneClearError) {
   auto missing = RecordingReader::Open(path + ".nope");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().exit_code(), 2);
+  unlink(path.c_str());
+}
+
+// A directory, a FIFO (with no writer: the open must not wait for one), a
+// header of format 0 (damage, not "newer"): each one clear line, exit 2.
+TEST(Recording, WhatIsNotARecordingFileSaysWhatItIs) {
+  auto dir = RecordingReader::Open(::testing::TempDir());
+  ASSERT_FALSE(dir.ok());
+  EXPECT_NE(dir.status().message().find("is a directory, not a looptrace "
+                                        "recording"),
+            std::string::npos)
+      << dir.status().message();
+  EXPECT_EQ(dir.status().exit_code(), 2);
+
+  std::string fifo = temp_path("fifo");
+  unlink(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  auto f = RecordingReader::Open(fifo);  // returns: no writer is awaited
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.status().message().find("is not a regular file"),
+            std::string::npos)
+      << f.status().message();
+  EXPECT_EQ(f.status().exit_code(), 2);
+  unlink(fifo.c_str());
+
+  std::string path = temp_path("v0.lt");
+  write_recording(path, 1);
+  {
+    std::fstream io(path, std::ios::in | std::ios::out | std::ios::binary);
+    io.seekp(8);  // after the 8-byte magic: the format version
+    const char zero[4] = {};
+    io.write(zero, 4);
+  }
+  auto v0 = RecordingReader::Open(path);
+  ASSERT_FALSE(v0.ok());
+  EXPECT_EQ(v0.status().message(),
+            path + ": damaged recording header: format version 0");
+  EXPECT_EQ(v0.status().exit_code(), 2);
   unlink(path.c_str());
 }
 

@@ -2,6 +2,7 @@
 // the user gave (probes, and the functions a glob matched).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -46,10 +47,49 @@ TEST(ResolveProbes, AGlobThatOverflowsTheTableCountsEveryProbe) {
                 "be attached in one run");
   EXPECT_FALSE(st.hint().empty());
 
-  // With one probe fewer they fit exactly.
+  // With one probe fewer they fit exactly; the 30 copies of one function
+  // are then attached once (OneFunctionTwiceIsProbedOnce).
   probes.pop_back();
   ASSERT_TRUE(resolve_probes(&probes, ResolveContext{}).ok());
-  EXPECT_EQ(probes.size(), 32u);
+  EXPECT_EQ(probes.size(), 3u);
+}
+
+// Two probes at one function saw every call twice: each call's second
+// entry and return were counted lost. Alike, they are one probe; with
+// another role or other keys, refused.
+TEST(ResolveProbes, OneFunctionTwiceIsProbedOnce) {
+  std::vector<ProbeDef> probes{
+      probe("lt_plain_function"), probe("lt_test::overloaded*"),
+      probe("lt_plain_*"), probe("lt_test::overloaded(int)")};
+  ASSERT_TRUE(resolve_probes(&probes, ResolveContext{}).ok());
+  ASSERT_EQ(probes.size(), 3u);
+  std::vector<std::string> names;
+  for (size_t i = 0; i < probes.size(); ++i) {
+    EXPECT_EQ(probes[i].id, i);
+    names.push_back(probes[i].resolved_symbol);
+  }
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"lt_plain_function",
+                                             "lt_test::overloaded(double)",
+                                             "lt_test::overloaded(int)"}));
+
+  std::vector<ProbeDef> idle{probe("lt_plain_function"),
+                             probe("lt_plain_function", LT_ROLE_IDLE)};
+  Status st = resolve_probes(&idle, ResolveContext{});
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.kind(), ErrorKind::kUsage);
+  EXPECT_NE(st.message().find("dispatch " + kPie +
+                              ":lt_plain_function and idle " + kPie +
+                              ":lt_plain_function attach at the same "
+                              "function, " +
+                              kPie + " at offset 0x"),
+            std::string::npos)
+      << st.message();
+
+  std::vector<ProbeDef> keyed{probe("lt_plain_function"),
+                              probe("lt_plain_function")};
+  keyed[1].keys.push_back(KeyDef{"what", "arg1", {}, KeyFormat::kInt, {}, {}});
+  EXPECT_FALSE(resolve_probes(&keyed, ResolveContext{}).ok());
 }
 
 // Input roles are socket-call probes: they take no slot of the table.

@@ -157,5 +157,26 @@ TEST(Sizes, FormatReadsBack) {
   EXPECT_FALSE(parse_ringbuf_size("3M").ok());
 }
 
+// --hang: the manual's "0 turns it off", bare or with a unit; any other
+// value a duration, refused like one (record's only: a recording keeps the
+// announcements made while it was taken).
+TEST(HangOption, ZeroTurnsItOff) {
+  for (const char* off : {"0", "00", "0ms", "0s"}) {
+    auto h = parse_hang(off);
+    ASSERT_TRUE(h.ok()) << off << ": " << h.status().message();
+    EXPECT_EQ(*h, 0u) << off;
+  }
+  auto two = parse_hang("2s");
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(*two, 2000 * kMs);
+  for (const char* bad : {"", "10", "-1s", "0x"}) {
+    auto h = parse_hang(bad);
+    ASSERT_FALSE(h.ok()) << bad;
+    EXPECT_EQ(h.status().kind(), ErrorKind::kUsage) << bad;
+    EXPECT_EQ(h.status().message().rfind("--hang: bad duration", 0), 0u)
+        << h.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace looptrace

@@ -1,11 +1,14 @@
 // `looptrace demo`: the reference app under looptrace, then the app's own
 // ground-truth log beside what looptrace found.
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -101,11 +104,10 @@ RecordArgs demo_args(const std::string& self_dir, const std::string& refapp,
 // The injected stalls and any other slow dispatch, against the app's log:
 // whether each was found and nothing unexplained was reported.
 bool compare_stalls(const std::vector<nlohmann::json>& app_log,
-                    nlohmann::json& report, const std::string& log_path) {
+                    nlohmann::json& report) {
   std::vector<Stall> truth = stalls(app_log, "stall");
   std::vector<Stall> app_slow = stalls(app_log, "slow");
-  std::printf("\nGround truth (the app's own log, %s) vs looptrace:\n",
-              log_path.c_str());
+  std::printf("\nGround truth (the app's own log) vs looptrace:\n");
   std::printf("  %-6s %10s %10s %10s %9s\n", "kind", "app log", "looptrace",
               "error", "cpu");
   int found = 0;
@@ -262,22 +264,35 @@ int run_demo(const std::string& self_dir, const std::string& json_path) {
                refapp.status().message());
     return 1;
   }
-  char dir_tmpl[] = "/tmp/looptrace-demo.XXXXXX";
-  if (!mkdtemp(dir_tmpl)) {
-    log::error("mkdtemp: {}", std::strerror(errno));
+  // The app's log (and the report, without --json) live here for the run;
+  // kept only when the comparison fails, to be looked at.
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dir_tmpl =
+      std::string(tmp && *tmp ? tmp : "/tmp") + "/looptrace-demo.XXXXXX";
+  if (!mkdtemp(dir_tmpl.data())) {
+    log::error("mkdtemp {}: {}", dir_tmpl, std::strerror(errno));
     return 1;
   }
-  std::string dir = dir_tmpl;
-  std::string log_path = dir + "/refapp-truth.jsonl";
-  std::string report_path =
+  const std::string dir = dir_tmpl;
+  bool keep = false;
+  struct Cleanup {
+    const std::string& dir;
+    const bool& keep;
+    ~Cleanup() {
+      std::error_code ec;
+      if (!keep) std::filesystem::remove_all(dir, ec);
+    }
+  } cleanup{dir, keep};
+  const std::string log_path = dir + "/refapp-truth.jsonl";
+  const std::string report_path =
       json_path.empty() ? dir + "/report.json" : json_path;
-  std::fprintf(stderr,
-               "looptrace demo: %s --rate 500 --duration 4500 with "
-               "stalls busy 50ms, sleep 120ms, lock 80ms, busy 300ms; "
-               "a 30ms idle handler; a sync barrier up for 400ms; "
-               "input at 60 Hz and a tap at 1050ms\n\n",
-               refapp->c_str());
-  int rc = run_record(demo_args(self_dir, *refapp, report_path, log_path));
+  RecordArgs ra = demo_args(self_dir, *refapp, report_path, log_path);
+  ra.preamble = fmt::format(
+      "looptrace demo: {} --rate 500 --duration 4500 with stalls busy 50ms, "
+      "sleep 120ms, lock 80ms, busy 300ms; a 30ms idle handler; a sync "
+      "barrier up for 400ms; input at 60 Hz and a tap at 1050ms\n\n",
+      *refapp);
+  int rc = run_record(ra);
   if (rc != 0) return rc;
 
   const std::vector<nlohmann::json> app_log = read_log(log_path);
@@ -287,10 +302,13 @@ int run_demo(const std::string& self_dir, const std::string& json_path) {
     log::error("could not read back {}", report_path);
     return 1;
   }
-  bool stalls_ok = compare_stalls(app_log, report, log_path);
+  bool stalls_ok = compare_stalls(app_log, report);
   bool others_ok = compare_idle_and_barriers(app_log, report);
   bool input_ok = compare_input(app_log, report);
-  return stalls_ok && input_ok && others_ok ? 0 : 1;
+  if (stalls_ok && input_ok && others_ok) return 0;
+  keep = true;
+  std::printf("\nThe app's log is kept in %s\n", log_path.c_str());
+  return 1;
 }
 
 }  // namespace looptrace

@@ -100,13 +100,20 @@ Status list_file(const std::string& path, const std::string& shown,
 
 }  // namespace
 
+bool names_mapped_file(pid_t pid, const std::string& name) {
+  if (name.find_first_of("*?[") != std::string::npos) return false;
+  auto maps = proc::read_maps(static_cast<uint32_t>(pid));
+  return maps.ok() && proc::find_mapped_file(*maps, name) != nullptr;
+}
+
 int run_list(const InspectArgs& a) {
   ResolveContext ctx;
   ctx.pid = a.pid;
   ctx.self_dir = a.self_dir;
   size_t listed = 0;
-  if (a.pid > 0) {
+  if (a.pid > 0)
     if (Status st = proc::check_pid_target(a.pid); !st.ok()) return fail(st);
+  if (a.pid > 0 && a.binary.empty()) {
     auto maps = proc::read_maps(static_cast<uint32_t>(a.pid));
     if (!maps.ok()) return fail(maps.status());
     std::set<std::string> files;
@@ -121,7 +128,12 @@ int run_list(const InspectArgs& a) {
   } else {
     auto path = resolve_binary(a.binary, ctx);
     if (!path.ok()) return fail(path.status());
-    if (Status st = list_file(*path, *path, a.glob, ctx, &listed); !st.ok())
+    // With -p: named as the process maps it, not through its root.
+    auto shown = a.pid > 0 ? proc::find_mapped_library(
+                                 static_cast<uint32_t>(a.pid), a.binary)
+                           : path;
+    if (!shown.ok()) return fail(shown.status());
+    if (Status st = list_file(*path, *shown, a.glob, ctx, &listed); !st.ok())
       return fail(st);
   }
   if (listed == 0 && !a.glob.empty())

@@ -17,6 +17,10 @@ struct InspectArgs {
   std::string self_dir;
 };
 
+// Whether `name` (no glob characters) is a file `pid` maps: `list NAME -p
+// PID` lists that binary rather than taking NAME as a glob.
+bool names_mapped_file(pid_t pid, const std::string& name);
+
 // Prints BINARY:FUNCTION per function matching the glob (of the binary, or
 // of every executable file the process maps), with the built-in profile
 // roles that attach there. Exit 0, or 2 for a bad binary or pid.

@@ -4,10 +4,12 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cctype>
 #include <climits>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 #include <string>
 
 #include "base/duration.h"
@@ -130,16 +132,20 @@ void add_probe_options(CLI::App* rec, looptrace::RecordArgs& ra) {
                   "--when-arg (CLOCK_MONOTONIC ns), for delivery lag");
   rec->add_option("--queue-arg", ra.queue_arg,
                   "Argument holding the queue in barrier/enqueue probes")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->each([&ra](const std::string&) { ra.given.queue_arg = true; });
   rec->add_option("--token-arg", ra.token_arg,
                   "Argument holding the token in --barrier-remove")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->each([&ra](const std::string&) { ra.given.token_arg = true; });
   rec->add_option("--msg-arg", ra.msg_arg,
                   "Argument holding the message in --enqueue")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->each([&ra](const std::string&) { ra.given.msg_arg = true; });
   rec->add_option("--when-arg", ra.when_arg,
                   "Argument holding the due time in --enqueue")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->each([&ra](const std::string&) { ra.given.when_arg = true; });
   // Parsed here, strictly: CLI11 would take "0x10" as 16, and an empty or
   // non-positive pid would mean every process.
 }
@@ -300,7 +306,7 @@ CLI::App* add_list_command(CLI::App& app, looptrace::InspectArgs& args) {
       "List the functions of a binary (or of a process) a probe can "
       "attach to, and the built-in profiles' roles there");
   list->add_option("binary_or_glob", args.binary,
-                   "BINARY [GLOB], or GLOB with -p");
+                   "BINARY [GLOB], or with -p GLOB or a BINARY it maps");
   list->add_option("glob", args.glob, "Functions to list (* ? [...])");
   add_pid_option(list, &args);
   return list;
@@ -317,18 +323,59 @@ CLI::App* add_check_command(CLI::App& app, looptrace::InspectArgs& args) {
   return check;
 }
 
-// `list -p PID [GLOB]`: the one positional is the glob.
+// --debug AREAS: each one a known area, or "all".
+std::string check_debug_areas(const std::string& text) {
+  static const std::set<std::string> kAreas{
+      "elf", "resolve", "loader", "libbpf", "symbolize", "unwind", "all"};
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = std::min(text.find(',', pos), text.size());
+    std::string area = text.substr(pos, comma - pos);
+    if (!kAreas.count(area))
+      return fmt::format(
+          "unknown area '{}' (elf, resolve, loader, libbpf, symbolize, "
+          "unwind or all)",
+          looptrace::log::printable(area, 40));
+    pos = comma + 1;
+  }
+  return "";
+}
+
+// What the command line named when no command ran: the commands, an
+// unknown one, or --version alone.
+int no_command(const CLI::App& app, bool version) {
+  std::string names;
+  for (const CLI::App* sub : app.get_subcommands({}))
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+  const std::vector<std::string> extra = app.remaining();
+  std::string what;
+  if (!extra.empty() && !extra[0].empty() && extra[0][0] == '-')
+    what = fmt::format("unknown option '{}'",
+                       looptrace::log::printable(extra[0], 60));
+  else if (!extra.empty())
+    what = fmt::format("unknown command '{}'",
+                       looptrace::log::printable(extra[0], 60));
+  else if (version) {
+    std::printf("looptrace %s (git %s)\n", LOOPTRACE_VERSION,
+                LOOPTRACE_GIT_COMMIT);
+    return 0;
+  } else {
+    what = "a command is required";
+  }
+  std::fprintf(stderr, "looptrace: error: %s; the commands: %s\n", what.c_str(),
+               names.c_str());
+  return 2;
+}
+
+// `list -p PID [GLOB]`: the one positional is the glob, unless it names
+// a file the process maps (`list BINARY -p PID`): then that binary, as the
+// process maps it. `list BINARY GLOB -p PID` is both.
 int run_list_command(looptrace::InspectArgs& args) {
-  if (args.pid > 0) {
-    if (!args.glob.empty()) {
-      std::fprintf(stderr,
-                   "looptrace: error: list -p PID takes a GLOB, not a "
-                   "BINARY\n");
-      return 2;
-    }
+  if (args.pid > 0 && args.glob.empty() && !args.binary.empty() &&
+      !looptrace::names_mapped_file(args.pid, args.binary)) {
     args.glob = args.binary;
     args.binary.clear();
-  } else if (args.binary.empty()) {
+  } else if (args.pid <= 0 && args.binary.empty()) {
     std::fprintf(stderr, "looptrace: error: list needs a BINARY or -p PID\n");
     return 2;
   }
@@ -339,17 +386,20 @@ int run_list_command(looptrace::InspectArgs& args) {
 
 int main(int argc, char** argv) {
   CLI::App app{"looptrace: find where an event loop loses time"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version",
-                       "looptrace " LOOPTRACE_VERSION
-                       " (git " LOOPTRACE_GIT_COMMIT ")",
-                       "Print the version and the commit it was built from");
+  // At most one command; none, an unknown one and --version are handled
+  // after parsing (no_command).
+  app.require_subcommand(0, 1);
+  bool version = false;
+  app.add_flag("--version", version,
+               "Print the version and the commit it was built from");
   bool verbose = false;
   std::string debug_areas;
   app.add_flag("-v,--verbose", verbose, "Print progress and libbpf messages");
   app.add_option(
-      "--debug", debug_areas,
-      "Debug areas: elf,resolve,loader,libbpf,symbolize,unwind or all");
+         "--debug", debug_areas,
+         "Debug areas: elf,resolve,loader,libbpf,symbolize,unwind or all")
+      ->check(check_debug_areas)
+      ->type_name("AREAS");
 
   looptrace::RecordArgs ra;
   ra.self_dir = self_dir();
@@ -378,12 +428,26 @@ int main(int argc, char** argv) {
     sub->footer(sub->get_footer() + "\nIn detail: man looptrace, section " +
                 section + "\n");
   }
+  // An unknown command is kept, to be named (set after the subcommands:
+  // they would inherit it).
+  app.allow_extras();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help and --version end parsing with a "success" exit.
     if (e.get_exit_code() == 0) return app.exit(e);
     std::fprintf(stderr, "looptrace: error: %s\n", e.what());
+    return 2;
+  }
+  if (app.get_subcommands().empty()) return no_command(app, version);
+  if (!app.remaining().empty()) {
+    std::fprintf(stderr, "looptrace: error: %s: unexpected argument '%s'\n",
+                 app.get_subcommands()[0]->get_name().c_str(),
+                 looptrace::log::printable(app.remaining()[0], 60).c_str());
+    return 2;
+  }
+  if (version) {
+    std::fprintf(stderr, "looptrace: error: --version takes no command\n");
     return 2;
   }
   if (verbose) looptrace::log::set_level(looptrace::log::Level::kInfo);

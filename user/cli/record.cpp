@@ -192,6 +192,7 @@ int RecordSession::finish() {
 int run_record(const RecordArgs& a) {
   RecordSession session(a);
   if (Status st = session.prepare(); !st.ok()) return fail(st);
+  if (!a.preamble.empty()) std::cerr << a.preamble;
   if (Status st = session.run(); !st.ok()) return fail(st);
   return session.finish();
 }

@@ -210,6 +210,24 @@ Status ElfFile::check_extents() const {
 }
 
 Status ElfFile::load(Read what) {
+  // x86-64 code only: 64-bit, little-endian. Read from the identification
+  // bytes, before any field whose size or byte order they decide.
+  size_t n = 0;
+  const char* ident = elf_getident(elf_, &n);
+  if (!ident || n < EI_NIDENT)
+    return Status::Error(path_ + ": not an ELF file", ErrorKind::kUsage);
+  if (ident[EI_CLASS] != ELFCLASS64 || ident[EI_DATA] != ELFDATA2LSB)
+    return Status::Error(
+        fmt::format("{}: a {} {} ELF file; looptrace reads 64-bit "
+                    "little-endian ones only",
+                    path_,
+                    ident[EI_CLASS] == ELFCLASS32   ? "32-bit"
+                    : ident[EI_CLASS] == ELFCLASS64 ? "64-bit"
+                                                    : "bad-class",
+                    ident[EI_DATA] == ELFDATA2MSB   ? "big-endian"
+                    : ident[EI_DATA] == ELFDATA2LSB ? "little-endian"
+                                                    : "bad-byte-order"),
+        ErrorKind::kUsage);
   GElf_Ehdr ehdr;
   if (!gelf_getehdr(elf_, &ehdr))
     return Status::Error(

@@ -73,6 +73,18 @@ Result<ThresholdOverrides> parse_thresholds(const ThresholdArgs& args) {
   return o;
 }
 
+Result<uint64_t> parse_hang(const std::string& text) {
+  // The manual's "0 turns it off": a bare 0 needs no unit.
+  if (!text.empty() && text.find_first_not_of('0') == std::string::npos)
+    return uint64_t{0};
+  auto d = parse_duration(text);
+  if (!d.ok())
+    return Status::Error(fmt::format("--hang: {}", d.status().message()),
+                         ErrorKind::kUsage)
+        .with_hint(d.status().hint());
+  return *d;
+}
+
 Thresholds thresholds_for_record(const ThresholdOverrides& o) {
   Thresholds t;
   for (int r = 0; r < LT_ROLE_MAX; ++r)

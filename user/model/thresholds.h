@@ -93,6 +93,10 @@ struct ThresholdOverrides {
 // ("--slow-idle: ...") otherwise. --slow-idle defaults to --slow.
 Result<ThresholdOverrides> parse_thresholds(const ThresholdArgs& args);
 
+// --hang: a duration, or 0 (bare or with a unit) for no hang watchdog
+// (returns 0). A usage error naming --hang otherwise.
+Result<uint64_t> parse_hang(const std::string& text);
+
 // record: the defaults with the given thresholds.
 Thresholds thresholds_for_record(const ThresholdOverrides& o);
 

@@ -1,5 +1,6 @@
 // The plan's kernel options and thresholds, from the values as typed.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -34,7 +35,7 @@ Status build_thresholds(const RecordArgs& a, Plan* p) {
       return Status::Error("--duration must be above 0", ErrorKind::kUsage);
     p->duration_ns = *d;
   }
-  auto hang = parse_duration(a.hang);
+  auto hang = parse_hang(a.hang);
   if (!hang.ok()) return hang.status();
   p->hang_ns = *hang;
   return Status::Ok();
@@ -88,6 +89,61 @@ Status check_thread_filters(const RecordArgs& a) {
   return Status::Ok();
 }
 
+// A --tid names a thread that exists: of -p's process, or with
+// --system-wide (or no target) of any; a command's threads do not exist
+// yet. A tid that never calls a probe would filter out everything.
+Status check_tids_exist(const RecordArgs& a) {
+  if (a.tids.empty()) return Status::Ok();
+  if (!a.command.empty())
+    return Status::Error(
+        "--tid with -- COMMAND: the command's threads do not exist yet; "
+        "select them by name (--comm NAME)",
+        ErrorKind::kUsage);
+  for (uint32_t t : a.tids) {
+    std::string dir = a.pid > 0
+                          ? fmt::format("/proc/{}/task/{}", a.pid, t)
+                          : fmt::format("/proc/{}", t);  // any thread's id
+    if (access(dir.c_str(), F_OK) == 0) continue;
+    return Status::Error(
+        a.pid > 0 ? fmt::format("--tid {}: not a thread of pid {} (its "
+                                "threads: /proc/{}/task)",
+                                t, a.pid, a.pid)
+                  : fmt::format("--tid {}: no such thread", t),
+        ErrorKind::kUsage);
+  }
+  return Status::Ok();
+}
+
+// Options that only act on a probe or a mode not asked for: refused, not
+// silently ignored.
+Status check_options_apply(const RecordArgs& a) {
+  const ArgsGiven& given = a.given;
+  auto unused = [](const std::string& what, const std::string& needs) {
+    return Status::Error(
+        fmt::format("{} applies to {}: none given", what, needs),
+        ErrorKind::kUsage);
+  };
+  if (!a.keys.empty() && a.dispatch.empty() && a.idle.empty())
+    return unused("--key", "ad-hoc spans (--dispatch, --idle)");
+  if (given.queue_arg && a.barrier_post.empty() && a.barrier_remove.empty() &&
+      a.enqueue.empty())
+    return unused(
+        "--queue-arg",
+        "ad-hoc --barrier-post, --barrier-remove or --enqueue probes");
+  if (given.token_arg && a.barrier_remove.empty())
+    return unused("--token-arg", "ad-hoc --barrier-remove probes");
+  if (given.msg_arg && a.enqueue.empty())
+    return unused("--msg-arg", "ad-hoc --enqueue probes");
+  if (given.when_arg && a.enqueue.empty())
+    return unused("--when-arg", "ad-hoc --enqueue probes");
+  if (!a.input_binary.empty() && a.input_mode != "uprobe")
+    return Status::Error(
+        fmt::format("--input-binary applies to --input-mode uprobe, not {}",
+                    log::printable(a.input_mode, 20)),
+        ErrorKind::kUsage);
+  return Status::Ok();
+}
+
 // The kernel's tables: the ring buffer and the maps sized at load.
 Status build_sizes(const RecordArgs& a, TraceOptions* o) {
   auto rb = parse_ringbuf_size(a.ringbuf_size);
@@ -115,6 +171,8 @@ Status build_options(const RecordArgs& a, Plan* p) {
   p->opts.off_cpu = !a.no_off_cpu;
   LT_RETURN_IF_ERROR(build_sizes(a, &p->opts));
   LT_RETURN_IF_ERROR(check_thread_filters(a));
+  LT_RETURN_IF_ERROR(check_tids_exist(a));
+  LT_RETURN_IF_ERROR(check_options_apply(a));
   p->opts.tids = a.tids;
   p->opts.comms = a.comms;
   return Status::Ok();

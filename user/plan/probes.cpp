@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "base/log.h"
 #include "plan/steps.h"
 #include "profiles/key_expr.h"
 #include "profiles/profile.h"
@@ -51,6 +52,13 @@ Result<std::vector<KeyDef>> parse_keys(const std::vector<std::string>& args) {
   for (const std::string& k : args) {
     auto kd = parse_key_def(k);
     if (!kd.ok()) return kd.status();
+    // Two values under one name: the report would show one of them.
+    if (std::any_of(keys.begin(), keys.end(),
+                    [&](const KeyDef& o) { return o.name == kd->name; }))
+      return Status::Error(
+          fmt::format("--key {}: two keys named '{}'", log::printable(k, 60),
+                      log::printable(kd->name, 40)),
+          ErrorKind::kUsage);
     keys.push_back(*kd);
   }
   if (keys.size() > LT_MAX_KEYS)

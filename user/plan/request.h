@@ -16,6 +16,15 @@
 
 namespace looptrace {
 
+// The options whose default is a value (argument positions): whether they
+// were typed, so that one that acts on nothing can be refused.
+struct ArgsGiven {
+  bool queue_arg = false;
+  bool token_arg = false;
+  bool msg_arg = false;
+  bool when_arg = false;
+};
+
 struct RecordArgs {
   std::string profile;
   std::vector<std::string> dispatch;  // BINARY:SYMBOL
@@ -29,6 +38,7 @@ struct RecordArgs {
   int token_arg = 1;
   int msg_arg = 1;
   int when_arg = 2;
+  ArgsGiven given;                // which of the four were typed
   std::vector<std::string> keys;  // NAME=EXPR[:FORMAT], for ad-hoc probes
   pid_t pid = -1;
   bool system_wide = false;
@@ -60,6 +70,9 @@ struct RecordArgs {
   std::vector<int> input_fd;              // raw channels by fd (-p)
   std::vector<std::string> input_peer;    // raw channels by server socket
   std::string self_dir;                   // directory of the looptrace binary
+  // Printed on stderr once everything is checked, before tracing starts
+  // (the demo's scenario line); empty: nothing.
+  std::string preamble;
 };
 
 }  // namespace looptrace

@@ -20,11 +20,11 @@ struct Detector {
 };
 // In order: GTK 3 and Qt run on GLib's loop (Qt by default), and their
 // events say more than GLib's sources do.
-constexpr Detector kDetectors[] = {{"node", "node"},
-                                   {"gtk3", "libgtk-3.so.0"},
-                                   {"qt6", "libQt6Core.so.6"},
-                                   {"qt5", "libQt5Core.so.5"},
-                                   {"glib", "libglib-2.0.so"}};
+// The reference app's profile probes the refapp binary itself.
+constexpr Detector kDetectors[] = {
+    {"refapp", "refapp"},       {"node", "node"},
+    {"gtk3", "libgtk-3.so.0"},  {"qt6", "libQt6Core.so.6"},
+    {"qt5", "libQt5Core.so.5"}, {"glib", "libglib-2.0.so"}};
 
 }  // namespace
 
@@ -60,6 +60,7 @@ Status command_profiles(const RecordArgs& a, std::vector<ProbeDef>* probes,
   std::map<std::string, bool> installed;  // by binary: each looked up once
   for (const Detector& d : kDetectors) {
     if (std::string_view(d.profile) == "node" && !names_node) continue;
+    if (std::string_view(d.profile) == "refapp") continue;  // not a runtime
     auto prof = load_profile(d.profile);
     if (!prof.ok()) return prof.status();
     bool here = true;

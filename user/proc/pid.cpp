@@ -33,9 +33,33 @@ char stat_state(std::string_view stat) {
   return stat[paren + 2];
 }
 
+bool stat_kernel_thread(std::string_view stat) {
+  size_t paren = stat.rfind(')');
+  if (paren == std::string_view::npos) return false;
+  // After ") ": state ppid pgrp session tty_nr tpgid flags.
+  std::string_view rest = stat.substr(paren + 1);
+  for (int field = 0; field < 6; ++field) {
+    size_t sp = rest.find(' ', 1);
+    if (sp == std::string_view::npos) return false;
+    rest = rest.substr(sp);
+  }
+  unsigned long long flags = 0;
+  size_t i = 1;
+  for (; i < rest.size() && rest[i] >= '0' && rest[i] <= '9'; ++i)
+    flags = flags * 10 + static_cast<unsigned>(rest[i] - '0');
+  constexpr unsigned long long kPfKthread = 0x00200000;  // PF_KTHREAD
+  return i > 1 && (flags & kPfKthread) != 0;
+}
+
 Status check_pid_target(pid_t pid) {
   if (pid <= 0 || !pid_exists(static_cast<uint32_t>(pid)))
     return Status::Error(fmt::format("pid {} not found", pid),
+                         ErrorKind::kUsage);
+  if (auto stat = read_text_file(fmt::format("/proc/{}/stat", pid));
+      stat.ok() && stat_kernel_thread(*stat))
+    return Status::Error(fmt::format("pid {} is a kernel thread: it runs no "
+                                     "program to trace",
+                                     pid),
                          ErrorKind::kUsage);
   // The leader's own state says Z as soon as the leader thread exits, even
   // while other threads run; only a process with no live thread is dead.

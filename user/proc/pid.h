@@ -20,9 +20,13 @@ Result<pid_t> parse_pid(std::string_view text);
 // follows the last ')': the comm before it may hold spaces and parens.
 char stat_state(std::string_view stat);
 
-// Usage errors for a pid that does not exist and for a process that has
-// exited entirely (a zombie: every thread is dead, its parent has not
-// reaped it). A process whose leader thread has exited while others run
+// Whether a /proc/PID/stat line is a kernel thread's (PF_KTHREAD in its
+// flags): no user code, no mappings.
+bool stat_kernel_thread(std::string_view stat);
+
+// Usage errors for a pid that does not exist, for a kernel thread and for a
+// process that has exited entirely (a zombie: every thread is dead, its parent
+// has not reaped it). A process whose leader thread has exited while others run
 // is alive: it can still be traced.
 Status check_pid_target(pid_t pid);
 

@@ -106,7 +106,13 @@ std::string comm(uint32_t pid, uint32_t tid) {
 
 Result<std::string> read_text_file(const std::string& path) {
   ScopedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) return Status::Errno("open " + path, errno);
+  // Another user's process (/proc/PID/maps) is a permission matter.
+  if (fd.get() < 0) {
+    int err = errno;
+    return Status::Errno("open " + path, err,
+                         err == EACCES || err == EPERM ? ErrorKind::kPermission
+                                                       : ErrorKind::kFailure);
+  }
   // /proc files report size 0, so read until EOF.
   std::string out;
   char buf[16384];

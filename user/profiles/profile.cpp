@@ -8,7 +8,9 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <utility>
+#include <vector>
 
 #include "base/log.h"
 #include "proc/process.h"
@@ -608,6 +610,13 @@ class ProfileReader {
     for (size_t i = 0; i < it->size(); ++i) {
       auto k = key((*it)[i], at(keys_at, i));
       if (!k.ok()) return k.status();
+      // Two values under one name: a report would show only one.
+      if (std::any_of(def->keys.begin(), def->keys.end(),
+                      [&](const KeyDef& d) { return d.name == k->name; }))
+        return error(at(at(keys_at, i), "name"),
+                     fmt::format("\"{}\": a key of this probe already has "
+                                 "that name",
+                                 log::printable(k->name, kQuoted)));
       def->keys.push_back(std::move(*k));
     }
     if (std::count_if(def->keys.begin(), def->keys.end(), [](const KeyDef& k) {
@@ -866,8 +875,21 @@ Result<Profile> parse_profile(std::string_view text,
   if (text.find_first_not_of(" \t\r\n") == std::string_view::npos)
     return profile_error(origin, "empty file: expected a JSON object");
   Json j;
+  // A field given twice in one object: JSON keeps the last silently.
+  std::vector<std::set<std::string>> open_objects;
+  std::string duplicate;
+  auto note_fields = [&](int, Json::parse_event_t ev, Json& parsed) {
+    if (ev == Json::parse_event_t::object_start) open_objects.emplace_back();
+    if (ev == Json::parse_event_t::object_end && !open_objects.empty())
+      open_objects.pop_back();
+    if (ev == Json::parse_event_t::key && !open_objects.empty() &&
+        !open_objects.back().insert(parsed.get<std::string>()).second &&
+        duplicate.empty())
+      duplicate = parsed.get<std::string>();
+    return true;
+  };
   try {
-    j = Json::parse(text);
+    j = Json::parse(text, note_fields);
   } catch (const Json::parse_error& e) {
     // e.byte counts from 1 and points at the last byte read.
     return profile_error(
@@ -883,6 +905,10 @@ Result<Profile> parse_profile(std::string_view text,
     return profile_error(
         origin, fmt::format("not valid JSON: {}", log::printable(what, 120)));
   }
+  if (!duplicate.empty())
+    return profile_error(origin,
+                         fmt::format("field \"{}\" given twice in one object",
+                                     log::printable(duplicate, kQuoted)));
   return ProfileReader(origin).profile(j);
 }
 

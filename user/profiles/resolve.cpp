@@ -22,6 +22,7 @@
 #include "elf/resolve_cache.h"
 #include "proc/maps.h"
 #include "proc/process.h"
+#include "profiles/profile.h"
 
 namespace looptrace {
 namespace {
@@ -232,6 +233,59 @@ Result<std::vector<elf::SymbolMatch>> find_matches(const std::string& path,
   return matches;
 }
 
+std::string probe_name(const ProbeDef& p) {
+  return fmt::format("{} {}:{}", role_name(p.role),
+                     log::printable(p.binary, 80),
+                     log::printable(p.symbol, 120));
+}
+
+bool same_keys(const ProbeDef& a, const ProbeDef& b) {
+  return std::equal(a.keys.begin(), a.keys.end(), b.keys.begin(), b.keys.end(),
+                    [](const KeyDef& x, const KeyDef& y) {
+                      return x.name == y.name && x.expr == y.expr &&
+                             x.format == y.format;
+                    });
+}
+
+// Two probes at one instruction (a name given twice, a profile's function
+// given again with --dispatch, overlapping globs) would each see every
+// call: every span twice, every call "lost" once per copy. The same probe
+// twice is kept once; two that differ (role, keys) are refused.
+Status drop_duplicates(std::vector<ProbeDef>* probes) {
+  std::map<std::tuple<dev_t, ino_t, uint64_t>, size_t> at;  // -> index kept
+  std::vector<ProbeDef> kept;
+  for (ProbeDef& p : *probes) {
+    struct stat st {};
+    if (p.role == LT_ROLE_INPUT_RECV || p.role == LT_ROLE_INPUT_SEND ||
+        stat(p.path.c_str(), &st) != 0) {
+      kept.push_back(std::move(p));
+      continue;
+    }
+    auto [it, added] =
+        at.try_emplace({st.st_dev, st.st_ino, p.file_offset}, kept.size());
+    if (added) {
+      kept.push_back(std::move(p));
+      continue;
+    }
+    const ProbeDef& first = kept[it->second];
+    const std::string where =
+        fmt::format("{} at offset {:#x} ({})", log::printable(p.path, 120),
+                    p.file_offset, log::printable(p.resolved_symbol, 120));
+    if (first.role != p.role || !same_keys(first, p))
+      return Status::Error(
+          fmt::format("{} and {} attach at the same function, {}: each call "
+                      "would be counted twice; give it once",
+                      probe_name(first), probe_name(p), where),
+          ErrorKind::kUsage);
+    log::warn("{} and {} are the same function, {}: probed once",
+              probe_name(first), probe_name(p), where);
+  }
+  for (size_t i = 0; i < kept.size(); ++i)
+    kept[i].id = static_cast<uint32_t>(i);
+  *probes = std::move(kept);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status resolve_probes(std::vector<ProbeDef>* probes,
@@ -289,7 +343,7 @@ Status resolve_probes(std::vector<ProbeDef>* probes,
     }
   }
   *probes = std::move(out);
-  return Status::Ok();
+  return drop_duplicates(probes);
 }
 
 }  // namespace looptrace

@@ -1,6 +1,9 @@
 #include "record/recording.h"
 
+#include <fcntl.h>
 #include <libdeflate.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <system_error>
@@ -200,10 +203,37 @@ RecordingReader::~RecordingReader() {
 
 Result<std::unique_ptr<RecordingReader>> RecordingReader::Open(
     const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rbe");
-  if (!f)
-    return Status::Errno(fmt::format("open {}", path), errno,
-                         ErrorKind::kUsage);
+  // Non-blocking: a FIFO with no writer must not hold the open; only a
+  // regular file is read (a FIFO or a device could block or never end).
+  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    int err = errno;
+    return Status::Errno(fmt::format("open {}", path), err,
+                         err == EACCES || err == EPERM ? ErrorKind::kPermission
+                                                       : ErrorKind::kUsage);
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0) {
+    int err = errno;
+    close(fd);
+    return Status::Errno(fmt::format("stat {}", path), err);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return Status::Error(
+        S_ISDIR(st.st_mode)
+            ? path + " is a directory, not a looptrace recording"
+            : path +
+                  " is not a regular file: a recording is a file "
+                  "written by record -o",
+        ErrorKind::kUsage);
+  }
+  std::FILE* f = nullptr;
+  if (fcntl(fd, F_SETFL, 0) != 0 || (f = fdopen(fd, "rb")) == nullptr) {
+    int err = errno;
+    close(fd);
+    return Status::Errno(fmt::format("open {}", path), err);
+  }
   return FromFile(f, path);
 }
 
@@ -227,7 +257,11 @@ Result<std::unique_ptr<RecordingReader>> RecordingReader::FromFile(
       std::memcmp(h.magic, rec::kMagic, sizeof h.magic) != 0)
     return Status::Error(fmt::format("{} is not a looptrace recording", path),
                          ErrorKind::kUsage);
-  if (h.version == 0 || h.version > rec::kFormatVersion)
+  if (h.version == 0)
+    return Status::Error(
+        fmt::format("{}: damaged recording header: format version 0", path),
+        ErrorKind::kUsage);
+  if (h.version > rec::kFormatVersion)
     return Status::Error(
         fmt::format("{}: recording format {} is newer than this looptrace "
                     "reads ({})",
