@@ -258,16 +258,16 @@ TEST(PyInterleave, EachEvalCallTakesItsRun) {
   std::vector<lt_pyframe> py{pyf(8, false), pyf(16, true), pyf(24, true)};
   std::vector<uint64_t> addrs{101, 102, 103};
   EXPECT_EQ(interleave({1, E, 2, E, 3}, py, addrs, is_eval),
-            (std::vector<uint64_t>{1, 101, 102, 2, 103, 3}));
+            (std::vector<uint64_t>{1, 101, 102, E, 2, 103, E, 3}));
   // A native walk that lost the outer eval call: its run follows the inner.
   EXPECT_EQ(interleave({1, E, 0x666}, py, addrs, is_eval),
-            (std::vector<uint64_t>{1, 101, 102, 103, 0x666}));
+            (std::vector<uint64_t>{1, 101, 102, E, 103, 0x666}));
   // None found: the Python frames end the stack.
   EXPECT_EQ(interleave({1, 2}, py, addrs, is_eval),
             (std::vector<uint64_t>{1, 2, 101, 102, 103}));
   // More eval calls than runs: the outer ones stay native.
   EXPECT_EQ(interleave({1, E, E}, {pyf(8, true)}, {101}, is_eval),
-            (std::vector<uint64_t>{1, 101, E}));
+            (std::vector<uint64_t>{1, 101, E, E}));
 }
 
 TEST(PyDecode, SampleCarriesItsPythonFrames) {

@@ -59,6 +59,7 @@ class MappingsTracker {
       if (pids_.insert(pid).second) emit_maps(pid, tid, 0);
     }
     if (const auto* x = std::get_if<ExecEvent>(&ev)) {
+      py_watched_.erase(pid);
       emit_maps(pid, tid, x->ts_ns);
       unwinder_.forget(pid);
       unwind_maps_.erase(pid);
@@ -79,10 +80,10 @@ class MappingsTracker {
 
   // A process that runs CPython: its samples read its Python frames.
   void watch_python(uint32_t pid, const std::vector<MapEntry>& maps) {
-    if (!py_) return;
+    if (!py_ || !py_watched_.insert(pid).second) return;
     std::optional<lt_py_proc> p = py_->attach(pid, maps);
     if (Status st = tracer_.set_python(pid, p ? &*p : nullptr); !st.ok())
-      log::warn("looptrace: pid {}: {}", pid, st.message());
+      log::warn("pid {}: {}", pid, st.message());
   }
 
  private:
@@ -154,6 +155,7 @@ class MappingsTracker {
   EventSink& out_;
   Tracer& tracer_;
   python::PyFrames* py_;
+  std::set<uint32_t> py_watched_;  // since their last exec
   DwarfUnwinder unwinder_;
   uint64_t unwound_ = 0;    // stacks unwound by CFI
   uint64_t unwind_ns_ = 0;  // time spent doing it

@@ -4,6 +4,7 @@
 #include <sys/uio.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "base/log.h"
@@ -133,12 +134,10 @@ std::vector<uint64_t> interleave(const std::vector<uint64_t>& native,
   };
   size_t placed_at = std::string::npos;  // where the last run went
   for (uint64_t addr : native) {
-    if (next < py.size() && is_eval(addr)) {
-      put_run();
-      placed_at = out.size();
-    } else {
-      out.push_back(addr);
-    }
+    const bool eval = next < py.size() && is_eval(addr);
+    if (eval) put_run();
+    out.push_back(addr);
+    if (eval) placed_at = out.size();
   }
   if (next < py.size()) {
     std::vector<uint64_t> rest;
@@ -157,7 +156,7 @@ std::optional<lt_py_proc> PyFrames::attach(uint32_t pid,
   auto in = find_interpreter(pid, maps);
   if (!in.ok()) {
     if (refused_.insert(in.status().message()).second)
-      log::warn("looptrace: pid {}: {}", pid, in.status().message());
+      log::warn("pid {}: {}", pid, in.status().message());
     return std::nullopt;
   }
   if (!*in) return std::nullopt;
@@ -173,6 +172,11 @@ std::optional<lt_py_proc> PyFrames::attach(uint32_t pid,
 void PyFrames::forget(uint32_t pid) {
   procs_.erase(pid);
   codes_.erase(codes_.lower_bound({pid, 0}), codes_.lower_bound({pid + 1, 0}));
+  // Its frames named so far keep their addresses (stacks hold them); new
+  // ones are named afresh.
+  constexpr int64_t kLow = INT64_MIN;
+  index_.erase(index_.lower_bound({pid, 0, kLow}),
+               index_.lower_bound({pid + 1, 0, kLow}));
 }
 
 const CodeInfo& PyFrames::code(uint32_t pid, const Interpreter& in,

@@ -57,11 +57,11 @@ CodeInfo read_code(const MemoryReader& read, uint32_t pid, const Layout& l,
 
 // The native frames with the Python frames put in: each run of Python
 // frames one call of the eval loop executes (innermost first, up to and
-// including a frame marked LT_PYFRAME_ENTRY) takes the place of that
+// including a frame marked LT_PYFRAME_ENTRY) comes just inside that
 // call's native frame (`is_eval`), innermost run first. Runs left over
-// (a native walk that stopped early) follow the last one placed, or end
-// the stack when none was. `py_addrs[i]` is the address standing for
-// py.frames[i] (0: skip it).
+// (a native walk that stopped early) follow the last eval frame that got
+// one, or end the stack when none did. `py_addrs[i]` is the address standing
+// for py.frames[i] (0: skip it).
 std::vector<uint64_t> interleave(const std::vector<uint64_t>& native,
                                  const std::vector<lt_pyframe>& py,
                                  const std::vector<uint64_t>& py_addrs,
