@@ -12,7 +12,8 @@
  * (what probes read), threads.h (per-thread state, histograms), ustack.h
  * (user stack copies for unwinding), spans.h
  * (the span and point probes), lifecycle.h (exit, fork, exec), sampler.h
- * (stack samples), io_sock.h, io_calls.h and io_hooks.h (input channels).
+ * (stack samples; python.h: their Python frames), io_sock.h, io_calls.h
+ * and io_hooks.h (input channels).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -33,6 +34,7 @@ char LICENSE[] SEC("license") = "GPL";
 #include "spans.h"
 #include "sched.h"
 #include "lifecycle.h"
+#include "python.h"
 #include "sampler.h"
 #include "io_sock.h"
 #include "io_calls.h"

@@ -6,14 +6,21 @@
 #pragma once
 
 /* A sample for unwinding in userspace: the frame-pointer frames (used as
- * they are where they are whole) and the copy of the user stack. */
+ * they are where they are whole) and the copy of the user stack; then the
+ * Python frames in a CPython process (py). */
 static __noinline int sample_ustack(struct bpf_perf_event_data *ctx, struct lt_thread *st,
-				    struct lt_frame *f, __u64 now)
+				    struct lt_frame *f, __u64 now, const struct lt_py_proc *py)
 {
+	__u32 size = sizeof(struct lt_ustack_rec);
 	struct lt_ustack_rec *rec;
 	long n;
 
-	rec = bpf_ringbuf_reserve(&lt_events, sizeof(*rec), 0);
+	if (py) {
+		size = sizeof(struct lt_py_ustack_rec);
+		rec = bpf_ringbuf_reserve(&lt_events, sizeof(struct lt_py_ustack_rec), 0);
+	} else {
+		rec = bpf_ringbuf_reserve(&lt_events, sizeof(struct lt_ustack_rec), 0);
+	}
 	if (!rec) {
 		count(LT_CNT_RB_FULL);
 		return 0;
@@ -25,7 +32,9 @@ static __noinline int sample_ustack(struct bpf_perf_event_data *ctx, struct lt_t
 		bpf_ringbuf_discard(rec, 0);
 		return 0;
 	}
-	fill_header(&rec->s.hdr, LT_REC_USTACK, sizeof(*rec), now);
+	if (py)
+		py_walk(&((struct lt_py_ustack_rec *)rec)->py, py);
+	fill_header(&rec->s.hdr, LT_REC_USTACK, size, now);
 	rec->s.span_id = f->span_id;
 	rec->s.probe_id = f->probe_id;
 	f->sampled = 1;
@@ -38,8 +47,10 @@ static __noinline int sample_ustack(struct bpf_perf_event_data *ctx, struct lt_t
 SEC("perf_event")
 int lt_sample(struct bpf_perf_event_data *ctx)
 {
+	const struct lt_py_proc *py;
 	struct lt_sample_rec *rec;
 	struct lt_thread *st;
+	__u32 size;
 	struct lt_frame *f;
 	__u64 now;
 	__u32 d;
@@ -57,9 +68,14 @@ int lt_sample(struct bpf_perf_event_data *ctx)
 	now = bpf_ktime_get_ns();
 	if (now - f->start_ns < lt_cfg.sample_after_ns)
 		return 0;
+	py = py_proc();
 	if (lt_cfg.stack_copy)
-		return sample_ustack(ctx, st, f, now);
-	rec = bpf_ringbuf_reserve(&lt_events, sizeof(*rec), 0);
+		return sample_ustack(ctx, st, f, now, py);
+	size = py ? sizeof(struct lt_py_sample_rec) : sizeof(*rec);
+	if (py)
+		rec = bpf_ringbuf_reserve(&lt_events, sizeof(struct lt_py_sample_rec), 0);
+	else
+		rec = bpf_ringbuf_reserve(&lt_events, sizeof(*rec), 0);
 	if (!rec) {
 		count(LT_CNT_RB_FULL);
 		return 0;
@@ -70,7 +86,9 @@ int lt_sample(struct bpf_perf_event_data *ctx)
 		bpf_ringbuf_discard(rec, 0);
 		return 0;
 	}
-	fill_header(&rec->hdr, LT_REC_SAMPLE, sizeof(*rec), now);
+	if (py)
+		py_walk(&((struct lt_py_sample_rec *)rec)->py, py);
+	fill_header(&rec->hdr, LT_REC_SAMPLE, size, now);
 	rec->span_id = f->span_id;
 	rec->probe_id = f->probe_id;
 	rec->nframes = n / sizeof(__u64);

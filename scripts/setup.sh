@@ -9,6 +9,7 @@ packages=(
   libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev
   linux-perf bpftrace binutils procps time util-linux jq bc
   python3-gi gir1.2-glib-2.0 clang-format
+  python3.11-dev # CPython 3.11's internal headers: its layout table (scripts/python-offsets.sh) and its test
   shellcheck # scripts/lint.sh
   libclang-rt-14-dev # libFuzzer and the sanitizer runtimes for clang 14
   libdw-dev # DWARF CFI unwinding of user stacks (user/unwind)

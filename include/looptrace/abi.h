@@ -333,6 +333,72 @@ struct lt_ustack_rec {
 	struct lt_ucopy u;
 };
 
+/* CPython: where a thread's interpreter frames are, as byte offsets of one
+ * interpreter version's structures (user/python/layout.cpp). A thread's
+ * PyThreadState is on the list at runtime->interpreters.head->threads.head
+ * (->next), found by native_thread_id; its innermost frame is
+ * tstate->cframe->current_frame, the next one out frame->previous. */
+struct lt_py_offsets {
+	__u16 runtime_interp_head;
+	__u16 interp_threads_head;
+	__u16 tstate_next;
+	__u16 tstate_native_tid;
+	__u16 tstate_cframe;
+	__u16 cframe_current_frame;
+	__u16 frame_code;
+	__u16 frame_previous;
+	__u16 frame_prev_instr;
+	__u16 frame_is_entry; /* a byte: the frame began a call of the eval loop */
+	__u16 pad[2];
+};
+/* An lt_py_offsets field the version does not have: tstate_cframe (3.13
+ * keeps current_frame in the thread state: read at cframe_current_frame
+ * from it), frame_is_entry (3.12 marks entries by a shim frame). */
+#define LT_PY_NONE 0xffff
+
+/* A process running CPython (BPF hash lt_py_procs, tgid -> this). */
+struct lt_py_proc {
+	__u64 runtime; /* address of _PyRuntime */
+	struct lt_py_offsets off;
+};
+
+/* Python frames per sample; the rest is cut (LT_PY_CUT). */
+#define LT_MAX_PYFRAMES 64
+/* Threads of an interpreter searched for the current one. */
+#define LT_PY_MAX_THREADS 64
+/* lt_pyframe.code bit 0: the frame began a call of the eval loop
+ * (_PyEval_EvalFrameDefault); code objects are 8-byte aligned. */
+#define LT_PYFRAME_ENTRY 1ull
+
+/* One interpreter frame: its code object and its last instruction. */
+struct lt_pyframe {
+	__u64 code;  /* PyCodeObject * | LT_PYFRAME_ENTRY */
+	__u64 instr; /* prev_instr: the instruction running (or last run) */
+};
+
+/* lt_pystack.flags */
+#define LT_PY_CUT 1u	 /* deeper than LT_MAX_PYFRAMES: the outermost are missing */
+#define LT_PY_NOSTATE 2u /* the thread's PyThreadState was not found */
+
+/* The Python frames of a sampled thread, innermost first. A sample of a
+ * process in lt_py_procs carries them after its record (and its copy):
+ * hdr.size says so. */
+struct lt_pystack {
+	__u32 nframes;
+	__u32 flags; /* LT_PY_* */
+	struct lt_pyframe frames[LT_MAX_PYFRAMES];
+};
+
+struct lt_py_sample_rec {
+	struct lt_sample_rec s;
+	struct lt_pystack py;
+};
+
+struct lt_py_ustack_rec {
+	struct lt_ustack_rec s;
+	struct lt_pystack py;
+};
+
 /* A thread blocked (switched out, not runnable) inside a span: its user
  * and kernel stacks then. With stack_copy, an lt_ucopy follows
  * (hdr.size = sizeof(struct lt_offcpu_copy_rec)). */

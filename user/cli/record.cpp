@@ -156,6 +156,7 @@ Status RecordSession::run() {
   o.barriers = analysis_->has_barriers();
   o.input = session_.has_input;
   o.hang_ns = plan_.hang_ns;
+  o.py_frames = &symbols_.python;
   LiveSource source(*tracer_, o, this);
   LT_RETURN_IF_ERROR(source.run(stream));
   end_ = source.end();

@@ -16,6 +16,7 @@
 #include "proc/maps.h"
 #include "proc/pid.h"
 #include "proc/process.h"
+#include "python/frames.h"
 #include "unwind/dwarf_unwinder.h"
 
 namespace looptrace {
@@ -30,10 +31,12 @@ void on_stop_signal(int sig) { g_stop_signal = sig; }
 // What the live stream needs from the processes while they live: their
 // mappings (MappingsEvents), read when a process is first seen and again
 // after an exec; and the unwinding of samples copied for it (--call-graph
-// dwarf), which needs the files they map.
+// dwarf), which needs the files they map; and the Python frames of the
+// samples of a CPython process, named while it lives.
 class MappingsTracker {
  public:
-  explicit MappingsTracker(EventSink& out) : out_(out) {}
+  MappingsTracker(EventSink& out, Tracer& tracer, python::PyFrames* py)
+      : out_(out), tracer_(tracer), py_(py) {}
   ~MappingsTracker() {
     if (unwound_ == 0) return;
     log::debug("unwind",
@@ -56,12 +59,16 @@ class MappingsTracker {
       if (pids_.insert(pid).second) emit_maps(pid, tid, 0);
     }
     if (const auto* x = std::get_if<ExecEvent>(&ev)) {
+      py_watched_.erase(pid);
       emit_maps(pid, tid, x->ts_ns);
       unwinder_.forget(pid);
       unwind_maps_.erase(pid);
     }
     if (auto* s = std::get_if<SampleEvent>(&ev); s && s->stack.ustack) {
       unwind(s->pid, s->ts_ns, &s->stack);
+    }
+    if (auto* s = std::get_if<SampleEvent>(&ev); s && s->stack.py && py_) {
+      py_->merge(s->pid, &s->stack);
     } else if (auto* b = std::get_if<BlockEvent>(&ev); b && b->stack.ustack) {
       unwind(b->pid, b->ts_ns, &b->stack);
     } else if (auto* w = std::get_if<WakeEvent>(&ev); w && w->stack.ustack) {
@@ -71,11 +78,20 @@ class MappingsTracker {
   }
   std::set<std::pair<uint32_t, uint32_t>>& threads() { return threads_; }
 
+  // A process that runs CPython: its samples read its Python frames.
+  void watch_python(uint32_t pid, const std::vector<MapEntry>& maps) {
+    if (!py_ || !py_watched_.insert(pid).second) return;
+    std::optional<lt_py_proc> p = py_->attach(pid, maps);
+    if (Status st = tracer_.set_python(pid, p ? &*p : nullptr); !st.ok())
+      log::warn("pid {}: {}", pid, st.message());
+  }
+
  private:
   void emit_maps(uint32_t pid, uint32_t tid, uint64_t ts) {
     auto maps = proc::read_maps(pid);
     // Gone already, or a zombie (no maps): nothing new to say.
     if (!maps.ok() || maps->empty()) return;
+    watch_python(pid, *maps);
     MappingsEvent m;
     m.pid = pid;
     m.tid = tid;
@@ -137,6 +153,9 @@ class MappingsTracker {
   }
 
   EventSink& out_;
+  Tracer& tracer_;
+  python::PyFrames* py_;
+  std::set<uint32_t> py_watched_;  // since their last exec
   DwarfUnwinder unwinder_;
   uint64_t unwound_ = 0;    // stacks unwound by CFI
   uint64_t unwind_ns_ = 0;  // time spent doing it
@@ -287,7 +306,11 @@ void LiveSource::finish(MappingsTracker& tracker, const Tracer::Sink& sink,
 }
 
 Status LiveSource::run(EventSink& out) {
-  MappingsTracker tracker(out);
+  MappingsTracker tracker(out, tracer_, opts_.py_frames);
+  // -p's process: its first samples already read its Python frames.
+  if (opts_.pid > 0 && opts_.py_frames)
+    if (auto maps = proc::read_maps(opts_.pid); maps.ok())
+      tracker.watch_python(opts_.pid, *maps);
   Tracer::Sink sink = [&tracker](Event&& ev) { tracker(std::move(ev)); };
   while (true) {
     uint64_t now = monotonic_ns();

@@ -18,6 +18,9 @@
 #include "trace/stream.h"
 
 namespace looptrace {
+namespace python {
+class PyFrames;
+}
 
 // What a live run asks of its consumers while it runs.
 class LiveClient {
@@ -55,6 +58,9 @@ struct LiveOptions {
   bool barriers = false;     // check for stalls every 20 ms
   bool input = false;        // input records do not wake the reader: poll
   uint64_t hang_ns = 0;      // announce spans running this long; 0: never
+  // Names the Python frames of samples of CPython processes; nullptr: none
+  // are read.
+  python::PyFrames* py_frames = nullptr;
 };
 
 class MappingsTracker;

@@ -897,6 +897,17 @@ std::vector<uint32_t> Tracer::traced_processes() const {
   return {seen.begin(), seen.end()};
 }
 
+Status Tracer::set_python(uint32_t pid, const lt_py_proc* py) {
+  int fd = bpf_map__fd(impl_->skel->maps.lt_py_procs);
+  if (py == nullptr) {
+    bpf_map_delete_elem(fd, &pid);
+    return Status::Ok();
+  }
+  if (bpf_map_update_elem(fd, &pid, py, BPF_ANY) != 0)
+    return Status::Errno("filling lt_py_procs", errno);
+  return Status::Ok();
+}
+
 Counters Tracer::read_counters() const {
   Counters c;
   int fd = bpf_map__fd(impl_->skel->maps.lt_counters);

@@ -60,6 +60,9 @@ class Tracer {
   // With a target (-p, a command): it and the processes it forked, minus
   // those whose last thread has exited (the kernel keeps this set).
   std::vector<uint32_t> traced_processes() const;
+  // Samples of pid read its Python frames where `py` says (nullptr: no
+  // more). python/frames.h PyFrames::attach finds it.
+  Status set_python(uint32_t pid, const lt_py_proc* py);
 
   // Synchronous messages of (pid, queue) enqueued, due by now_ns and not yet
   // dispatched (from the enqueue probe's map); -1 without an enqueue probe.

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "python/frames.h"
 #include "symbolize/kernel_symbols.h"
 #include "symbolize/proc_symbolizer.h"
 #include "symbolize/symbolizer.h"
@@ -58,14 +59,17 @@ class CapturingSymbolizer : public Symbolizer {
 };
 
 // The symbolizers of a live run: the processes' files, through their
-// mappings while they live, and the kernel's; with a recording, every first
-// resolution is captured for it (CapturingSymbolizer).
+// mappings while they live, the kernel's, and the Python frames the live
+// source named (python/frames.h); with a recording, every first resolution
+// is captured for it (CapturingSymbolizer).
 struct LiveSymbols {
   ProcSymbolizer proc;
   SystemSymbolizer system{&proc};
-  CapturingSymbolizer capture{&system};
+  python::PyFrames python;
+  python::PySymbolizer live{&system, &python};
+  CapturingSymbolizer capture{&live};
   Symbolizer* for_analysis(bool recording) {
-    return recording ? static_cast<Symbolizer*>(&capture) : &system;
+    return recording ? static_cast<Symbolizer*>(&capture) : &live;
   }
 };
 

@@ -103,10 +103,36 @@ SampleEvent sample_event(const lt_sample_rec& r, const lt_ucopy* copy) {
   return ev;
 }
 
+// A sample of a CPython thread has its Python frames after the record of
+// `base` bytes (lt_py_sample_rec, lt_py_ustack_rec): into *stack. False
+// if hdr.size is neither the record's size nor that with them.
+bool py_tail(const void* data, size_t size, size_t base, Stack* stack) {
+  lt_rec_header hdr;
+  std::memcpy(&hdr, data, sizeof(hdr));
+  if (hdr.size == base) return true;
+  if (hdr.size != base + sizeof(lt_pystack) || size < hdr.size) return false;
+  const char* at = static_cast<const char*>(data) + base;
+  lt_pystack head;
+  std::memcpy(&head, at, offsetof(lt_pystack, frames));
+  if (head.nframes > LT_MAX_PYFRAMES) return false;
+  auto py = std::make_shared<PyStack>();
+  py->flags = head.flags;
+  py->frames.resize(head.nframes);
+  if (head.nframes)
+    std::memcpy(py->frames.data(), at + offsetof(lt_pystack, frames),
+                head.nframes * sizeof(lt_pyframe));
+  stack->py = std::move(py);
+  return true;
+}
+
 bool decode_sample(const void* data, size_t size, Event* out) {
   lt_sample_rec r;
-  if (!read_rec(data, size, &r) || r.nframes > LT_MAX_STACK) return false;
-  *out = sample_event(r, nullptr);
+  if (size < sizeof(r)) return false;
+  std::memcpy(&r, data, sizeof(r));
+  if (r.nframes > LT_MAX_STACK) return false;
+  SampleEvent ev = sample_event(r, nullptr);
+  if (!py_tail(data, size, sizeof(r), &ev.stack)) return false;
+  *out = std::move(ev);
   return true;
 }
 
@@ -116,10 +142,10 @@ bool decode_ustack(const void* data, size_t size, Event* out) {
   if (size < sizeof(lt_ustack_rec)) return false;
   auto r = std::make_unique<lt_ustack_rec>();
   std::memcpy(r.get(), data, sizeof(lt_ustack_rec));
-  if (r->s.hdr.size != sizeof(lt_ustack_rec) || r->s.nframes > LT_MAX_STACK ||
-      !ucopy_ok(r->u))
-    return false;
-  *out = sample_event(r->s, &r->u);
+  if (r->s.nframes > LT_MAX_STACK || !ucopy_ok(r->u)) return false;
+  SampleEvent ev = sample_event(r->s, &r->u);
+  if (!py_tail(data, size, sizeof(lt_ustack_rec), &ev.stack)) return false;
+  *out = std::move(ev);
   return true;
 }
 

@@ -69,6 +69,13 @@ struct UserStack {
   std::vector<uint64_t> ret_addrs;
 };
 
+// The Python frames the kernel read from a CPython thread (abi.h
+// lt_pystack), innermost first.
+struct PyStack {
+  std::vector<lt_pyframe> frames;
+  uint32_t flags = 0;  // LT_PY_*
+};
+
 // How a sample's frames were found.
 enum class Unwind : uint8_t {
   kFramePointer = 0,  // the kernel walked the frame pointers
@@ -85,6 +92,9 @@ struct Stack {
   // Straight from the kernel with --call-graph dwarf, until unwound; never
   // recorded (the frames are).
   std::shared_ptr<const UserStack> ustack;
+  // The same for a sample's Python frames, until named and merged into
+  // frames (python/merge.h); never recorded (the frames are).
+  std::shared_ptr<const PyStack> py;
 };
 
 // A user stack sampled while a span was running.

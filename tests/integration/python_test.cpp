@@ -1,0 +1,169 @@
+// Python frames in the stacks of Debian's python3 (CPython 3.11), read
+// from the interpreter's frames at sample time: a python3-gi GLib loop
+// whose timeout callback busy-loops in a Python function, attached with
+// -p and no option. The frames' functions, files and lines come from the
+// program's source itself.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+
+namespace lt_test {
+namespace {
+
+constexpr int64_t kToleranceNs = 1'000'000;
+
+// The line of `path` holding `text` (1-based), 0 if none.
+int line_of(const std::string& path, const std::string& text) {
+  std::ifstream in(path);
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n)
+    if (line.find(text) != std::string::npos) return n;
+  return 0;
+}
+
+// Index of the first frame that is `name (file:line)` for one of `lines`
+// in `frames`, -1 if none.
+int find_frame(const std::vector<std::string>& frames, const std::string& name,
+               const std::vector<int>& lines) {
+  for (size_t i = 0; i < frames.size(); ++i)
+    for (int l : lines)
+      if (frames[i] == fmt::format("{} (glib_loop.py:{})", name, l))
+        return static_cast<int>(i);
+  return -1;
+}
+
+// Index of the first frame starting with `prefix`, -1 if none.
+int find_native(const std::vector<std::string>& frames,
+                const std::string& prefix) {
+  for (size_t i = 0; i < frames.size(); ++i)
+    if (frames[i].rfind(prefix, 0) == 0) return static_cast<int>(i);
+  return -1;
+}
+
+// Where glib_loop.py is while it busy-loops: in busy_for (its loop, or
+// now_ns called from it), called by App.stall, from App.run's loop: the
+// lines, from the source.
+struct BusyLines {
+  int busy_while, busy_add, stall_call, loop_run;
+};
+
+BusyLines busy_lines(const std::string& src) {
+  return {line_of(src, "    while now_ns() < deadline:"),
+          line_of(src, "        x += 1"),
+          line_of(src, "busy_for(ms * 1000000)"),
+          line_of(src, "        self.loop.run()")};
+}
+
+// The stacks (frames, innermost first) of the slow dispatch of `report`
+// that holds the stall python logged in `log`.
+void stall_stacks(const nlohmann::json& report, const std::string& log,
+                  std::vector<std::vector<std::string>>* out) {
+  auto stalls = events(read_jsonl(log), "stall");
+  ASSERT_EQ(stalls.size(), 1u);
+  const uint64_t st_start = stalls[0]["start_ns"], st_end = stalls[0]["end_ns"];
+  const nlohmann::json* slow = nullptr;
+  for (const auto& s : report["slow_dispatches"]) {
+    uint64_t start = s["start_ns"], dur = s["duration_ns"];
+    if (start <= st_start + kToleranceNs &&
+        start + dur + kToleranceNs >= st_end)
+      slow = &s;
+  }
+  ASSERT_NE(slow, nullptr) << report["slow_dispatches"].dump();
+  ASSERT_FALSE((*slow)["stacks"].empty()) << slow->dump();
+  for (const auto& st : (*slow)["stacks"]) {
+    out->emplace_back();
+    for (const auto& f : st["frames"])
+      out->back().push_back(f.get<std::string>());
+  }
+}
+
+std::string dump(const std::vector<std::vector<std::string>>& stacks) {
+  std::string all;
+  for (const auto& frames : stacks) {
+    for (const auto& f : frames) all += f + " < ";
+    all += "\n";
+  }
+  return all;
+}
+
+// Stacks naming busy_for and App.stall at their lines, callee first (and
+// App.run after them when it is there); with `native`, the native frames
+// of GLib's dispatch between the callback and the loop's run, and
+// Py_RunMain last. Returns how many stacks name them.
+int check_stacks(const std::vector<std::vector<std::string>>& stacks,
+                 const BusyLines& l, bool native) {
+  int named = 0;
+  for (const auto& frames : stacks) {
+    const int busy = find_frame(frames, "busy_for", {l.busy_while, l.busy_add});
+    const int stall = find_frame(frames, "App.stall", {l.stall_call});
+    const int run_at = find_frame(frames, "App.run", {l.loop_run});
+    if (busy < 0 || stall < 0) continue;
+    ++named;
+    EXPECT_LT(busy, stall) << dump(stacks);
+    if (run_at >= 0) {
+      EXPECT_LT(stall, run_at) << dump(stacks);
+    }
+    if (!native) continue;
+    const int dispatch = find_native(frames, "g_main_context_dispatch+");
+    const int main_run = find_native(frames, "Py_RunMain+");
+    EXPECT_LT(stall, dispatch) << dump(stacks);
+    EXPECT_LT(dispatch, run_at) << dump(stacks);
+    EXPECT_LT(run_at, main_run) << dump(stacks);
+  }
+  return named;
+}
+
+// glib_loop.py with one 200 ms busy stall, attached with -p and `lt_args`.
+class PythonFrames : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(PythonFrames, StacksOfABusyCallbackNameItsPythonFunctions) {
+  LT_REQUIRE_BPF();
+  if (access("/usr/bin/python3", X_OK) != 0) {
+    if (bpf_required()) FAIL() << "/usr/bin/python3 missing (scripts/setup.sh)";
+    GTEST_SKIP() << "/usr/bin/python3 missing";
+  }
+  const bool dwarf = std::string(GetParam()) == "dwarf";
+  const std::string src = tests_dir() + "/programs/glib_loop.py";
+  const BusyLines l = busy_lines(src);
+  ASSERT_TRUE(l.busy_while && l.busy_add && l.stall_call && l.loop_run);
+
+  TempDir dir;
+  const std::string log = dir.file("glib.jsonl");
+  const std::string json = dir.file("report.json");
+  const std::string rec = dir.file("run.ltrec");
+  Process app({"/usr/bin/python3", src, "--start-delay", "2000", "--kind",
+               "busy", "--stall", "200@300", "--duration", "800", "--log", log},
+              dir.file("app.out"), dir.file("app.err"));
+  ASSERT_TRUE(wait_for_text(dir.file("app.err"), "glib_loop: ready", 10000));
+  std::vector<std::string> cmd = {looptrace_bin(),           "record", "-p",
+                                  std::to_string(app.pid()), "--json", json};
+  // With dwarf, also a recording: read back where the process is gone.
+  if (dwarf) cmd.insert(cmd.end(), {"--call-graph", "dwarf", "-o", rec});
+  RunResult r = run(cmd);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(app.wait(10000), 0);
+  std::vector<std::vector<std::string>> stacks;
+  ASSERT_NO_FATAL_FAILURE(stall_stacks(read_json(json), log, &stacks));
+  EXPECT_GT(check_stacks(stacks, l, dwarf), 0)
+      << "no stack names busy_for and App.stall at lines " << l.busy_while
+      << "/" << l.busy_add << " and " << l.stall_call << ":\n"
+      << dump(stacks);
+  if (!dwarf) return;
+  const std::string replayed = dir.file("replayed.json");
+  RunResult rr = run({looptrace_bin(), "report", rec, "--json", replayed});
+  ASSERT_EQ(rr.exit_code, 0) << rr.err;
+  std::vector<std::vector<std::string>> again;
+  ASSERT_NO_FATAL_FAILURE(stall_stacks(read_json(replayed), log, &again));
+  EXPECT_EQ(again, stacks) << "the recording names the same frames";
+}
+
+INSTANTIATE_TEST_SUITE_P(CallGraph, PythonFrames,
+                         ::testing::Values("fp", "dwarf"));
+
+}  // namespace
+}  // namespace lt_test

@@ -1,0 +1,305 @@
+// Python frames from outside: CPython 3.11's location table decoded from
+// byte fixtures (the tables and the lines are CPython's own: co_linetable
+// and co_lines() of the functions quoted), the layout table against the
+// interpreter's headers, the version check, the code object reader on a
+// fake process memory, the interleaving of Python and native frames, and
+// the sample record's Python tail.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <variant>
+#include <vector>
+
+#include "python/frames.h"
+#include "python/interpreter.h"
+#include "python/layout.h"
+#include "python/linetable.h"
+#include "trace/decode.h"
+
+namespace looptrace::python {
+namespace {
+
+using Ranges = std::vector<std::tuple<int, int, int>>;  // start, end, line
+
+// Every instruction of every range has the range's line (0: none).
+void expect_lines(std::string_view table, int first, const Ranges& ranges) {
+  for (auto [start, end, line] : ranges)
+    for (int off = start; off < end; off += 2)
+      EXPECT_EQ(line_at(table, first, off), line == 0 ? -1 : line)
+          << "offset " << off;
+  EXPECT_EQ(line_at(table, first, std::get<1>(ranges.back())), -1);
+}
+
+// def f(x):            # line 2
+//     y = x + 1
+//     if y:
+//
+//
+//         z = [i
+//              for i in range(3)]
+//     for k in range(2):
+//         y += k
+//     return (y,
+//             z)
+TEST(PyLineTable, LinesOfAFunctionAsCPythonGivesThem) {
+  const std::string_view t(
+      "\x80\x00\xd8\x08\x09\x88\x41\x89\x05\x80\x41\xd8\x07\x08\xf0\x00\x04"
+      "\x05\x20\xf0\x06\x01\x0d\x20\xf0\x00\x01\x0d\x20\xdd\x16\x1b\x98\x41"
+      "\x91\x68\x94\x68\xf0\x03\x01\x0d\x20\xf1\x00\x01\x0d\x20\xf4\x00\x01"
+      "\x0d\x20\x88\x01\xe5\x0d\x12\x90\x31\x89\x58\x8c\x58\xf0\x00\x01\x05"
+      "\x0f\xf0\x00\x01\x05\x0f\x88\x01\xd8\x08\x09\x88\x51\x89\x06\x88\x01"
+      "\x88\x01\xd8\x0c\x0d\xd8\x0c\x0d\xf0\x03\x01\x0c\x0f\xf0\x00\x01\x05"
+      "\x0f",
+      103);
+  expect_lines(t, 2,
+               {{0, 2, 2},
+                {2, 12, 3},
+                {12, 16, 4},
+                {16, 20, 7},
+                {20, 48, 8},
+                {48, 66, 7},
+                {66, 100, 9},
+                {100, 112, 10},
+                {112, 114, 11},
+                {114, 116, 12},
+                {116, 120, 11}});
+}
+
+// def g(a):            # line 2
+//     try:
+//         a()
+//     except ValueError:
+//         pass
+// (no line for the exception table's cleanup code)
+TEST(PyLineTable, CodeWithoutALineHasNone) {
+  const std::string_view t(
+      "\x80\x00\xf0\x02\x03\x05\x0d\xd8\x08\x09\x88\x01\x89\x03\x8c\x03\x88"
+      "\x03\x88\x03\x88\x03\xf8\xdd\x0b\x15\xf0\x00\x01\x05\x0d\xf0\x00\x01"
+      "\x05\x0d\xf0\x00\x01\x05\x0d\xd8\x08\x0c\x88\x04\x88\x04\xf0\x03\x01"
+      "\x05\x0d\xf8\xf8\xf8",
+      56);
+  expect_lines(t, 2,
+               {{0, 2, 2},
+                {2, 4, 3},
+                {4, 28, 4},
+                {28, 30, 0},
+                {30, 48, 5},
+                {48, 54, 6},
+                {54, 56, 5},
+                {56, 62, 0}});
+}
+
+// Objects/locations.md: code 13 is a line delta alone (a signed varint),
+// and varints continue in 6-bit chunks.
+TEST(PyLineTable, NoColumnsEntryAndLongVarints) {
+  // +3 over 2 units, then -70 as a 2-chunk svarint (141 = 0b10001101:
+  // chunks 0b001101 | 0x40, 0b10) over 1 unit.
+  const std::string_view t("\xe9\x06\xe8\x4d\x02", 5);
+  EXPECT_EQ(line_at(t, 100, 0), 103);
+  EXPECT_EQ(line_at(t, 100, 2), 103);
+  EXPECT_EQ(line_at(t, 100, 4), 33);
+  EXPECT_EQ(line_at(t, 100, 6), -1);
+}
+
+TEST(PyLineTable, MalformedTablesEndTheWalk) {
+  // A varint that never ends, a continuation byte first, nothing at all.
+  EXPECT_EQ(line_at(std::string_view("\xe8\x7f\x7f", 3), 1, 0), -1);
+  EXPECT_EQ(line_at(std::string_view("\x01\x80", 2), 1, 0), -1);
+  EXPECT_EQ(line_at(std::string_view(), 1, 0), -1);
+  // Every prefix of a real table reads within itself.
+  const std::string t("\x80\x00\xf0\x02\x03\x05\x0d\xd8\x08\x09", 10);
+  for (size_t n = 0; n <= t.size(); ++n)
+    for (uint64_t off = 0; off < 40; off += 2)
+      (void)line_at(std::string_view(t.data(), n), 1, off);
+}
+
+// The committed table is what the generator prints from the installed
+// headers (python3.11-dev).
+TEST(PyLayout, TableMatchesTheInterpretersHeaders) {
+  const std::string gen =
+      std::string(LT_TEST_PROGRAMS_DIR) + "/python_offsets_311";
+  if (access(gen.c_str(), X_OK) != 0)
+    GTEST_SKIP() << "python3.11-dev is not installed";
+  FILE* p = popen(gen.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
+  ASSERT_EQ(pclose(p), 0);
+  std::ifstream in(std::string(LT_SOURCE_DIR) + "/user/python/layout_311.inc");
+  std::stringstream committed;
+  committed << in.rdbuf();
+  EXPECT_EQ(out, committed.str())
+      << "regenerate with scripts/python-offsets.sh 3.11";
+}
+
+TEST(PyLayout, OnlyKnownVersionsHaveOne) {
+  const Layout* l = layout_for(0x030b02f0);  // 3.11.2
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(l->minor, 11u);
+  EXPECT_EQ(layout_for(0x030b0af0), l);  // any 3.11.x
+  EXPECT_EQ(layout_for(0x030c00f0), nullptr);
+  EXPECT_EQ(layout_for(0x030a0cf0), nullptr);
+  EXPECT_EQ(layout_for(0x020700f0), nullptr);
+  EXPECT_EQ(version_string(0x030c01f0), "3.12.1");
+}
+
+TEST(PyInterpreter, UnknownVersionIsRefusedInOneLine) {
+  const std::string fake = std::string(LT_TEST_PROGRAMS_DIR) + "/python3_fake";
+  MapEntry m;
+  m.start = 0x400000;
+  m.end = 0x500000;
+  m.perms = "r-xp";
+  m.path = fake;
+  auto in = find_interpreter(getpid(), {m});
+  ASSERT_FALSE(in.ok());
+  const std::string& msg = in.status().message();
+  EXPECT_NE(msg.find("CPython 3.12.0"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("3.11"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+}
+
+TEST(PyInterpreter, NoPythonMappedIsNoInterpreter) {
+  MapEntry m;
+  m.path = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+  auto in = find_interpreter(getpid(), {m});
+  ASSERT_TRUE(in.ok());
+  EXPECT_FALSE(in->has_value());
+}
+
+// A process's memory, page-less: blocks at addresses.
+struct FakeMemory {
+  std::map<uint64_t, std::string> blocks;
+  void put(uint64_t addr, const void* p, size_t n) {
+    blocks[addr] = std::string(static_cast<const char*>(p), n);
+  }
+  template <typename T>
+  void put_at(uint64_t addr, T v) {
+    put(addr, &v, sizeof(v));
+  }
+  MemoryReader reader() const {
+    return [this](uint32_t, uint64_t addr, void* out, size_t len) {
+      for (const auto& [at, bytes] : blocks)
+        if (addr >= at && addr + len <= at + bytes.size()) {
+          std::memcpy(out, bytes.data() + (addr - at), len);
+          return true;
+        }
+      return false;
+    };
+  }
+};
+
+// A compact str at addr: ASCII (kind 1, ascii) or UCS-2 (kind 2).
+void put_str(FakeMemory* mem, const CodeLayout& l, uint64_t addr,
+             const std::u16string& s, bool ascii) {
+  std::string obj(ascii ? l.ascii_size : l.compact_size, '\0');
+  int64_t len = static_cast<int64_t>(s.size());
+  uint32_t state = (ascii ? 1u : 2u) << 2 | 1u << 5 | (ascii ? 1u << 6 : 0);
+  std::memcpy(&obj[l.unicode_length], &len, 8);
+  std::memcpy(&obj[l.unicode_state], &state, 4);
+  for (char16_t c : s) {
+    if (ascii)
+      obj += static_cast<char>(c);
+    else
+      obj.append(reinterpret_cast<const char*>(&c), 2);
+  }
+  mem->put(addr, obj.data(), obj.size());
+}
+
+TEST(PyCode, ReadsNamesFileAndLineTable) {
+  const Layout& lay = *layout_for(0x030b02f0);
+  const CodeLayout& l = lay.code;
+  FakeMemory mem;
+  const uint64_t code = 0x10000, type = 0x5000;
+  std::string obj(l.co_code_adaptive, '\0');
+  auto set = [&](uint16_t off, uint64_t v, size_t n) {
+    std::memcpy(&obj[off], &v, n);
+  };
+  set(l.ob_type, type, 8);
+  set(l.co_qualname, 0x20000, 8);
+  set(l.co_filename, 0x30000, 8);
+  set(l.co_linetable, 0x40000, 8);
+  set(l.co_firstlineno, 17, 4);
+  mem.put(code, obj.data(), obj.size());
+  put_str(&mem, l, 0x20000, u"Loop.on_timeout", true);
+  put_str(&mem, l, 0x30000, u"/tmp/caf\u00e9\n.py", false);
+  std::string table(l.bytes_sval, '\0');
+  int64_t n = 3;
+  std::memcpy(&table[l.bytes_size], &n, 8);
+  table += std::string("\x80\x00\xd8", 3);
+  mem.put(0x40000, table.data(), table.size());
+
+  CodeInfo c = read_code(mem.reader(), 1, lay, type, code);
+  ASSERT_TRUE(c.ok);
+  EXPECT_EQ(c.qualname, "Loop.on_timeout");
+  EXPECT_EQ(c.filename, "/tmp/caf\xc3\xa9\\x0a.py");  // UTF-8, escaped
+  EXPECT_EQ(c.firstlineno, 17);
+  EXPECT_EQ(c.linetable, std::string("\x80\x00\xd8", 3));
+  // Not a code object (freed, reused): not read.
+  EXPECT_FALSE(read_code(mem.reader(), 1, lay, type + 8, code).ok);
+  EXPECT_FALSE(read_code(mem.reader(), 1, lay, type, code + 0x100000).ok);
+}
+
+lt_pyframe pyf(uint64_t code, bool entry) {
+  return lt_pyframe{code | (entry ? LT_PYFRAME_ENTRY : 0), 0};
+}
+
+TEST(PyInterleave, EachEvalCallTakesItsRun) {
+  const uint64_t E = 0xe0;  // an address in the eval loop
+  auto is_eval = [&](uint64_t a) { return a == E; };
+  // Two eval calls: the inner runs p1 p2, the outer p3.
+  std::vector<lt_pyframe> py{pyf(8, false), pyf(16, true), pyf(24, true)};
+  std::vector<uint64_t> addrs{101, 102, 103};
+  EXPECT_EQ(interleave({1, E, 2, E, 3}, py, addrs, is_eval),
+            (std::vector<uint64_t>{1, 101, 102, E, 2, 103, E, 3}));
+  // A native walk that lost the outer eval call: its run follows the inner.
+  EXPECT_EQ(interleave({1, E, 0x666}, py, addrs, is_eval),
+            (std::vector<uint64_t>{1, 101, 102, E, 103, 0x666}));
+  // None found: the Python frames end the stack.
+  EXPECT_EQ(interleave({1, 2}, py, addrs, is_eval),
+            (std::vector<uint64_t>{1, 2, 101, 102, 103}));
+  // More eval calls than runs: the outer ones stay native.
+  EXPECT_EQ(interleave({1, E, E}, {pyf(8, true)}, {101}, is_eval),
+            (std::vector<uint64_t>{1, 101, E, E}));
+}
+
+TEST(PyDecode, SampleCarriesItsPythonFrames) {
+  lt_py_sample_rec r{};
+  r.s.hdr.type = LT_REC_SAMPLE;
+  r.s.hdr.size = sizeof(r);
+  r.s.hdr.pid = 7;
+  r.s.nframes = 1;
+  r.s.frames[0] = 0x401000;
+  r.py.nframes = 2;
+  r.py.flags = LT_PY_CUT;
+  r.py.frames[0] = {0x1000 | LT_PYFRAME_ENTRY, 0x10b8};
+  r.py.frames[1] = {0x2000, 0x20c0};
+  Event ev;
+  ASSERT_TRUE(decode_record(&r, sizeof(r), &ev));
+  const auto& s = std::get<SampleEvent>(ev);
+  ASSERT_NE(s.stack.py, nullptr);
+  ASSERT_EQ(s.stack.py->frames.size(), 2u);
+  EXPECT_EQ(s.stack.py->frames[0].code, 0x1000 | LT_PYFRAME_ENTRY);
+  EXPECT_EQ(s.stack.py->frames[1].instr, 0x20c0u);
+  EXPECT_EQ(s.stack.py->flags, LT_PY_CUT);
+  // Too many frames, or a size that is neither: refused.
+  r.py.nframes = LT_MAX_PYFRAMES + 1;
+  EXPECT_FALSE(decode_record(&r, sizeof(r), &ev));
+  r.py.nframes = 2;
+  r.s.hdr.size = sizeof(r) - 8;
+  EXPECT_FALSE(decode_record(&r, sizeof(r), &ev));
+  // Without the tail: no Python frames.
+  r.s.hdr.size = sizeof(lt_sample_rec);
+  ASSERT_TRUE(decode_record(&r, sizeof(lt_sample_rec), &ev));
+  EXPECT_EQ(std::get<SampleEvent>(ev).stack.py, nullptr);
+}
+
+}  // namespace
+}  // namespace looptrace::python
