@@ -114,7 +114,9 @@ TEST(StoppedTime, SigstopIsStoppedNotBlockedNorLag) {
         << d.dump();
     // A dispatch that ran meanwhile is named only if it was itself the one
     // stopped (the stop fell inside it): its split then says so.
-    for (const auto& r : d["running_instead"]) {
+    for (const auto& i : d["running_instead"]) {
+      // Indices into the spans the report lists once.
+      const auto& r = report["blamed_spans"].at(i.get<size_t>());
       if (r["start_ns"].get<uint64_t>() + kStopToleranceNs > between.to)
         continue;
       const nlohmann::json* x = nullptr;
