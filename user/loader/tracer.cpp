@@ -793,9 +793,15 @@ std::vector<SpanEvent> Tracer::read_in_flight(
     close(pidfd);
     if (err != 0 || st.depth == 0) continue;
     uint32_t depth = std::min<uint32_t>(st.depth, LT_MAX_DEPTH);
-    uint64_t cpu = st.cpu_acc + (st.off_since == 0 && now_ns > st.oncpu_since
-                                     ? now_ns - st.oncpu_since
-                                     : 0);
+    // The thread runs on while this is read: a run that began before now
+    // and ended after it was booked whole; its part past now is not the
+    // span's (what the books got past now otherwise is trimmed below).
+    uint64_t cpu = st.cpu_acc;
+    if (st.off_since == 0 && now_ns > st.oncpu_since)
+      cpu += now_ns - st.oncpu_since;
+    else if (st.off_since > now_ns && st.off_since > st.oncpu_since)
+      cpu -= std::min<uint64_t>(
+          cpu, st.off_since - std::max<uint64_t>(now_ns, st.oncpu_since));
     const uint64_t off =
         st.off_since && now_ns > st.off_since ? now_ns - st.off_since : 0;
     uint64_t runq = st.runq_acc + (st.off_runnable ? off : 0);
@@ -820,6 +826,12 @@ std::vector<SpanEvent> Tracer::read_in_flight(
           st.steal_acc > f.steal_at_start ? st.steal_acc - f.steal_at_start : 0;
       r.stopped_ns = std::min<uint64_t>(
           stop > f.stop_at_start ? stop - f.stop_at_start : 0, r.duration_ns);
+      // CPU + run queue + steal + stopped is the span's wall time at most.
+      r.runq_ns = std::min(r.runq_ns, r.duration_ns - r.stopped_ns);
+      r.steal_ns =
+          std::min(r.steal_ns, r.duration_ns - r.stopped_ns - r.runq_ns);
+      r.cpu_ns = std::min(
+          r.cpu_ns, r.duration_ns - r.stopped_ns - r.runq_ns - r.steal_ns);
       r.probe_id = f.probe_id;
       r.role = skel->rodata->lt_cfg.probes[f.probe_id].role;
       r.depth = d;
