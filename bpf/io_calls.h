@@ -59,25 +59,31 @@ struct {
 static __always_inline void io_enter(__u32 fd, __u64 buf, __u64 len, __u32 op, const int typed)
 {
 	struct lt_io_pending p = {};
-	struct lt_thread *st;
+	struct lt_thread *st = 0;
 	__u32 tgid;
 	int traced = 1;
 
 	if (!lt_ready || !lt_cfg.input_on)
 		return;
 	if (lt_cfg.input_tgid_filter) {
-		tgid = current_ids() >> 32;
-		traced = bpf_map_lookup_elem(&lt_tgids, &tgid) != 0;
-		if (!traced && !lt_nwatch)
-			return;
+		st = thread_state(0);
+		if (!st || st->io_traced != 1) {
+			tgid = current_ids() >> 32;
+			traced = bpf_map_lookup_elem(&lt_tgids, &tgid) != 0;
+			if (!traced && !lt_nwatch)
+				return;
+		}
 	}
 	if (!classify_fd(fd, traced, &p, typed))
 		return;
-	st = thread_state(1);
+	if (!st)
+		st = thread_state(1);
 	if (!st) {
 		count(LT_CNT_STORAGE_FAIL);
 		return;
 	}
+	if (traced)
+		st->io_traced = 1;
 	p.enter_ns = bpf_ktime_get_ns();
 	p.buf = buf;
 	p.len = len > 0xffffffffull ? 0xffffffffu : (__u32)len;
@@ -447,19 +453,23 @@ static __always_inline int input_message_head(__u64 buf, __s64 ret, __u8 head[LT
 }
 
 /* The peer end of an input channel is watched too: its process may be
- * untraced. */
-static __always_inline void watch_peer(const struct lt_io_pending *p)
+ * untraced. The thread remembers the last peer it found watched: a
+ * channel's messages after its first cost no map operation (an update
+ * takes the bucket's lock even when the entry is there). */
+static __always_inline void watch_peer(struct lt_thread *st, const struct lt_io_pending *p)
 {
 	__u32 w = LT_WATCH_PEER;
 	long e;
 
-	if (!p->peer_inode || !lt_cfg.input_tgid_filter)
+	if (!p->peer_inode || !lt_cfg.input_tgid_filter || st->io_peer == p->peer_inode)
 		return;
 	e = bpf_map_update_elem(&lt_chans, &p->peer_inode, &w, BPF_NOEXIST);
 	if (!e)
 		__sync_fetch_and_add(&lt_nwatch, 1);
 	else if (e == -LT_E2BIG)
 		count(LT_CNT_WATCH_FULL);
+	if (!e || e == -LT_EEXIST)
+		st->io_peer = p->peer_inode;
 }
 
 /* A call on an X11 client or InputMessage channel: an X11 read is framed
@@ -484,7 +494,7 @@ static __always_inline int message_call(struct lt_thread *st, struct lt_io_pendi
 		count(LT_CNT_IO_REJECT);
 		return 0;
 	}
-	watch_peer(p);
+	watch_peer(st, p);
 	return 1;
 }
 

@@ -77,6 +77,23 @@ static __always_inline int compat_task(void)
 #endif
 }
 
+/* A system call's registers. The tracepoints' pt_regs is typed (BTF): on
+ * x86 its fields are loaded directly, not through bpf_probe_read_kernel, a
+ * helper call each (four a call). */
+#if defined(__TARGET_ARCH_x86)
+#define LT_SYS_ARG1(regs) ((regs)->di)
+#define LT_SYS_ARG2(regs) ((regs)->si)
+#define LT_SYS_ARG3(regs) ((regs)->dx)
+#define LT_SYS_NR(regs) ((regs)->orig_ax)
+#else
+#define LT_SYS_ARG1(regs) PT_REGS_PARM1_CORE_SYSCALL(regs)
+#define LT_SYS_ARG2(regs) PT_REGS_PARM2_CORE_SYSCALL(regs)
+#define LT_SYS_ARG3(regs) PT_REGS_PARM3_CORE_SYSCALL(regs)
+#if defined(__TARGET_ARCH_arm64)
+#define LT_SYS_NR(regs) BPF_CORE_READ((struct pt_regs___arm64 *)(regs), syscallno)
+#endif
+#endif
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(lt_io_sys_enter, struct pt_regs *regs, long id)
 {
@@ -84,8 +101,8 @@ int BPF_PROG(lt_io_sys_enter, struct pt_regs *regs, long id)
 
 	if (!op || compat_task())
 		return 0;
-	io_enter((__u32)PT_REGS_PARM1_CORE_SYSCALL(regs), PT_REGS_PARM2_CORE_SYSCALL(regs),
-		 PT_REGS_PARM3_CORE_SYSCALL(regs), op & ~LT_IO_TRACED, 0);
+	io_enter((__u32)LT_SYS_ARG1(regs), LT_SYS_ARG2(regs), LT_SYS_ARG3(regs), op & ~LT_IO_TRACED,
+		 0);
 	return 0;
 }
 
@@ -96,8 +113,8 @@ int BPF_PROG(lt_io_sys_enter_typed, struct pt_regs *regs, long id)
 
 	if (!op || compat_task())
 		return 0;
-	io_enter((__u32)PT_REGS_PARM1_CORE_SYSCALL(regs), PT_REGS_PARM2_CORE_SYSCALL(regs),
-		 PT_REGS_PARM3_CORE_SYSCALL(regs), op & ~LT_IO_TRACED, 1);
+	io_enter((__u32)LT_SYS_ARG1(regs), LT_SYS_ARG2(regs), LT_SYS_ARG3(regs), op & ~LT_IO_TRACED,
+		 1);
 	return 0;
 }
 
@@ -107,11 +124,8 @@ int BPF_PROG(lt_io_sys_enter_typed, struct pt_regs *regs, long id)
 SEC("tp_btf/sys_exit")
 int BPF_PROG(lt_io_sys_exit, struct pt_regs *regs, long ret)
 {
-#if defined(__TARGET_ARCH_x86)
-	if (!sys_op(BPF_CORE_READ(regs, orig_ax)))
-		return 0;
-#elif defined(__TARGET_ARCH_arm64)
-	if (!sys_op(BPF_CORE_READ((struct pt_regs___arm64 *)regs, syscallno)))
+#ifdef LT_SYS_NR
+	if (!sys_op(LT_SYS_NR(regs)))
 		return 0;
 #endif
 	io_exit(ret);

@@ -135,7 +135,8 @@ static __always_inline void count(__u32 which)
 		*v += 1;
 }
 
-#define LT_E2BIG 7 /* a full hash map refuses an update with -E2BIG */
+#define LT_E2BIG 7   /* a full hash map refuses an update with -E2BIG */
+#define LT_EEXIST 17 /* BPF_NOEXIST finds the key there */
 
 /* Traced processes (tgid -> 1) with -p or a command (resized by the loader,
  * --max-processes): the target, and the

@@ -709,6 +709,13 @@ struct lt_thread {
 	__u32 stop_pad;
 	struct lt_frame stack[LT_MAX_DEPTH];
 	struct lt_io_pending io; /* the input call in progress */
+	/* Input calls decide once per thread, not with a map lookup each:
+	 * io_traced 1 once its process was found in lt_tgids (a process
+	 * leaves it only with its last thread); io_peer the last peer inode
+	 * found in lt_chans (nothing removes one). */
+	__u64 io_peer;
+	__u32 io_traced;
+	__u32 io_pad;
 };
 
 /* A call of a point-role probe (barrier post/remove). ts_ns = its entry. */
