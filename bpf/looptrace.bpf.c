@@ -10,10 +10,10 @@
  * One job per file, included in dependency order: maps.h (configuration,
  * maps), cputime.h and sched.h (the CPU/run-queue/blocked books), keys.h
  * (what probes read), threads.h (per-thread state, histograms), ustack.h
- * (user stack copies for unwinding), spans.h
- * (the span and point probes), lifecycle.h (exit, fork, exec), sampler.h
- * (stack samples; python.h: their Python frames), io_sock.h, io_calls.h
- * and io_hooks.h (input channels).
+ * (user stack copies for unwinding), python.h (Python frames and
+ * callables), spans.h (the span and point probes), lifecycle.h (exit, fork,
+ * exec), sampler.h (stack samples), io_sock.h, io_calls.h and io_hooks.h
+ * (input channels).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -31,10 +31,10 @@ char LICENSE[] SEC("license") = "GPL";
 #include "keys.h"
 #include "threads.h"
 #include "ustack.h"
+#include "python.h"
 #include "spans.h"
 #include "sched.h"
 #include "lifecycle.h"
-#include "python.h"
 #include "sampler.h"
 #include "io_sock.h"
 #include "io_calls.h"

@@ -96,3 +96,23 @@ static __always_inline const struct lt_py_proc *py_proc(void)
 
 	return bpf_map_lookup_elem(&lt_py_procs, &tgid);
 }
+
+/* The code object of a Python callable of the current process (a function,
+ * or a bound method's function): a loop callback's identity. 0 for a
+ * process that runs no CPython looptrace reads, or any other object. */
+static __noinline __u64 py_callable_code(__u64 obj)
+{
+	const struct lt_py_proc *p = py_proc();
+	__u64 type;
+
+	if (!p || !obj || !p->function_type)
+		return 0;
+	type = py_read(obj + p->off.ob_type);
+	if (type && type == p->method_type) {
+		obj = py_read(obj + p->off.method_func);
+		type = obj ? py_read(obj + p->off.ob_type) : 0;
+	}
+	if (type != p->function_type)
+		return 0;
+	return py_read(obj + p->off.func_code);
+}

@@ -377,7 +377,13 @@ static __always_inline void read_keys(struct pt_regs *ctx, const volatile struct
 	for (i = 0; i < LT_MAX_KEYS; i++) {
 		if (i >= cfg->nkeys)
 			break;
-		if (read_key(regs, &cfg->keys[i], &f->keys[i])) {
+		if (cfg->keys[i].op == LT_KEY_OP_PYCODE) {
+			/* An identity if there is one: a callback's data that is
+			 * no Python callable is no fault. */
+			if (read_key(regs, &cfg->keys[i], &f->keys[i]))
+				f->keys[i] = 0;
+			f->keys[i] = py_callable_code(f->keys[i]);
+		} else if (read_key(regs, &cfg->keys[i], &f->keys[i])) {
 			f->keys[i] = 0;
 			f->key_fault_mask |= 1u << i;
 			count(LT_CNT_KEY_FAULT);

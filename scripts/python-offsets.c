@@ -41,6 +41,9 @@ int main(void) {
   F("frame_previous", offsetof(_PyInterpreterFrame, previous));
   F("frame_prev_instr", offsetof(_PyInterpreterFrame, prev_instr));
   F("frame_is_entry", offsetof(_PyInterpreterFrame, is_entry));
+  F("ob_type", offsetof(PyObject, ob_type));
+  F("func_code", offsetof(PyFunctionObject, func_code));
+  F("method_func", offsetof(PyMethodObject, im_func));
   printf("            .pad = {},\n        },\n");
   printf("    .code =\n        {\n");
   F("ob_type", offsetof(PyObject, ob_type));

@@ -18,7 +18,7 @@
 #include "wayland_wire.h"
 #include "x11_wire.h"
 
-#define LT_ABI_VERSION 7
+#define LT_ABI_VERSION 8
 
 /* Key values read at span entry; 4 covers Android's target/callback/what
  * plus one spare. */
@@ -112,11 +112,18 @@ struct lt_key_spec {
 	__u8 base;
 	__u8 nderef;
 	__u8 size;
-	__u8 pad0;
+	__u8 op; /* LT_KEY_OP_*: what is done with the value read */
 	__s32 add;
 	__s32 off[LT_MAX_DEREF];
 	__u32 pad1;
 };
+
+/* lt_key_spec.op */
+#define LT_KEY_OP_NONE 0
+/* The value is a Python callable (a function or a bound method) of a
+ * process in lt_py_procs: the key is its function's code object, 0 for
+ * anything else (no fault). */
+#define LT_KEY_OP_PYCODE 1
 
 /* lt_probe_cfg.flags */
 #define LT_PROBE_OUTERMOST 1 /* a call inside a span of the same probe is part of it */
@@ -349,7 +356,12 @@ struct lt_py_offsets {
 	__u16 frame_previous;
 	__u16 frame_prev_instr;
 	__u16 frame_is_entry; /* a byte: the frame began a call of the eval loop */
-	__u16 pad[2];
+	/* A loop callback's identity (LT_KEY_OP_PYCODE): a function's code, a
+	 * bound method's function. */
+	__u16 ob_type;
+	__u16 func_code;
+	__u16 method_func;
+	__u16 pad[3];
 };
 /* An lt_py_offsets field the version does not have: tstate_cframe (3.13
  * keeps current_frame in the thread state: read at cframe_current_frame
@@ -359,6 +371,8 @@ struct lt_py_offsets {
 /* A process running CPython (BPF hash lt_py_procs, tgid -> this). */
 struct lt_py_proc {
 	__u64 runtime; /* address of _PyRuntime */
+	__u64 function_type; /* &PyFunction_Type */
+	__u64 method_type;   /* &PyMethod_Type */
 	struct lt_py_offsets off;
 };
 

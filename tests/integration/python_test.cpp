@@ -165,5 +165,82 @@ TEST_P(PythonFrames, StacksOfABusyCallbackNameItsPythonFunctions) {
 INSTANTIATE_TEST_SUITE_P(CallGraph, PythonFrames,
                          ::testing::Values("fp", "dwarf"));
 
+// A GLib source whose callback is a Python callable is named by it: the
+// bound method python3-gi was given (GLib.timeout_add, idle_add,
+// io_add_watch), "qualname (file:line of its def)", the line read from the
+// program's source. With -p, no option, and a recording: its report
+// names it too, with the process gone.
+struct CallbackKind {
+  const char* source;  // glib_loop.py --source
+  const char* list;    // the report's list
+  const char* label;   // the profile's label
+  const char* method;  // what runs the stall, and its def
+  const char* def;
+};
+
+class PythonCallbacks : public ::testing::TestWithParam<CallbackKind> {};
+
+TEST_P(PythonCallbacks, ALoopCallbackIsNamedByItsPythonFunction) {
+  LT_REQUIRE_BPF();
+  if (access("/usr/bin/python3", X_OK) != 0) {
+    if (bpf_required()) FAIL() << "/usr/bin/python3 missing (scripts/setup.sh)";
+    GTEST_SKIP() << "/usr/bin/python3 missing";
+  }
+  const CallbackKind& k = GetParam();
+  const std::string src = tests_dir() + "/programs/glib_loop.py";
+  const int def_line = line_of(src, k.def);
+  ASSERT_GT(def_line, 0) << k.def;
+  const std::string want =
+      fmt::format("{} {} (glib_loop.py:{})", k.label, k.method, def_line);
+  TempDir dir;
+  const std::string log = dir.file("glib.jsonl");
+  const std::string json = dir.file("report.json");
+  const std::string rec = dir.file("run.ltrec");
+  Process app({"/usr/bin/python3", src, "--start-delay", "2000", "--source",
+               k.source, "--stall", "sleep:60@300", "--stall", "busy:40@600",
+               "--duration", "900", "--log", log},
+              dir.file("app.out"), dir.file("app.err"));
+  ASSERT_TRUE(wait_for_text(dir.file("app.err"), "glib_loop: ready", 10000));
+  RunResult r = run({looptrace_bin(), "record", "-p", std::to_string(app.pid()),
+                     "--slow", "20ms", "--json", json, "-o", rec});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(app.wait(10000), 0);
+  const std::string replayed = dir.file("replayed.json");
+  RunResult rr = run({looptrace_bin(), "report", rec, "--json", replayed});
+  ASSERT_EQ(rr.exit_code, 0) << rr.err;
+  auto stalls = events(read_jsonl(log), "stall");
+  ASSERT_EQ(stalls.size(), 2u);
+  for (const std::string& file : {json, replayed}) {
+    const auto report = read_json(file);
+    for (const auto& st : stalls) {
+      const nlohmann::json* m = nullptr;
+      for (const auto& s : report[k.list]) {
+        uint64_t start = s["start_ns"], dur = s["duration_ns"];
+        if (start <= st["start_ns"].get<uint64_t>() + kToleranceNs &&
+            start + dur + kToleranceNs >= st["end_ns"].get<uint64_t>())
+          m = &s;
+      }
+      ASSERT_NE(m, nullptr) << file << ": " << st.dump() << "\n"
+                            << report[k.list].dump();
+      // (A source's name may follow: python3-gi names its idle sources.)
+      const std::string target = (*m)["target"];
+      EXPECT_EQ(target.rfind(want, 0), 0u) << file << ": " << target;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Glib, PythonCallbacks,
+    ::testing::Values(
+        CallbackKind{"timeout", "slow_dispatches", "GLib timeout", "App.stall",
+                     "    def stall(self, index, start=None):"},
+        CallbackKind{"idle", "slow_idle_handlers", "GLib idle", "App.stall",
+                     "    def stall(self, index, start=None):"},
+        CallbackKind{"io", "slow_dispatches", "GLib I/O watch", "App.readable",
+                     "    def readable(self, *_):"}),
+    [](const ::testing::TestParamInfo<CallbackKind>& i) {
+      return std::string(i.param.source);
+    });
+
 }  // namespace
 }  // namespace lt_test

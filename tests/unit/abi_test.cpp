@@ -13,6 +13,10 @@ namespace {
 
 static_assert(sizeof(lt_rec_header) == 24);
 static_assert(sizeof(lt_key_spec) == 24);
+static_assert(offsetof(lt_key_spec, op) == 3);
+static_assert(sizeof(lt_py_offsets) == 32);
+static_assert(sizeof(lt_py_proc) == 56);
+static_assert(offsetof(lt_py_proc, off) == 24);
 static_assert(sizeof(lt_span_rec) % 8 == 0);
 static_assert(offsetof(lt_span_rec, keys) % 8 == 0);
 static_assert(sizeof(lt_sample_rec) == 24 + 16 + 8 * LT_MAX_STACK);

@@ -175,6 +175,31 @@ TEST(FormatTarget, StringKeysShowTheirString) {
             "name=[gtk+] gdk_frame_clock_paint_idle…");
 }
 
+// A Python callable the kernel found (a pyfunc key) names the span in the
+// callback's place; where there is none the callback names it.
+TEST(FormatTarget, APythonCallableTakesTheCallbacksPlace) {
+  constexpr uint64_t kPyStall = 0xfe00'0000'0000'0007ull;
+  FakeSymbolizer sym({{kOnTick, "refapp::onTick(refapp::Message*)"},
+                      {kPyStall, "App.stall (glib_loop.py:161)"}});
+  ProbeDef glib;
+  glib.label = "GLib timeout";
+  KeyDef cb{"callback", "arg1", {}, KeyFormat::kSymbol, {}};
+  KeyDef name{"name", "*(arg0+80)", {}, KeyFormat::kString, {}};
+  KeyDef py{"python", "*(arg2+8)", {}, KeyFormat::kPyFunc, {}};
+  glib.keys = {cb, name, py};
+  SpanEvent e;
+  e.keys = {kOnTick, 0x5000, kPyStall, 0};
+  e.key_str = "stall-0";
+  EXPECT_EQ(format_target(e, glib, sym),
+            "GLib timeout App.stall (glib_loop.py:161) name=stall-0");
+  e.keys[2] = 0;  // no Python function there
+  EXPECT_EQ(format_target(e, glib, sym),
+            "GLib timeout refapp::onTick(refapp::Message*) name=stall-0");
+  e.key_fault_mask = 4;
+  EXPECT_EQ(format_target(e, glib, sym),
+            "GLib timeout refapp::onTick(refapp::Message*) name=stall-0");
+}
+
 TEST(FormatTarget, UnknownPointersInHex) {
   FakeSymbolizer sym = make_symbolizer();
   std::vector<ProbeDef> probes = make_probes();

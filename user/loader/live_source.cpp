@@ -64,6 +64,7 @@ class MappingsTracker {
       unwinder_.forget(pid);
       unwind_maps_.erase(pid);
     }
+    if (auto* sp = std::get_if<SpanEvent>(&ev); sp && py_) name_callables(sp);
     if (auto* s = std::get_if<SampleEvent>(&ev); s && s->stack.ustack) {
       unwind(s->pid, s->ts_ns, &s->stack);
     }
@@ -77,6 +78,16 @@ class MappingsTracker {
     out_.consume(ev);
   }
   std::set<std::pair<uint32_t, uint32_t>>& threads() { return threads_; }
+
+  // The Python callables the kernel read as code objects: each stands as
+  // the address of its Python frame (its function's first line), which
+  // the symbolizer names like any frame.
+  void name_callables(SpanEvent* sp) {
+    uint32_t mask = tracer_.pycode_keys(sp->probe_id);
+    for (uint32_t k = 0; mask != 0 && k < LT_MAX_KEYS; ++k, mask >>= 1)
+      if ((mask & 1) && !(sp->key_fault_mask & (1u << k)))
+        sp->keys[k] = py_->callable_address(sp->pid, sp->keys[k]);
+  }
 
   // A process that runs CPython: its samples read its Python frames.
   void watch_python(uint32_t pid, const std::vector<MapEntry>& maps) {

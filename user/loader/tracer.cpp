@@ -536,6 +536,8 @@ Status configure_probes(const TraceOptions& opts, lt_config& cfg) {
       }
       if (p.keys[k].format == KeyFormat::kString && pc.str_key == 0)
         pc.str_key = idx;
+      if (p.keys[k].format == KeyFormat::kPyFunc)
+        pc.keys[k].op = LT_KEY_OP_PYCODE;
     }
     if (p.input && p.role == LT_ROLE_DISPATCH) {
       pc.input_key = p.input->type_key;
@@ -776,6 +778,15 @@ std::vector<ThreadHistogram> Tracer::read_histograms() const {
     out.push_back(thread_histogram(h));
   }
   return out;
+}
+
+uint32_t Tracer::pycode_keys(uint32_t probe_id) const {
+  const auto& cfg = impl_->skel->rodata->lt_cfg;
+  if (probe_id >= LT_MAX_PROBES || probe_id >= cfg.nprobes) return 0;
+  uint32_t mask = 0;
+  for (uint32_t k = 0; k < cfg.probes[probe_id].nkeys && k < LT_MAX_KEYS; ++k)
+    if (cfg.probes[probe_id].keys[k].op == LT_KEY_OP_PYCODE) mask |= 1u << k;
+  return mask;
 }
 
 std::vector<SpanEvent> Tracer::read_in_flight(

@@ -48,6 +48,9 @@ class Tracer {
   Status stop(const Sink& sink);
 
   std::vector<ThreadHistogram> read_histograms() const;
+  // The keys of a probe that hold a Python code object
+  // (LT_KEY_OP_PYCODE), as a bit mask of key indices.
+  uint32_t pycode_keys(uint32_t probe_id) const;
   // Spans still in flight on these threads (pid, tid) at now_ns
   // (CLOCK_MONOTONIC): a loop stuck in a dispatch when tracing stops.
   std::vector<SpanEvent> read_in_flight(

@@ -26,6 +26,9 @@ enum class KeyFormat {
              // a number the table lacks is shown in decimal
   kString,   // a pointer to a NUL-terminated string (a GSource's name),
              // read at the span's end, at most LT_KEY_STR_LEN - 1 bytes
+  kPyFunc,   // a Python callable (function, bound method): its code object
+             // read in the kernel, named "qualname (file:line)"; in the
+             // one-line target it stands for the callback key it names
 };
 
 // What a key means to looptrace itself, beyond being shown. Set once, from

@@ -223,9 +223,10 @@ Result<KeyFormat> parse_key_format(std::string_view text) {
   if (text == "ptr" || text == "pointer") return KeyFormat::kPointer;
   if (text == "enum") return KeyFormat::kEnum;
   if (text == "str" || text == "string") return KeyFormat::kString;
+  if (text == "pyfunc") return KeyFormat::kPyFunc;
   return Status::Error(
       fmt::format("bad key format '{}': expected int, hex, sym, vtable, ptr, "
-                  "enum or str",
+                  "enum, str or pyfunc",
                   log::printable(text, 60)),
       ErrorKind::kUsage);
 }
@@ -246,6 +247,8 @@ const char* key_format_name(KeyFormat f) {
       return "enum";
     case KeyFormat::kString:
       return "str";
+    case KeyFormat::kPyFunc:
+      return "pyfunc";
   }
   return "hex";
 }

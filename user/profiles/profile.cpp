@@ -90,7 +90,12 @@ constexpr std::string_view kRefappProfile = R"json({
 // a private structure, so the profile is gated on the GLib versions it
 // was checked against (glib_major_version, glib_minor_version). Sources with
 // their own GSourceFuncs (GDK's events, a program's custom sources) are
-// not seen: probe g_main_context_dispatch for whole batches.
+// not seen: probe g_main_context_dispatch for whole batches. A callback
+// given from Python (python3-gi's GLib.timeout_add, idle_add,
+// io_add_watch, ...) is PyGObject's closure, its user_data a PyGICClosure
+// { info; PyObject *function @8; ... } (pygi-closure.h, unchanged since
+// PyGObject 3.8): the kernel checks that what is there is a Python function
+// or bound method and reads its code object (format pyfunc).
 constexpr std::string_view kGlibProfile = R"json({
   "name": "glib",
   "description": "GLib main loops (GTK, python3-gi): a span per source dispatch, by kind, naming its callback",
@@ -106,7 +111,7 @@ constexpr std::string_view kGlibProfile = R"json({
       "keys": [
         {"name": "callback", "expr": "arg1", "format": "sym"},
         {"name": "name", "expr": "*(arg0+80)", "format": "str"},
-        {"name": "source", "expr": "arg0", "format": "ptr"},
+        {"name": "python", "expr": "*(arg2+8)", "format": "pyfunc"},
         {"name": "due_us", "expr": "*(*(arg0+88)+16)", "format": "int"}
       ]
     },
@@ -118,7 +123,7 @@ constexpr std::string_view kGlibProfile = R"json({
       "keys": [
         {"name": "callback", "expr": "arg1", "format": "sym"},
         {"name": "name", "expr": "*(arg0+80)", "format": "str"},
-        {"name": "source", "expr": "arg0", "format": "ptr"}
+        {"name": "python", "expr": "*(arg2+8)", "format": "pyfunc"}
       ]
     },
     {
@@ -129,7 +134,7 @@ constexpr std::string_view kGlibProfile = R"json({
       "keys": [
         {"name": "callback", "expr": "arg1", "format": "sym"},
         {"name": "name", "expr": "*(arg0+80)", "format": "str"},
-        {"name": "source", "expr": "arg0", "format": "ptr"}
+        {"name": "python", "expr": "*(arg2+8)", "format": "pyfunc"}
       ]
     },
     {
@@ -140,7 +145,7 @@ constexpr std::string_view kGlibProfile = R"json({
       "keys": [
         {"name": "callback", "expr": "arg1", "format": "sym"},
         {"name": "name", "expr": "*(arg0+80)", "format": "str"},
-        {"name": "source", "expr": "arg0", "format": "ptr"}
+        {"name": "python", "expr": "*(arg2+8)", "format": "pyfunc"}
       ]
     },
     {
@@ -151,7 +156,7 @@ constexpr std::string_view kGlibProfile = R"json({
       "keys": [
         {"name": "callback", "expr": "arg1", "format": "sym"},
         {"name": "name", "expr": "*(arg0+80)", "format": "str"},
-        {"name": "source", "expr": "arg0", "format": "ptr"}
+        {"name": "python", "expr": "*(arg2+8)", "format": "pyfunc"}
       ]
     },
     {
@@ -162,7 +167,7 @@ constexpr std::string_view kGlibProfile = R"json({
       "keys": [
         {"name": "callback", "expr": "arg1", "format": "sym"},
         {"name": "name", "expr": "*(arg0+80)", "format": "str"},
-        {"name": "source", "expr": "arg0", "format": "ptr"}
+        {"name": "python", "expr": "*(arg2+8)", "format": "pyfunc"}
       ]
     }
   ]

@@ -164,6 +164,8 @@ std::optional<lt_py_proc> PyFrames::attach(uint32_t pid,
              version_string((*in)->version_hex), (*in)->path, (*in)->runtime);
   lt_py_proc p{};
   p.runtime = (*in)->runtime;
+  p.function_type = (*in)->function_type;
+  p.method_type = (*in)->method_type;
   p.off = (*in)->layout->frames;
   procs_[pid] = std::move(**in);
   return p;
@@ -214,6 +216,13 @@ uint64_t PyFrames::address_of(uint32_t pid, const Interpreter& in,
     frames_.push_back(std::move(fr));
   }
   return kPyFrameTag | it->second;
+}
+
+uint64_t PyFrames::callable_address(uint32_t pid, uint64_t code) {
+  auto it = procs_.find(pid);
+  if (!code || it == procs_.end()) return 0;
+  // Before its first instruction: the function's own line.
+  return address_of(pid, it->second, lt_pyframe{code, 0});
 }
 
 void PyFrames::merge(uint32_t pid, Stack* st) {

@@ -83,6 +83,11 @@ class PyFrames {
   // Names st->py's frames and puts them among st->frames; drops st->py.
   void merge(uint32_t pid, Stack* st);
 
+  // The address standing for a Python callable whose code object the
+  // kernel read (LT_KEY_OP_PYCODE): "qualname (file:first line)". 0 for
+  // no code or a process not attached.
+  uint64_t callable_address(uint32_t pid, uint64_t code);
+
   // The frame an address from merge() stands for.
   Frame frame(uint64_t addr) const;
 

@@ -60,6 +60,10 @@ Result<std::optional<Interpreter>> read_interpreter(
   const elf::Symbol* eval = find_function(*f, "_PyEval_EvalFrameDefault");
   in.runtime = symbol_address(*f, runtime, maps, path);
   in.code_type = symbol_address(*f, f->find_object("PyCode_Type"), maps, path);
+  in.function_type =
+      symbol_address(*f, f->find_object("PyFunction_Type"), maps, path);
+  in.method_type =
+      symbol_address(*f, f->find_object("PyMethod_Type"), maps, path);
   in.eval_start = symbol_address(*f, eval, maps, path);
   in.eval_end = in.eval_start ? in.eval_start + eval->size : 0;
   if (!in.runtime || !in.code_type)

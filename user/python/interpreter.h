@@ -20,6 +20,9 @@ struct Interpreter {
   const Layout* layout = nullptr;
   uint64_t runtime = 0;    // _PyRuntime in the process
   uint64_t code_type = 0;  // PyCode_Type in the process: what a code is
+  // PyFunction_Type and PyMethod_Type: what a loop's Python callback is.
+  uint64_t function_type = 0;
+  uint64_t method_type = 0;
   // _PyEval_EvalFrameDefault in the process: a native frame there runs
   // Python frames.
   uint64_t eval_start = 0;

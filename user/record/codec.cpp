@@ -561,7 +561,7 @@ void doc_fields(F&& f, P& p) {
 template <typename T>
 void after_read(T&) {}
 void after_read(KeyDef& k) {
-  if (k.format < KeyFormat{} || k.format > KeyFormat::kString)
+  if (k.format < KeyFormat{} || k.format > KeyFormat::kPyFunc)
     throw std::out_of_range("key format");
   k.role = key_role_for(k.name);
 }

@@ -74,7 +74,9 @@ std::vector<RenderedKey> render_keys(const SpanEvent& span,
         k.text = hex(v);
         break;
       case KeyFormat::kSymbol:
-        // A message without a callback has a null one: say nothing.
+      case KeyFormat::kPyFunc:
+        // A message without a callback has a null one, a callback that is
+        // no Python function a null code: say nothing.
         if (v == 0)
           k.omitted = true;
         else
@@ -112,15 +114,23 @@ std::vector<RenderedKey> render_keys(const SpanEvent& span,
 std::string format_target(const std::vector<RenderedKey>& keys,
                           const ProbeDef& probe) {
   std::string out = probe.label;
+  // A Python callable names what ran better than the native callback that
+  // calls it (PyGObject's closure): it takes the callback's place.
+  const RenderedKey* py = nullptr;
+  for (const RenderedKey& k : keys)
+    if (k.format == KeyFormat::kPyFunc && !k.omitted && !k.fault) py = &k;
+  const bool py_first =
+      py != nullptr && !keys.empty() && keys[0].format == KeyFormat::kSymbol;
   for (size_t i = 0; i < keys.size(); ++i) {
-    const RenderedKey& k = keys[i];
+    const RenderedKey& k = py_first && i == 0 ? *py : keys[i];
     // An input event's time matches it to its event; it names nothing.
     const bool input_time = probe.input && probe.input->time_key == i + 1;
     if (k.omitted || k.format == KeyFormat::kPointer || due_scale(k.role) ||
-        input_time)
+        input_time || (k.format == KeyFormat::kPyFunc && &k != py) ||
+        (py_first && i != 0 && &k == py))
       continue;
     if (!out.empty()) out += ' ';
-    if (i == 0)
+    if (i == 0 || &k == py)
       out += k.text;
     else
       out += fmt::format("{}={}", k.name, k.text);

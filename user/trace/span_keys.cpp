@@ -17,7 +17,8 @@ std::vector<uint64_t> code_keys(const SpanEvent& span, const ProbeDef& probe) {
   std::vector<uint64_t> out;
   for (size_t i = 0; i < probe.keys.size() && i < LT_MAX_KEYS; ++i) {
     const KeyDef& def = probe.keys[i];
-    if (def.format != KeyFormat::kSymbol && def.format != KeyFormat::kVtable)
+    if (def.format != KeyFormat::kSymbol && def.format != KeyFormat::kVtable &&
+        def.format != KeyFormat::kPyFunc)
       continue;
     if (span.key_fault_mask & (1u << i)) continue;
     uint64_t v = key_bits(span.keys[i], def.spec.size);
