@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What stacks cost: per stack sample in the kernel, in ring-buffer bytes,
-# and in userspace unwinding, for --call-graph fp and dwarf, on a program
+# and in userspace unwinding, for --call-graph fp, dwarf and auto, on a program
 # nobody here wrote (Debian's python3 running a GLib main loop whose
 # callbacks busy-loop, tests/programs/glib_loop.py); and the off-CPU hooks'
 # cost per context switch of untraced threads (perf bench sched pipe).
@@ -57,7 +57,7 @@ DWARF_BYTES=$((FP_BYTES + 8 * 17 + 8 + 8 * 8 + 8192))
 stall="$((MS - 700))@300"
 
 sysctl -q -w kernel.bpf_stats_enabled=1
-for mode in fp dwarf; do
+for mode in fp dwarf auto; do
   d=$WORK/$mode
   "$LT" --debug unwind record --dispatch libglib-2.0.so.0:g_main_context_dispatch \
     --call-graph "$mode" --json "$d.json" -- \
@@ -75,7 +75,7 @@ for mode in fp dwarf; do
   busy=$(jq '[.slow_dispatches[].duration_ns] | add // 0' "$d.json")
   read -r runs ns < <(awk '$2 ~ /^lt_sample#/ { print $3, $4 }' "$d.stats")
   [[ $samples -gt 0 ]] || fail "$mode: no stack sample in the busy callback's slow dispatch"
-  size=$FP_BYTES; [[ $mode == dwarf ]] && size=$DWARF_BYTES
+  size=$DWARF_BYTES; [[ $mode == fp ]] && size=$FP_BYTES
   echo "$mode: lt_sample $runs runs, $(calc "$ns / ($runs ? $runs : 1)") ns/run;" \
     "$samples samples sent: <= $(calc "$ns / ($samples ? $samples : 1)" 0) ns each;" \
     "ring buffer $(calc "$samples * $size / ($busy / 1e9) / 1024" 0) KiB/s of busy span" \

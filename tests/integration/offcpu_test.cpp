@@ -104,7 +104,8 @@ struct Traced {
 };
 
 // looptrace record (the refapp profile, or `profile_args`) of `argv` under
-// --call-graph `mode`; the report and the program's log.
+// --call-graph `mode` (empty: the default); the report and the program's
+// log.
 Traced record(const std::vector<std::string>& profile_args,
               const std::string& mode, const std::vector<std::string>& extra,
               const std::vector<std::string>& argv) {
@@ -112,7 +113,9 @@ Traced record(const std::vector<std::string>& profile_args,
   const std::string out = dir.file("r.json"), log = dir.file("app.jsonl");
   std::vector<std::string> cmd = {looptrace_bin(), "record"};
   cmd.insert(cmd.end(), profile_args.begin(), profile_args.end());
-  cmd.insert(cmd.end(), {"-q", "--call-graph", mode, "--json", out});
+  cmd.push_back("-q");
+  if (!mode.empty()) cmd.insert(cmd.end(), {"--call-graph", mode});
+  cmd.insert(cmd.end(), {"--json", out});
   cmd.insert(cmd.end(), extra.begin(), extra.end());
   cmd.push_back("--");
   cmd.insert(cmd.end(), argv.begin(), argv.end());
@@ -176,7 +179,11 @@ TEST_P(OffCpuSleep, BlockedInSleepStallWokenByTimer) {
         << dump_frames(b["frames"]);
     EXPECT_TRUE(has_frame(b["frames"], "refapp::Looper::dispatchMessage"))
         << dump_frames(b["frames"]);
-    EXPECT_EQ(b["unwind"], mode == "dwarf" ? "dwarf" : "frame_pointer");
+    EXPECT_EQ(b["unwind"], mode == "fp" ? "frame_pointer" : "dwarf");
+    // The whole stack, down to the thread's start, by default too.
+    if (mode != "fp") {
+      EXPECT_EQ(b["truncated"], false) << b.dump();
+    }
     EXPECT_NE(b["kernel_wait"].get<std::string>().find("nanosleep"),
               std::string::npos)
         << b.dump();
@@ -211,7 +218,8 @@ TEST_P(OffCpuSleep, BlockedInSleepStallWokenByTimer) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(OffCpu, OffCpuSleep, ::testing::Values("fp", "dwarf"));
+INSTANTIATE_TEST_SUITE_P(OffCpu, OffCpuSleep,
+                         ::testing::Values("fp", "dwarf", ""));
 
 // The refapp lock stall: refapp::lockStall has thread refapp-holderN take
 // the mutex, then blocks in std::mutex::lock until the holder unlocks it

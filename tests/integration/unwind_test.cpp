@@ -1,7 +1,7 @@
 // Stacks of programs built without frame pointers (as distributions build
-// them): --call-graph dwarf unwinds samples by the CFI in .eh_frame. Ground
-// truth: the reference app's own call chain (refapp/README.md) and its log
-// of each stall.
+// them): --call-graph dwarf, and auto (the default), unwind samples by the
+// CFI in .eh_frame. Ground truth: the reference app's own call chain
+// (refapp/README.md) and its log of each stall.
 #include <unistd.h>
 
 #include <algorithm>
@@ -47,34 +47,20 @@ std::string dispatch_profile(const TempDir& dir, const std::string& app) {
   return path;
 }
 
-// Runs `app` under --call-graph `mode` with two busy stalls; the stack
-// most samples of each stall were in, as function names.
+// Runs `app` under --call-graph `mode` (empty: no option) with two busy
+// stalls; the stack most samples of each stall were in, as function names.
 std::vector<std::vector<std::string>> stall_stacks(const std::string& app,
                                                    const std::string& mode,
                                                    std::vector<json>* raw) {
   TempDir dir;
   std::string log = dir.file("app.jsonl"), out = dir.file("r.json");
-  RunResult r = run({looptrace_bin(),
-                     "record",
-                     "--profile",
-                     dispatch_profile(dir, app),
-                     "-q",
-                     "--call-graph",
-                     mode,
-                     "--json",
-                     out,
-                     "--",
-                     app,
-                     "--rate",
-                     "100",
-                     "--duration",
-                     "2200",
-                     "--stall",
-                     "busy:300@500",
-                     "--stall",
-                     "busy:300@1300",
-                     "--log",
-                     log});
+  std::vector<std::string> cmd = {looptrace_bin(), "record", "--profile",
+                                  dispatch_profile(dir, app), "-q"};
+  if (!mode.empty()) cmd.insert(cmd.end(), {"--call-graph", mode});
+  cmd.insert(cmd.end(), {"--json", out, "--", app, "--rate", "100",
+                         "--duration", "2200", "--stall", "busy:300@500",
+                         "--stall", "busy:300@1300", "--log", log});
+  RunResult r = run(cmd);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   std::vector<json> stalls = events(read_jsonl(log), "stall");
   EXPECT_EQ(stalls.size(), 2u);
@@ -103,10 +89,11 @@ bool contains(const std::vector<std::string>& v, const std::string& what) {
   });
 }
 
-TEST(DwarfUnwind, AppWithoutFramePointersGivesTheWholeStack) {
-  LT_REQUIRE_BPF();
+// The stalls of `app` recorded under --call-graph `mode` (empty: none)
+// have the app's whole call chain, down to the thread's start.
+void expect_whole_app_stacks(const std::string& app, const std::string& mode) {
   std::vector<json> raw;
-  auto stacks = stall_stacks(refapp_nofp_bin(), "dwarf", &raw);
+  auto stacks = stall_stacks(app, mode, &raw);
   ASSERT_EQ(stacks.size(), 2u);
   // The app's call chain (refapp/README.md), innermost first.
   const std::vector<std::string> chain = {
@@ -140,6 +127,23 @@ TEST(DwarfUnwind, AppWithoutFramePointersGivesTheWholeStack) {
     EXPECT_EQ(s["unwind"], "dwarf") << s.dump();
     EXPECT_EQ(s["truncated"], false) << s.dump();
   }
+}
+
+TEST(DwarfUnwind, AppWithoutFramePointersGivesTheWholeStack) {
+  LT_REQUIRE_BPF();
+  expect_whole_app_stacks(refapp_nofp_bin(), "dwarf");
+}
+
+// No option: each module unwound as it allows, whole stacks with frame
+// pointers or without.
+TEST(DefaultUnwind, AppWithoutFramePointersGivesTheWholeStack) {
+  LT_REQUIRE_BPF();
+  expect_whole_app_stacks(refapp_nofp_bin(), "");
+}
+
+TEST(DefaultUnwind, AppWithFramePointersGivesTheWholeStack) {
+  LT_REQUIRE_BPF();
+  expect_whole_app_stacks(refapp_bin(), "");
 }
 
 TEST(DwarfUnwind, FramePointersAloneLoseTheCallersThere) {

@@ -39,8 +39,30 @@ TEST(Plan, ThresholdsAndKernelOptions) {
   EXPECT_EQ(p->opts.limits.sample_after_ns, 20 * kMs);
   EXPECT_EQ(p->opts.limits.delivery_drain_ns, Thresholds::kDeliveryDrainNs);
   EXPECT_EQ(p->opts.stack_copy, 4096u);
+  EXPECT_EQ(p->opts.call_graph, CallGraph::kDwarf);
   EXPECT_EQ(p->opts.ringbuf_bytes, 16u << 20);
   EXPECT_EQ(p->hang_ns, Thresholds::kHangNs);
+}
+
+TEST(Plan, CallGraphIsAutoByDefaultAndCanBeForced) {
+  struct Case {
+    const char* arg;
+    CallGraph mode;
+    uint32_t copy;
+  } cases[] = {{nullptr, CallGraph::kAuto, LT_STACK_COPY},
+               {"auto", CallGraph::kAuto, LT_STACK_COPY},
+               {"auto,2K", CallGraph::kAuto, 2048},
+               {"dwarf", CallGraph::kDwarf, LT_STACK_COPY},
+               {"dwarf,1024", CallGraph::kDwarf, 1024},
+               {"fp", CallGraph::kFramePointer, 0}};
+  for (const Case& c : cases) {
+    RecordArgs a = adhoc();
+    if (c.arg) a.call_graph = c.arg;
+    auto p = plan_of(a);
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    EXPECT_EQ(p->opts.call_graph, c.mode) << (c.arg ? c.arg : "default");
+    EXPECT_EQ(p->opts.stack_copy, c.copy) << (c.arg ? c.arg : "default");
+  }
 }
 
 TEST(Plan, BadValuesAreUsageErrorsNamingTheOption) {
@@ -55,6 +77,11 @@ TEST(Plan, BadValuesAreUsageErrorsNamingTheOption) {
       {[](RecordArgs& a) { a.call_graph = "dwarf,3K"; },
        "--call-graph dwarf,3K: dwarf,BYTES with BYTES 1024, 2048, 4096 or "
        "8192 (1K..8K)"},
+      {[](RecordArgs& a) { a.call_graph = "auto,16K"; },
+       "--call-graph auto,16K: auto,BYTES with BYTES 1024, 2048, 4096 or "
+       "8192 (1K..8K)"},
+      {[](RecordArgs& a) { a.call_graph = "lbr"; },
+       "--call-graph lbr: fp, dwarf[,BYTES] or auto[,BYTES]"},
       {[](RecordArgs& a) { a.ringbuf_size = "3M"; },
        "bad ring buffer size '3M': a power of two from 4K to 1G"},
       {[](RecordArgs& a) {

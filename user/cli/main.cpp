@@ -209,9 +209,10 @@ void add_run_options(CLI::App* rec, looptrace::RecordArgs& ra) {
   rec->add_option("-o,--output", ra.outputs.recording,
                   "Record every event to FILE, for `looptrace report`");
   rec->add_option("--call-graph", ra.call_graph,
-                  "How stack samples are unwound: fp (frame pointers, in "
-                  "the kernel) or dwarf[,BYTES] (CFI in userspace from a "
-                  "copy of the top BYTES of the stack, default 8192)")
+                  "How user stacks are unwound: fp (frame pointers, in the "
+                  "kernel), dwarf[,BYTES] (CFI in userspace from a copy of "
+                  "the top BYTES of the stack, default 8192) or "
+                  "auto[,BYTES] (CFI, continued by frame pointers)")
       ->capture_default_str();
   rec->add_flag("--no-off-cpu", ra.no_off_cpu,
                 "Do not record where threads in spans block and who wakes "

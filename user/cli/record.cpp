@@ -157,6 +157,7 @@ Status RecordSession::run() {
   o.input = session_.has_input;
   o.hang_ns = plan_.hang_ns;
   o.py_frames = &symbols_.python;
+  o.call_graph = plan_.opts.call_graph;
   LiveSource source(*tracer_, o, this);
   LT_RETURN_IF_ERROR(source.run(stream));
   end_ = source.end();

@@ -18,6 +18,7 @@
 #include "proc/process.h"
 #include "python/frames.h"
 #include "unwind/dwarf_unwinder.h"
+#include "unwind/stack_trust.h"
 
 namespace looptrace {
 namespace {
@@ -31,12 +32,14 @@ void on_stop_signal(int sig) { g_stop_signal = sig; }
 // What the live stream needs from the processes while they live: their
 // mappings (MappingsEvents), read when a process is first seen and again
 // after an exec; and the unwinding of samples copied for it (--call-graph
-// dwarf), which needs the files they map; and the Python frames of the
-// samples of a CPython process, named while it lives.
+// dwarf, auto), which needs the files they map, and the trust of every
+// stack's frames, which needs the executable mappings; and the Python frames of
+// the samples of a CPython process, named while it lives.
 class MappingsTracker {
  public:
-  MappingsTracker(EventSink& out, Tracer& tracer, python::PyFrames* py)
-      : out_(out), tracer_(tracer), py_(py) {}
+  MappingsTracker(EventSink& out, Tracer& tracer, python::PyFrames* py,
+                  CallGraph call_graph)
+      : out_(out), tracer_(tracer), py_(py), call_graph_(call_graph) {}
   ~MappingsTracker() {
     if (unwound_ == 0) return;
     log::debug("unwind",
@@ -62,18 +65,18 @@ class MappingsTracker {
       py_watched_.erase(pid);
       emit_maps(pid, tid, x->ts_ns);
       unwinder_.forget(pid);
-      unwind_maps_.erase(pid);
+      proc_maps_.erase(pid);
     }
     if (auto* sp = std::get_if<SpanEvent>(&ev); sp && py_) name_callables(sp);
-    if (auto* s = std::get_if<SampleEvent>(&ev); s && s->stack.ustack) {
-      unwind(s->pid, s->ts_ns, &s->stack);
+    if (auto* s = std::get_if<SampleEvent>(&ev)) {
+      fix_stack(s->pid, s->ts_ns, &s->stack);
     }
     if (auto* s = std::get_if<SampleEvent>(&ev); s && s->stack.py && py_) {
       py_->merge(s->pid, &s->stack);
-    } else if (auto* b = std::get_if<BlockEvent>(&ev); b && b->stack.ustack) {
-      unwind(b->pid, b->ts_ns, &b->stack);
-    } else if (auto* w = std::get_if<WakeEvent>(&ev); w && w->stack.ustack) {
-      unwind(w->waker_pid, w->ts_ns, &w->stack);
+    } else if (auto* b = std::get_if<BlockEvent>(&ev)) {
+      fix_stack(b->pid, b->ts_ns, &b->stack);
+    } else if (auto* w = std::get_if<WakeEvent>(&ev)) {
+      fix_stack(w->waker_pid, w->ts_ns, &w->stack);
     }
     out_.consume(ev);
   }
@@ -111,40 +114,75 @@ class MappingsTracker {
     out_.consume(Event(std::move(m)));
   }
 
-  // The frame pointers where they reach the thread's first frame, else
-  // the CFI's stack when it goes further; the stack bytes go either way.
-  void unwind(uint32_t pid, uint64_t ts_ns, Stack* st) {
-    std::shared_ptr<const UserStack> u = std::move(st->ustack);
-    // The mappings as the unwinder last saw them; again after a stack that
-    // stopped short (a library loaded since?), at most every second.
-    auto [it, fresh] = unwind_maps_.try_emplace(pid);
-    UnwindMaps& um = it->second;
-    if (fresh || (um.short_since && ts_ns > um.short_since + 1'000'000'000)) {
+  // The process's mappings as last read: again after a stack that stopped
+  // short or had a frame in no executable mapping (a library loaded
+  // since?), at most every second.
+  struct ProcMaps {
+    // When a stack first stopped short since the maps were read (0: none).
+    uint64_t short_since = 0;
+    uint64_t trampoline = 0;  // the [uprobes] page, 0 if not mapped
+    ExecRanges exec;          // unknown (trusts all) if unreadable
+  };
+  ProcMaps& maps_of(uint32_t pid, uint64_t ts_ns) {
+    auto [it, fresh] = proc_maps_.try_emplace(pid);
+    ProcMaps& pm = it->second;
+    if (fresh || (pm.short_since && ts_ns > pm.short_since + 1'000'000'000)) {
       std::string text;
       std::ifstream in(fmt::format("/proc/{}/maps", pid));
       text.assign(std::istreambuf_iterator<char>(in),
                   std::istreambuf_iterator<char>());
-      unwinder_.set_maps(pid, text);
-      um.short_since = 0;
-      um.trampoline = uprobes_page(text);
+      if (call_graph_ != CallGraph::kFramePointer)
+        unwinder_.set_maps(pid, text);
+      pm.short_since = 0;
+      pm.trampoline = uprobes_page(text);
+      pm.exec = in.is_open() ? ExecRanges(text) : ExecRanges();
     }
+    return pm;
+  }
+
+  // A stack as --call-graph says: the frame pointers, the CFI's stack of
+  // the copy, or both merged; cut at its first frame in no executable
+  // mapping either way. The stack bytes go.
+  void fix_stack(uint32_t pid, uint64_t ts_ns, Stack* st) {
+    if (pid == 0 || (st->frames.empty() && !st->ustack)) return;
+    ProcMaps& pm = maps_of(pid, ts_ns);
+    const bool full = st->frames.size() >= LT_MAX_STACK;
+    if (!st->ustack) {
+      st->truncated = cut_untrusted(pm.exec, &st->frames) || full;
+    } else if (call_graph_ == CallGraph::kDwarf) {
+      UnwindResult r = unwind(pid, pm, *st->ustack);
+      st->truncated = cut_untrusted(pm.exec, &r.frames) || r.truncated;
+      st->frames = std::move(r.frames);
+      st->unwind = Unwind::kDwarf;
+    } else {
+      MergedStack m = merge_stacks(std::move(st->frames), full,
+                                   unwind(pid, pm, *st->ustack), pm.exec);
+      st->frames = std::move(m.frames);
+      st->truncated = m.truncated;
+      st->unwind = m.dwarf ? Unwind::kDwarf : Unwind::kFramePointer;
+    }
+    st->ustack.reset();
+    if (st->truncated && pm.short_since == 0) pm.short_since = ts_ns;
+  }
+
+  // The CFI's stack of a sample's copy.
+  UnwindResult unwind(uint32_t pid, const ProcMaps& pm, const UserStack& u) {
     UserRegs regs;
-    regs.dwarf = u->regs;
+    regs.dwarf = u.regs;
     StackCopy stack;
-    stack.addr = u->regs[UserRegs::kRsp];
-    stack.bytes = u->bytes;
+    stack.addr = u.regs[UserRegs::kRsp];
+    stack.bytes = u.bytes;
     // Our uretprobes put their trampoline where the callers' return
     // addresses were: back they go, innermost first, as the kernel's own
     // frame-pointer walk does.
-    if (um.trampoline) {
+    if (pm.trampoline) {
       size_t next = 0;
       for (size_t at = 0;
-           at + 8 <= stack.bytes.size() && next < u->ret_addrs.size();
-           at += 8) {
+           at + 8 <= stack.bytes.size() && next < u.ret_addrs.size(); at += 8) {
         uint64_t word;
         std::memcpy(&word, &stack.bytes[at], 8);
-        if (word < um.trampoline || word >= um.trampoline + 4096) continue;
-        uint64_t ret = u->ret_addrs[next++];
+        if (word < pm.trampoline || word >= pm.trampoline + 4096) continue;
+        uint64_t ret = u.ret_addrs[next++];
         if (ret) std::memcpy(&stack.bytes[at], &ret, 8);
       }
     }
@@ -152,30 +190,18 @@ class MappingsTracker {
     UnwindResult r = unwinder_.unwind(pid, regs, stack);
     unwind_ns_ += monotonic_ns() - t0;
     unwound_++;
-    if (r.truncated && um.short_since == 0) um.short_since = ts_ns;
-    if (r.frames.size() > st->frames.size() ||
-        (!r.truncated && r.frames.size() == st->frames.size())) {
-      st->frames = std::move(r.frames);
-      st->unwind = Unwind::kDwarf;
-      st->truncated = r.truncated;
-    } else {
-      st->truncated = st->frames.size() >= LT_MAX_STACK;
-    }
+    return r;
   }
 
   EventSink& out_;
   Tracer& tracer_;
   python::PyFrames* py_;
+  const CallGraph call_graph_;
   std::set<uint32_t> py_watched_;  // since their last exec
   DwarfUnwinder unwinder_;
   uint64_t unwound_ = 0;    // stacks unwound by CFI
   uint64_t unwind_ns_ = 0;  // time spent doing it
-  struct UnwindMaps {
-    // When a stack first stopped short since the maps were read (0: none).
-    uint64_t short_since = 0;
-    uint64_t trampoline = 0;  // the [uprobes] page, 0 if not mapped
-  };
-  std::map<uint32_t, UnwindMaps> unwind_maps_;
+  std::map<uint32_t, ProcMaps> proc_maps_;
 
   // Where the kernel maps the uretprobe trampoline in the process.
   static uint64_t uprobes_page(const std::string& maps) {
@@ -317,7 +343,7 @@ void LiveSource::finish(MappingsTracker& tracker, const Tracer::Sink& sink,
 }
 
 Status LiveSource::run(EventSink& out) {
-  MappingsTracker tracker(out, tracer_, opts_.py_frames);
+  MappingsTracker tracker(out, tracer_, opts_.py_frames, opts_.call_graph);
   // -p's process: its first samples already read its Python frames.
   if (opts_.pid > 0 && opts_.py_frames)
     if (auto maps = proc::read_maps(opts_.pid); maps.ok())

@@ -61,6 +61,8 @@ struct LiveOptions {
   // Names the Python frames of samples of CPython processes; nullptr: none
   // are read.
   python::PyFrames* py_frames = nullptr;
+  // How user stacks are unwound (the tracer copies stacks unless fp).
+  CallGraph call_graph = CallGraph::kFramePointer;
 };
 
 class MappingsTracker;

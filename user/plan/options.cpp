@@ -41,27 +41,37 @@ Status build_thresholds(const RecordArgs& a, Plan* p) {
   return Status::Ok();
 }
 
-// --call-graph fp | dwarf[,BYTES]: the bytes of stack each sample copies.
-Result<uint32_t> parse_call_graph(const std::string& text) {
-  if (text == "fp") return 0u;
-  if (text.rfind("dwarf", 0) != 0)
+// --call-graph fp | dwarf[,BYTES] | auto[,BYTES]: how stacks are unwound
+// and the bytes of stack each sample copies.
+Status parse_call_graph(const std::string& text, TraceOptions* o) {
+  o->call_graph = CallGraph::kFramePointer;
+  o->stack_copy = 0;
+  if (text == "fp") return Status::Ok();
+  const bool dwarf = text.rfind("dwarf", 0) == 0;
+  if (!dwarf && text.rfind("auto", 0) != 0)
     return Status::Error(
-        fmt::format("--call-graph {}: fp or dwarf[,BYTES]", text),
+        fmt::format("--call-graph {}: fp, dwarf[,BYTES] or auto[,BYTES]", text),
         ErrorKind::kUsage);
-  const std::string rest = text.substr(5);
-  if (rest.empty()) return uint32_t{LT_STACK_COPY};
+  o->call_graph = dwarf ? CallGraph::kDwarf : CallGraph::kAuto;
+  const std::string mode = dwarf ? "dwarf" : "auto";
+  const std::string rest = text.substr(mode.size());
+  o->stack_copy = LT_STACK_COPY;
+  if (rest.empty()) return Status::Ok();
   // The kernel copies 8, 4, 2 or 1 KiB: the most that is mapped. (No
   // string concatenation here: GCC 12's -O3 reports a bogus -Wrestrict in
   // it.)
   const std::string bytes =
       rest.size() > 1 && rest[0] == ',' ? rest.substr(1) : "";
   for (uint32_t v : {1024u, 2048u, 4096u, 8192u})
-    if (bytes == fmt::format("{}", v) || bytes == fmt::format("{}K", v / 1024))
-      return v;
+    if (bytes == fmt::format("{}", v) ||
+        bytes == fmt::format("{}K", v / 1024)) {
+      o->stack_copy = v;
+      return Status::Ok();
+    }
   return Status::Error(
-      fmt::format("--call-graph {}: dwarf,BYTES with BYTES 1024, 2048, 4096 "
+      fmt::format("--call-graph {}: {},BYTES with BYTES 1024, 2048, 4096 "
                   "or 8192 (1K..8K)",
-                  text),
+                  text, mode),
       ErrorKind::kUsage);
 }
 
@@ -165,9 +175,7 @@ Status build_sizes(const RecordArgs& a, TraceOptions* o) {
 
 Status build_options(const RecordArgs& a, Plan* p) {
   LT_RETURN_IF_ERROR(build_thresholds(a, p));
-  auto copy = parse_call_graph(a.call_graph);
-  if (!copy.ok()) return copy.status();
-  p->opts.stack_copy = *copy;
+  LT_RETURN_IF_ERROR(parse_call_graph(a.call_graph, &p->opts));
   p->opts.off_cpu = !a.no_off_cpu;
   LT_RETURN_IF_ERROR(build_sizes(a, &p->opts));
   LT_RETURN_IF_ERROR(check_thread_filters(a));

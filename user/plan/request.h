@@ -48,7 +48,7 @@ struct RecordArgs {
   std::string duration;      // empty: until Ctrl-C / exit
   std::string sample_after;  // default: half the slow threshold
   uint32_t sample_freq = Thresholds::kSampleHz;
-  std::string call_graph = "fp";  // or "dwarf[,BYTES]"
+  std::string call_graph = "auto";  // or "fp", "dwarf[,BYTES]", "auto,BYTES"
   bool no_off_cpu = false;
   std::string ringbuf_size = format_size(Thresholds::kRingbufBytes);
   uint32_t hist_max = Thresholds::kHistMax;

@@ -99,6 +99,10 @@ void write_threads(std::ostream& os, const DispatchAnalysis& a, uint32_t role) {
   }
 }
 
+// Under the last frame of a stack that stopped before the thread's first
+// frame (a frame that could not be trusted, the end of the stack copy).
+constexpr const char* kStackCut = "      (stack cut: no trusted caller)";
+
 void write_stacks(std::ostream& os, const SlowSpan& s,
                   report::FrameNames& names) {
   if (s.stacks.empty()) {
@@ -115,6 +119,8 @@ void write_stacks(std::ostream& os, const SlowSpan& s,
   if (top.frames.size() > shown)
     put(os, fmt::format("      ... {} more {}", top.frames.size() - shown,
                         top.frames.size() - shown == 1 ? "frame" : "frames"));
+  else if (top.truncated && !top.frames.empty())
+    put(os, kStackCut);
   if (s.stacks.size() > 1) {
     uint64_t rest = s.nsamples - top.count;
     put(os,
@@ -130,14 +136,16 @@ void write_stacks(std::ostream& os, const SlowSpan& s,
 constexpr size_t kMaxBlockFrames = 8;
 
 void write_frames(std::ostream& os, uint32_t pid,
-                  const std::vector<uint64_t>& frames, size_t max,
-                  report::FrameNames& names, const char* indent) {
+                  const std::vector<uint64_t>& frames, bool truncated,
+                  size_t max, report::FrameNames& names) {
   size_t shown = std::min(frames.size(), max);
   for (size_t i = 0; i < shown; ++i)
-    put(os, indent + names.name(pid, frames[i]));
+    put(os, "      " + names.name(pid, frames[i]));
   if (frames.size() > shown)
-    put(os, fmt::format("{}... {} more {}", indent, frames.size() - shown,
+    put(os, fmt::format("      ... {} more {}", frames.size() - shown,
                         frames.size() - shown == 1 ? "frame" : "frames"));
+  else if (truncated && !frames.empty())
+    put(os, kStackCut);
 }
 
 void write_blocked(std::ostream& os, const SlowSpan& s,
@@ -150,7 +158,8 @@ void write_blocked(std::ostream& os, const SlowSpan& s,
                       format_duration(s.span.blocked_ns()),
                       plural(top.count, "time", "times"),
                       where.empty() ? "" : " in " + where));
-  write_frames(os, s.span.pid, top.frames, kMaxBlockFrames, names, "      ");
+  write_frames(os, s.span.pid, top.frames, top.truncated, kMaxBlockFrames,
+               names);
   if (!top.wakers.empty()) {
     const Waker& w = top.wakers[0];
     if (report::interrupt_wakeup(w, names)) {
@@ -159,7 +168,7 @@ void write_blocked(std::ostream& os, const SlowSpan& s,
                           what.empty() ? "" : " (" + what + ")"));
     } else {
       put(os, fmt::format("    woken by {}/{} {}:", w.pid, w.tid, w.comm));
-      write_frames(os, w.pid, w.frames, kMaxBlockFrames, names, "      ");
+      write_frames(os, w.pid, w.frames, w.truncated, kMaxBlockFrames, names);
     }
   }
   if (s.blocked.size() > 1)

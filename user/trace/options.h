@@ -71,6 +71,11 @@ Result<SyscallHook> syscall_hook_from_env();
 // sendmsg, read, write); nullopt if it is none of them.
 std::optional<uint32_t> input_call_op(const std::string& name);
 
+// How user stacks are unwound (--call-graph): frame pointers in the kernel
+// only; the CFI of a copy of the stack only; or both, the CFI continued by
+// the frame pointers where its copy ends (docs/unwinding.md).
+enum class CallGraph : uint8_t { kFramePointer, kDwarf, kAuto };
+
 struct TraceOptions {
   std::vector<ProbeDef> probes;  // resolved: path and file_offset set
   // The target and what it forks from then on; -1: every process that maps
@@ -86,8 +91,9 @@ struct TraceOptions {
   std::vector<uint32_t> tids;
   std::vector<std::string> comms;
   // Bytes of user stack each sample copies for unwinding by CFI
-  // (--call-graph dwarf); 0: frame pointers only.
+  // (--call-graph dwarf or auto); 0: frame pointers only.
   uint32_t stack_copy = 0;
+  CallGraph call_graph = CallGraph::kFramePointer;
   // Where threads in spans block and who wakes them (--no-off-cpu: off).
   bool off_cpu = true;
   InputTrace input;
