@@ -22,9 +22,10 @@
 
 namespace looptrace {
 
-// What libdebuginfod waits for a server that sends nothing, in seconds,
-// when DEBUGINFOD_TIMEOUT is unset (its own default, 90, is long for a
-// trace that ends on Ctrl-C).
+// DEBUGINFOD_TIMEOUT when unset, in seconds: libdebuginfod gives up a
+// server that does not answer in this time or sends less than 100 KiB/s
+// for as long (its own default, 90, is long for the end of a run, which
+// waits for the fetches under way).
 constexpr int kDefaultDebuginfodTimeoutS = 10;
 
 // True when `urls` (DEBUGINFOD_URLS) names a server: set and not blank.
