@@ -33,6 +33,8 @@ constexpr off_t kMaxPerfMapBytes = off_t{512} << 20;
 constexpr size_t kPerfMapChunk = 4 << 20;
 // A [vdso] is two pages on x86-64; anything much larger is not one.
 constexpr uint64_t kMaxVdsoBytes = 1 << 20;
+// libdebuginfod's MAX_BUILD_ID_BYTES, in hex digits.
+constexpr size_t kMaxBuildIdHex = 128;
 
 std::string file_key(const MapEntry& m) {
   return m.inode ? fmt::format("{}:{}", m.dev, m.inode) : m.path;
@@ -294,7 +296,11 @@ bool ProcSymbolizer::add_debug_symbols(elf::ElfFile* file,
 }
 
 void ProcSymbolizer::await_debuginfod(elf::ElfFile* file, const MapEntry& m) {
-  if (!options_.debuginfod || file->build_id().empty()) return;
+  // A build-id is 20 bytes (GNU ld's sha1) or 16 (md5, uuid); servers
+  // take at most 64 (a longer note is the file's own garbage).
+  if (!options_.debuginfod || file->build_id().empty() ||
+      file->build_id().size() > kMaxBuildIdHex)
+    return;
   // Answered already (another copy of the file): the answer holds.
   if (auto done = answered_.find(file->build_id()); done != answered_.end()) {
     if (done->second) file->merge_symbols(done->second->symbols());
