@@ -330,6 +330,21 @@ TEST_F(DebuginfodTest, WithoutAServerNothingIsAsked) {
   EXPECT_EQ(server_.calls, 0);
 }
 
+// A build-id note longer than any server takes (72 bytes; ld writes what
+// it is given) is the file's own garbage: not asked for.
+TEST_F(DebuginfodTest, AnOverlongBuildIdIsNotAskedFor) {
+  std::string id(144, 'a');
+  ASSERT_TRUE(sh("cc -O1 -fPIE -pie -Wl,--build-id=0x" + id + " -o " + dir_ +
+                 "/long " + dir_ + "/prog.c && strip --strip-all -o " + prog_ +
+                 " " + dir_ + "/long"));
+  ASSERT_NE(run("readelf -n " + prog_).find(id), std::string::npos);
+  make_fetcher();
+  std::unique_ptr<ProcSymbolizer> sym = symbolizer();
+  sym->settle_debuginfod();
+  EXPECT_FALSE(sym->symbolize(kFakePid, kBase + 0x1000).known());
+  EXPECT_EQ(server_.calls, 0);
+}
+
 // The recording gets the better name as a later SymbolEvent, and a
 // recording's reader keeps the last.
 TEST_F(DebuginfodTest, TheRecordingGetsTheNameThatCameLate) {
