@@ -15,6 +15,8 @@ packages=(
   libdw-dev # DWARF CFI unwinding of user stacks (user/unwind)
   elfutils  # eu-stack: the unwinder tests' independent reference
   libc6-dbg # glibc's separate debug file (by build-id): names of its internals
+  libdebuginfod-dev # debug files by build-id from DEBUGINFOD_URLS (user/symbolize/debuginfod)
+  debuginfod # a local server for the debuginfod test
   liblzma-dev xz-utils # MiniDebugInfo (.gnu_debugdata) and its tests
   nodejs # the perf-map (JIT frames) test: node --perf-basic-prof
   chromium # headless, for the HTML report's browser test

@@ -96,8 +96,9 @@ deb=$(BUILD_DIR=$build scripts/package.sh)
 [[ -f $deb ]] || fail "package.sh made no package"
 dpkg-deb --info "$deb" >"$tmp/info"
 depends=$(sed -n 's/^ Depends: //p' "$tmp/info")
-# What the binaries link (zlib streams are written with libdeflate).
-for lib in libbpf1 libelf1 libdw1 libdeflate0 liblzma5 libfmt9 libc6 libstdc++6; do
+# What the binaries link (zlib streams are written with libdeflate;
+# libdebuginfod fetches debug files).
+for lib in libbpf1 libelf1 libdw1 libdebuginfod1 libdeflate0 liblzma5 libfmt9 libc6 libstdc++6; do
   tr ',' '\n' <<<"$depends" | sed 's/^ *//; s/ .*//' | found -xF "$lib" ||
     fail "package Depends lacks $lib: $depends"
 done

@@ -167,6 +167,8 @@ Status RecordSession::run() {
 
 int RecordSession::finish() {
   const bool command_ended = stop_command(child_.get(), a_.quiet, end_.reason);
+  // Debug files still being fetched are waited for now, not while tracing.
+  symbols_.settle();
   const Findings& found = analysis_->finish();
   const ReportContext& ctx = analysis_->context();
   // Every failure is one line; the reports are written whatever failed.

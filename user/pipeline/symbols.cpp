@@ -1,5 +1,7 @@
 #include "pipeline/symbols.h"
 
+#include <unordered_set>
+
 #include "symbolize/kernel_symbols.h"
 #include "trace/span_keys.h"
 
@@ -14,6 +16,7 @@ Frame RecordedSymbols::symbolize(uint32_t pid, uint64_t addr) {
 }
 
 Frame CapturingSymbolizer::symbolize(uint32_t pid, uint64_t addr) {
+  refresh_from_proc();
   auto [it, fresh] = seen_.try_emplace({pid, addr});
   if (fresh) {
     it->second = inner_->symbolize(pid, addr);
@@ -44,6 +47,27 @@ void CapturingSymbolizer::prepare(const Event& ev,
     for (const ProbeDef& probe : probes)
       if (probe.id == sp->probe_id) frames(sp->pid, code_keys(*sp, probe));
   }
+}
+
+void CapturingSymbolizer::refresh(const std::vector<std::string>& modules) {
+  if (modules.empty()) return;
+  std::unordered_set<std::string> improved(modules.begin(), modules.end());
+  for (auto& [key, frame] : seen_) {
+    if (!improved.count(frame.module)) continue;
+    Frame now = inner_->symbolize(key.first, key.second);
+    if (now.function == frame.function && now.offset == frame.offset &&
+        now.module == frame.module)
+      continue;
+    frame = now;
+    SymbolEvent s;
+    s.pid = key.first;
+    s.frame = std::move(now);
+    pending_.push_back(std::move(s));
+  }
+}
+
+void CapturingSymbolizer::refresh_from_proc() {
+  if (proc_) refresh(proc_->take_improved_modules());
 }
 
 std::vector<SymbolEvent> CapturingSymbolizer::take() {

@@ -39,11 +39,21 @@ class RecordedSymbols : public Symbolizer {
 };
 
 // Wraps the live symbolizer: every first resolution of (pid, address) is
-// also queued as a SymbolEvent for the recording.
+// also queued as a SymbolEvent for the recording, and every later one that
+// differs (a debug file fetched since named the address better; the
+// reader keeps the last).
 class CapturingSymbolizer : public Symbolizer {
  public:
-  explicit CapturingSymbolizer(Symbolizer* inner) : inner_(inner) {}
+  // `proc`, if given, says which modules gained symbols (debuginfod).
+  explicit CapturingSymbolizer(Symbolizer* inner,
+                               ProcSymbolizer* proc = nullptr)
+      : inner_(inner), proc_(proc) {}
   Frame symbolize(uint32_t pid, uint64_t addr) override;
+  // Resolves again the addresses of `modules` seen so far; queues those
+  // that changed.
+  void refresh(const std::vector<std::string>& modules);
+  // Refreshes what `proc` says has changed.
+  void refresh_from_proc();
 
   // Resolves what the analysers and reports will ask about `ev` (its
   // frames, its code and vtable keys under `probes`), so that the
@@ -54,6 +64,7 @@ class CapturingSymbolizer : public Symbolizer {
 
  private:
   Symbolizer* inner_;
+  ProcSymbolizer* proc_;
   std::unordered_map<std::pair<uint32_t, uint64_t>, Frame, PidAddrHash> seen_;
   std::vector<SymbolEvent> pending_;
 };
@@ -63,13 +74,26 @@ class CapturingSymbolizer : public Symbolizer {
 // source named (python/frames.h); with a recording, every first resolution
 // is captured for it (CapturingSymbolizer).
 struct LiveSymbols {
-  ProcSymbolizer proc;
+  // DEBUGINFOD_URLS: stripped files' debug files fetched by build-id.
+  static ProcSymbolizerOptions options() {
+    ProcSymbolizerOptions o;
+    o.debuginfod = DebuginfodFetcher::FromEnvironment();
+    return o;
+  }
+  ProcSymbolizer proc{options()};
   SystemSymbolizer system{&proc};
   python::PyFrames python;
   python::PySymbolizer live{&system, &python};
-  CapturingSymbolizer capture{&live};
+  CapturingSymbolizer capture{&live, &proc};
   Symbolizer* for_analysis(bool recording) {
     return recording ? static_cast<Symbolizer*>(&capture) : &live;
+  }
+  // Report time: the debug files asked of debuginfod while tracing are
+  // waited for, and what the recording holds of their modules resolved
+  // again.
+  void settle() {
+    proc.settle_debuginfod();
+    capture.refresh_from_proc();
   }
 };
 

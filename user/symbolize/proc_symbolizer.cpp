@@ -33,6 +33,8 @@ constexpr off_t kMaxPerfMapBytes = off_t{512} << 20;
 constexpr size_t kPerfMapChunk = 4 << 20;
 // A [vdso] is two pages on x86-64; anything much larger is not one.
 constexpr uint64_t kMaxVdsoBytes = 1 << 20;
+// libdebuginfod's MAX_BUILD_ID_BYTES, in hex digits.
+constexpr size_t kMaxBuildIdHex = 128;
 
 std::string file_key(const MapEntry& m) {
   return m.inode ? fmt::format("{}:{}", m.dev, m.inode) : m.path;
@@ -257,14 +259,15 @@ const elf::ElfFile* ProcSymbolizer::elf_for(uint32_t pid, const MapEntry& m) {
     opened_path = c.path;
     break;
   }
-  if (file && !file->has_symtab())
-    add_debug_symbols(file.get(), opened_path, m);
+  if (file && !file->has_symtab() &&
+      !add_debug_symbols(file.get(), opened_path, m))
+    await_debuginfod(file.get(), m);
   const elf::ElfFile* out = file.get();
   files_.emplace(std::move(key), std::move(file));
   return out;
 }
 
-void ProcSymbolizer::add_debug_symbols(elf::ElfFile* file,
+bool ProcSymbolizer::add_debug_symbols(elf::ElfFile* file,
                                        const std::string& opened_path,
                                        const MapEntry& m) {
   // A deleted file opened through map_files has no directory of its own.
@@ -276,19 +279,85 @@ void ProcSymbolizer::add_debug_symbols(elf::ElfFile* file,
   if (debug.ok()) {
     log::debug("symbolize", "{}: symbols from {}", file->path(), debug->path());
     file->merge_symbols(debug->symbols());
-    return;
+    return true;
   }
   log::debug("symbolize", "{}", debug.status().message());
   // Fedora's MiniDebugInfo: the local functions .symtab would have had.
-  if (!file->section_bytes(".gnu_debugdata")) return;
+  if (!file->section_bytes(".gnu_debugdata")) return false;
   Result<elf::ElfFile> mini = elf::open_minidebuginfo(*file);
   if (!mini.ok()) {
     log::debug("symbolize", "{}", mini.status().message());
-    return;
+    return false;
   }
   log::debug("symbolize", "{}: {} symbols from .gnu_debugdata", file->path(),
              mini->symbols().size());
   file->merge_symbols(mini->symbols());
+  return false;
+}
+
+void ProcSymbolizer::await_debuginfod(elf::ElfFile* file, const MapEntry& m) {
+  // A build-id is 20 bytes (GNU ld's sha1) or 16 (md5, uuid); servers
+  // take at most 64 (a longer note is the file's own garbage).
+  if (!options_.debuginfod || file->build_id().empty() ||
+      file->build_id().size() > kMaxBuildIdHex)
+    return;
+  // Answered already (another copy of the file): the answer holds.
+  if (auto done = answered_.find(file->build_id()); done != answered_.end()) {
+    if (done->second) file->merge_symbols(done->second->symbols());
+    return;
+  }
+  awaiting_[file] = file->build_id();
+  by_build_id_[file->build_id()].emplace_back(file, m.path);
+}
+
+bool ProcSymbolizer::debuginfod_pending(const elf::ElfFile* file) {
+  auto it = awaiting_.find(file);
+  if (it == awaiting_.end()) return false;
+  const std::string build_id = it->second;
+  const std::string& path = by_build_id_[build_id].front().second;
+  if (requested_.insert(build_id).second)
+    options_.debuginfod->request(build_id, path.substr(path.rfind('/') + 1));
+  if (!debuginfod_blocking_) return true;
+  options_.debuginfod->wait(build_id);
+  poll_debuginfod();
+  return false;
+}
+
+void ProcSymbolizer::poll_debuginfod() {
+  if (requested_.size() == answered_.size()) return;
+  bool merged = false;
+  for (DebuginfodFetcher::Answer& a : options_.debuginfod->take_answers()) {
+    auto files = by_build_id_.find(a.build_id);
+    if (files != by_build_id_.end()) {
+      for (auto& [file, module] : files->second) {
+        awaiting_.erase(file);
+        if (!a.debug) continue;
+        log::debug("symbolize", "{}: symbols from {}", file->path(),
+                   a.debug->path());
+        file->merge_symbols(a.debug->symbols());
+        improved_.push_back(module);
+        merged = true;
+      }
+      by_build_id_.erase(files);
+    }
+    answered_[a.build_id] = std::move(a.debug);
+  }
+  // Names given before may be of the wrong function (the nearest exported
+  // one of a stripped file).
+  if (merged) results_.clear();
+}
+
+void ProcSymbolizer::settle_debuginfod() {
+  if (!options_.debuginfod) return;
+  debuginfod_blocking_ = true;
+  options_.debuginfod->wait_all();
+  poll_debuginfod();
+}
+
+std::vector<std::string> ProcSymbolizer::take_improved_modules() {
+  std::vector<std::string> out;
+  out.swap(improved_);
+  return out;
 }
 
 const elf::ElfFile* ProcSymbolizer::vdso_for(uint32_t pid, const MapEntry& m) {
@@ -451,7 +520,7 @@ const PerfMap* ProcSymbolizer::perf_map_for(uint32_t pid) {
   return state.map.entries() ? &state.map : nullptr;
 }
 
-Frame ProcSymbolizer::lookup(uint32_t pid, uint64_t addr, bool* jit_miss) {
+Frame ProcSymbolizer::lookup(uint32_t pid, uint64_t addr, bool* retry) {
   Frame f;
   f.addr = addr;
   const MapEntry* m = find_mapping(pid, addr);
@@ -466,6 +535,9 @@ Frame ProcSymbolizer::lookup(uint32_t pid, uint64_t addr, bool* jit_miss) {
     else if (m->path == "[vdso]")
       file = vdso_for(pid, *m);
     if (file) {
+      // Named from what is here for now; asked again when the debug file
+      // came.
+      if (debuginfod_pending(file)) *retry = true;
       Result<uint64_t> vaddr =
           file->offset_to_vaddr(addr - m->start + m->pgoff);
       const elf::Symbol* sym =
@@ -481,7 +553,7 @@ Frame ProcSymbolizer::lookup(uint32_t pid, uint64_t addr, bool* jit_miss) {
   const PerfMap* jit = perf_map_for(pid);
   PerfMap::Hit hit = jit ? jit->find(addr) : PerfMap::Hit{};
   if (hit.name.empty()) {
-    *jit_miss = true;
+    *retry = true;
     return f;
   }
   f.function = std::string(hit.name);
@@ -490,11 +562,12 @@ Frame ProcSymbolizer::lookup(uint32_t pid, uint64_t addr, bool* jit_miss) {
 }
 
 Frame ProcSymbolizer::symbolize(uint32_t pid, uint64_t addr) {
+  poll_debuginfod();
   ResultKey key{pid, addr};
   if (auto it = results_.find(key); it != results_.end()) return it->second;
-  bool jit_miss = false;
-  Frame f = lookup(pid, addr, &jit_miss);
-  if (jit_miss) return f;
+  bool retry = false;
+  Frame f = lookup(pid, addr, &retry);
+  if (retry) return f;
   if (results_.size() >= kMaxCachedResults) results_.clear();
   results_.emplace(key, f);
   return f;

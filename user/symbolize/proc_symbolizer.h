@@ -1,7 +1,8 @@
 // Symbolizes user addresses of live (or recently exited) processes from
 // /proc/PID/maps and the ELF symbol tables of the mapped files, their
-// separate debug files and MiniDebugInfo, the [vdso] image and the perf
-// maps JITs write (docs/looptrace.md, SYMBOLS).
+// separate debug files (here, or fetched from debuginfod servers) and
+// MiniDebugInfo, the [vdso] image and the perf maps JITs write
+// (docs/looptrace.md, SYMBOLS).
 #pragma once
 
 #include <sys/types.h>
@@ -12,10 +13,12 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "elf/elf_file.h"
 #include "proc/maps.h"
+#include "symbolize/debuginfod.h"
 #include "symbolize/perf_map.h"
 #include "symbolize/symbolizer.h"
 
@@ -31,6 +34,9 @@ struct ProcSymbolizerOptions {
   // A perf map is checked for growth at most this often (a stat per
   // unknown address otherwise).
   uint64_t perf_map_recheck_ns = 100'000'000;
+  // Fetches, by build-id, the debug file of a stripped file that has none
+  // here, when an address first falls in it; nullptr: none fetched.
+  std::shared_ptr<DebuginfodFetcher> debuginfod;
 };
 
 // Not thread-safe: one symbolizer per thread, or a lock around it.
@@ -57,6 +63,16 @@ class ProcSymbolizer : public Symbolizer {
   // Drops what is cached for pid (its maps and results), e.g. when the pid
   // may have been reused.
   void forget(uint32_t pid);
+
+  // Until this is called, an address in a file whose debug file is being
+  // fetched is answered from what is here, and asked again later (not
+  // cached). From then on (report time), such an address waits for its
+  // fetch; and every fetch asked for is waited for now.
+  void settle_debuginfod();
+  // The modules (mapped paths) that gained symbols from fetched debug
+  // files since the last call: what was answered before for their
+  // addresses may have changed.
+  std::vector<std::string> take_improved_modules();
 
  private:
   struct ResultKey {
@@ -90,7 +106,8 @@ class ProcSymbolizer : public Symbolizer {
   void open_files(uint32_t pid);
   const MapEntry* find_mapping(uint32_t pid, uint64_t addr) const;
   const elf::ElfFile* elf_for(uint32_t pid, const MapEntry& map);
-  void add_debug_symbols(elf::ElfFile* file, const std::string& opened_path,
+  // True when a separate debug file was found.
+  bool add_debug_symbols(elf::ElfFile* file, const std::string& opened_path,
                          const MapEntry& map);
   const elf::ElfFile* vdso_for(uint32_t pid, const MapEntry& map);
   const PerfMap* perf_map_for(uint32_t pid);
@@ -98,9 +115,18 @@ class ProcSymbolizer : public Symbolizer {
   // Parses the file from state->parsed_to up to end, a chunk at a time,
   // into state; returns the entries added.
   static size_t parse_perf_map_file(int fd, off_t end, PerfMapState* state);
-  // *jit_miss: the perf map was asked and did not know addr (not cached:
-  // the JIT may write it later).
-  Frame lookup(uint32_t pid, uint64_t addr, bool* jit_miss);
+  // *retry: the answer may change, so it is not cached: the perf map was
+  // asked and did not know addr (the JIT may write it later), or the
+  // file's debug file is being fetched.
+  Frame lookup(uint32_t pid, uint64_t addr, bool* retry);
+  // Notes a file without symbols of its own or a debug file here as one
+  // debuginfod may name.
+  void await_debuginfod(elf::ElfFile* file, const MapEntry& map);
+  // For a lookup in `file`: asks for its debug file the first time; true
+  // while the answer is outstanding (after settle_debuginfod(), waits).
+  bool debuginfod_pending(const elf::ElfFile* file);
+  // Merges the debug files fetched since the last call.
+  void poll_debuginfod();
 
   // Per pid, every different set of mappings read, oldest first, each
   // sorted by start: a process that execs keeps its old program's mappings
@@ -122,6 +148,20 @@ class ProcSymbolizer : public Symbolizer {
   std::vector<std::unique_ptr<elf::ElfFile>> vdsos_;
   std::vector<std::vector<char>> vdso_bytes_;
   std::unordered_map<uint32_t, const elf::ElfFile*> vdso_of_pid_;
+
+  // Files awaiting debuginfod's answer, and their build-ids; per build-id,
+  // its files (one file may be mapped under several dev:inode keys) and
+  // their mapped paths.
+  std::unordered_map<const elf::ElfFile*, std::string> awaiting_;
+  std::unordered_map<std::string,
+                     std::vector<std::pair<elf::ElfFile*, std::string>>>
+      by_build_id_;
+  std::unordered_set<std::string> requested_;
+  // Every answer, by build-id (nullptr: no debug file), for files mapped
+  // after it came.
+  std::unordered_map<std::string, std::shared_ptr<elf::ElfFile>> answered_;
+  bool debuginfod_blocking_ = false;
+  std::vector<std::string> improved_;
 };
 
 }  // namespace looptrace
