@@ -167,7 +167,8 @@ Status RecordSession::run() {
 int RecordSession::finish() {
   const bool command_ended = stop_command(child_.get(), a_.quiet, end_.reason);
   const Findings& found = analysis_->finish();
-  const ReportContext& ctx = analysis_->context();
+  ReportContext ctx = analysis_->context();
+  ctx.app_code = a_.app_code;
   // Every failure is one line; the reports are written whatever failed.
   std::vector<Status> failures{end_.run_status, end_.stop_status};
   std::vector<BudgetOutcome> outcomes;
