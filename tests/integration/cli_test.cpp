@@ -192,6 +192,49 @@ TEST(Cli, ThresholdOptionsBehaveTheSameInRecordAndReport) {
   }
 }
 
+// --app-code: a bad pattern list is refused alike by record (before
+// tracing) and report; a good one changes which frames are key lines.
+TEST(Cli, AppCodeIsCheckedAndAppliedByRecordAndReport) {
+  const std::string rec = tests_dir() + "/data/recordings/refapp.lt";
+  for (const char* value : {"a,,b", "a,", ","}) {
+    SCOPED_TRACE(value);
+    RunResult r = run({looptrace_bin(), "record", "--profile", "refapp",
+                       "--app-code", value, "--", "/bin/true"});
+    RunResult p = run({looptrace_bin(), "report", rec, "--app-code", value});
+    expect_error(r, 2, "--app-code: an empty pattern");
+    expect_error(p, 2, "--app-code: an empty pattern");
+  }
+  expect_error(run({looptrace_bin(), "report", rec, "--app-code", ""}), 2,
+               "empty value");
+  // The reference app's busy stall: its own function by default, nothing
+  // when the program's code is said to be elsewhere.
+  RunResult def = run({looptrace_bin(), "report", rec});
+  ASSERT_EQ(def.exit_code, 0) << def.err;
+  EXPECT_NE(def.out.find("    > refapp::busyStall(long)+0x"), std::string::npos)
+      << def.out;
+  RunResult other =
+      run({looptrace_bin(), "report", rec, "--app-code", "/nowhere/*"});
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_EQ(other.out.find("    > "), std::string::npos) << other.out;
+  EXPECT_NE(other.out.find("(no frame of the program's own code)"),
+            std::string::npos)
+      << other.out;
+  // Named by its library instead: libstdc++'s frame is the key line.
+  RunResult lib = run({looptrace_bin(), "report", rec, "--app-code",
+                       "libstdc++.so*", "--json", "-", "-q"});
+  ASSERT_EQ(lib.exit_code, 0) << lib.err;
+  nlohmann::json j = nlohmann::json::parse(lib.out);
+  EXPECT_EQ(j["app_code"], nlohmann::json::array({"libstdc++.so*"}));
+  const nlohmann::json& st = j["slow_dispatches"][0]["stacks"][0];
+  ASSERT_TRUE(st["key_frame"].is_number()) << st.dump();
+  EXPECT_NE(st["frames_detail"][st["key_frame"].get<size_t>()]["module"]
+                .get<std::string>()
+                .find("libstdc++.so"),
+            std::string::npos)
+      << st.dump();
+  EXPECT_EQ(st["key_frame_by"], "libstdc++.so*");
+}
+
 TEST(Cli, HelpAndVersion) {
   RunResult help = run({looptrace_bin(), "record", "--help"});
   EXPECT_EQ(help.exit_code, 0);

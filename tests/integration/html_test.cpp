@@ -331,6 +331,8 @@ TEST_F(HtmlInBrowser, DomHasTheTablesRows) {
   EXPECT_EQ(fx::occurrences(dom, "<tr class=\"barrier-row\""),
             f_.found.barriers.barriers.size());
   EXPECT_NE(dom.find("refapp::IdleHandler::queueIdle()"), std::string::npos);
+  // The busy stall's key line, the program's own innermost frame, marked.
+  EXPECT_NE(dom.find("&gt; refapp::busyLoop(int)+0x"), std::string::npos);
   EXPECT_NE(dom.find("dispatch_latency_dur"), std::string::npos);
   EXPECT_NE(dom.find("ring buffer full: 3 records lost"), std::string::npos);
   // The symbol that holds "</script>" is shown as text and ran nothing.

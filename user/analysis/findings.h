@@ -43,6 +43,9 @@ struct ReportContext {
   // Sync barriers, if the run had barrier probes: a backlog of late
   // messages names the barriers that were up meanwhile.
   const BarrierAnalysis* barriers = nullptr;
+  // --app-code: what is the program's own code in stacks (report/
+  // key_frames.h); empty: the default rule.
+  std::vector<std::string> app_code;
 };
 
 }  // namespace looptrace

@@ -96,6 +96,18 @@ void add_threshold_options(CLI::App* app, looptrace::ThresholdArgs* args,
   }
 }
 
+// What counts as the program's own code in stacks (its key lines), for
+// `record` and `report`.
+void add_app_code_option(CLI::App* app, std::vector<std::string>* patterns) {
+  app->add_option("--app-code", *patterns,
+                  "The program's own code, for key lines in stacks: a glob "
+                  "on a frame's file (a native module or a Python source), "
+                  "e.g. 'myapp/*' (repeatable or a comma list; default: "
+                  "what is not a system library or interpreter)")
+      ->allow_extra_args(false)
+      ->type_name("PATTERN");
+}
+
 void add_budget_option(CLI::App* app, std::vector<std::string>* fail_if) {
   // One expression per option: it must not swallow "-- COMMAND".
   app->add_option("--fail-if", *fail_if,
@@ -205,6 +217,7 @@ void add_run_options(CLI::App* rec, looptrace::RecordArgs& ra) {
   rec->add_flag("--record-all", ra.record_all,
                 "Send every span through the ring buffer");
   add_output_options(rec, &ra.outputs);
+  add_app_code_option(rec, &ra.app_code);
   add_budget_option(rec, &ra.fail_if);
   rec->add_option("-o,--output", ra.outputs.recording,
                   "Record every event to FILE, for `looptrace report`");
@@ -283,6 +296,7 @@ CLI::App* add_report_command(CLI::App& app, looptrace::ReportArgs& args) {
   rep->add_option("recording", args.recording, "The recording")->required();
   add_threshold_options(rep, &args.thresholds, false);
   add_output_options(rep, &args.outputs);
+  add_app_code_option(rep, &args.app_code);
   add_budget_option(rep, &args.fail_if);
   rep->add_flag("-q,--quiet", args.quiet, "No text report");
   refuse_empty_values(rep);

@@ -170,7 +170,8 @@ int RecordSession::finish() {
   // Debug files still being fetched are waited for now, not while tracing.
   symbols_.settle();
   const Findings& found = analysis_->finish();
-  const ReportContext& ctx = analysis_->context();
+  ReportContext ctx = analysis_->context();
+  ctx.app_code = a_.app_code;
   // Every failure is one line; the reports are written whatever failed.
   std::vector<Status> failures{end_.run_status, end_.stop_status};
   std::vector<BudgetOutcome> outcomes;

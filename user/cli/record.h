@@ -19,7 +19,8 @@ struct ReportArgs {
   std::string recording;
   ThresholdArgs thresholds;  // raised thresholds; empty: the recorded ones
   OutputPaths outputs;       // --json, --perfetto, --folded, --html
-  std::vector<std::string> fail_if;  // budgets
+  std::vector<std::string> fail_if;   // budgets
+  std::vector<std::string> app_code;  // --app-code, for key lines
   bool quiet = false;
 };
 

@@ -10,6 +10,7 @@
 #include "pipeline/symbols.h"
 #include "plan/plan.h"
 #include "record/recording.h"
+#include "report/key_frames.h"
 
 namespace looptrace {
 
@@ -20,6 +21,7 @@ int run_report(const ReportArgs& a) {
   if (!o.ok()) return fail(o.status());
   auto budgets = parse_budgets(a.fail_if);
   if (!budgets.ok()) return fail(budgets.status());
+  if (Status st = report::check_app_code(a.app_code); !st.ok()) return fail(st);
   Outputs out;
   if (Status st = out.open(a.outputs); !st.ok()) return fail(st);
 
@@ -48,7 +50,8 @@ int run_report(const ReportArgs& a) {
         "addresses stay unnamed",
         a.recording, n, rec::kMaxSymbolBytes >> 20);
   const Findings& found = analysis.finish();
-  const ReportContext& ctx = analysis.context();
+  ReportContext ctx = analysis.context();
+  ctx.app_code = a.app_code;
   std::vector<BudgetOutcome> outcomes;
   std::vector<Status> failures =
       out.write_reports(found, ctx, *budgets, &outcomes);

@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "base/size.h"
 #include "plan/steps.h"
+#include "report/key_frames.h"
 
 namespace looptrace::plan {
 namespace {
@@ -181,6 +182,7 @@ Status build_options(const RecordArgs& a, Plan* p) {
   LT_RETURN_IF_ERROR(check_thread_filters(a));
   LT_RETURN_IF_ERROR(check_tids_exist(a));
   LT_RETURN_IF_ERROR(check_options_apply(a));
+  LT_RETURN_IF_ERROR(report::check_app_code(a.app_code));
   p->opts.tids = a.tids;
   p->opts.comms = a.comms;
   return Status::Ok();

@@ -61,6 +61,7 @@ struct RecordArgs {
   bool live = false;    // print slow spans as they end
   std::string hang = format_duration(Thresholds::kHangNs);  // 0: off
   std::vector<std::string> fail_if;                         // budgets
+  std::vector<std::string> app_code;  // --app-code, for key lines
   bool quiet = false;
   // Input channels (docs/input.md).
   bool input = false;

@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <array>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <tuple>
 
 #include "analysis/list_limits.h"
 #include "profiles/profile.h"
+#include "report/key_frames.h"
 #include "report/report.h"
 #include "report/report_common.h"
 #include "symbolize/kernel_symbols.h"
@@ -48,6 +50,34 @@ json frames_detail_json(uint32_t pid, const std::vector<uint64_t>& frames,
   return out;
 }
 
+// Where in `frames` the program's own code is (report/key_frames.h): the
+// index of its innermost frame, and what made it the program's.
+void add_key_frame(json* entry, uint32_t pid,
+                   const std::vector<uint64_t>& frames, report::AppCode& app,
+                   report::FrameNames& names) {
+  std::optional<report::KeyFrame> k =
+      report::key_frame(pid, frames, app, names);
+  (*entry)["key_frame"] = k ? json(k->index) : json();
+  (*entry)["key_frame_by"] = k ? json(k->by) : json();
+}
+
+// Where the span was stuck, as the text report says it: its stacks merged
+// by function, shown by the commonest exact one; null without samples.
+json stuck_here_json(const SlowSpan& s, report::AppCode& app,
+                     report::FrameNames& names) {
+  const report::StuckHere h = report::stuck_here(s, app, names);
+  if (h.stack == nullptr) return nullptr;
+  const uint32_t pid = s.span.pid;
+  return {
+      {"samples", h.samples},
+      {"stacks", h.stacks},
+      {"frames", frames_json(pid, h.stack->frames, names)},
+      {"key_frame", h.key ? json(h.key->index) : json()},
+      {"key_line",
+       h.key ? json(names.name(pid, h.stack->frames[h.key->index])) : json()},
+      {"key_line_samples", h.key_samples}};
+}
+
 // Why a span ended without returning: its thread exited or exec'd.
 json cut_short_json(const SpanEvent& e) {
   if (e.flags & LT_SPAN_EXIT) return "exit";
@@ -60,7 +90,8 @@ const char* unwind_name(Unwind u) {
 }
 
 // Where the span blocked, most blocked time first, with who woke it.
-json blocked_json(const SlowSpan& s, report::FrameNames& names) {
+json blocked_json(const SlowSpan& s, report::AppCode& app,
+                  report::FrameNames& names) {
   json out = json::array();
   for (size_t i = 0; i < s.blocked.size() && i < limits::kJsonMaxStacks; ++i) {
     const BlockGroup& g = s.blocked[i];
@@ -93,6 +124,7 @@ json blocked_json(const SlowSpan& s, report::FrameNames& names) {
         {"frames_detail", frames_detail_json(s.span.pid, g.frames, names)},
         {"kernel_frames", frames_json(kKernelPid, g.kframes, names)},
         {"wakers", wakers}};
+    add_key_frame(&entry, s.span.pid, g.frames, app, names);
     if (g.wakers.size() > limits::kJsonMaxStacks)
       entry["wakers_omitted"] = g.wakers.size() - limits::kJsonMaxStacks;
     out.push_back(std::move(entry));
@@ -109,6 +141,7 @@ json slow_span_json(const SlowSpan& s, const ReportContext& ctx,
   json keys = json::object();
   for (const RenderedKey& k : target.keys) keys[k.name] = key_value(k);
   const ProbeDef* probe = report::find_probe(ctx, e.probe_id);
+  report::AppCode app(ctx.app_code);
 
   // Most samples first: the stacks left out are the rarest.
   json stacks = json::array();
@@ -125,6 +158,7 @@ json slow_span_json(const SlowSpan& s, const ReportContext& ctx,
          {"truncated", g.truncated},
          {"frames", frames_json(e.pid, g.frames, names)},
          {"frames_detail", frames_detail_json(e.pid, g.frames, names)}});
+    add_key_frame(&stacks.back(), e.pid, g.frames, app, names);
   }
   json out = {
       {"pid", e.pid},
@@ -149,7 +183,8 @@ json slow_span_json(const SlowSpan& s, const ReportContext& ctx,
                     ? json::array()
                     : frames_json(e.pid, s.stacks[0].frames, names)},
       {"stacks", stacks},
-      {"blocked", blocked_json(s, names)},
+      {"stuck_here", stuck_here_json(s, app, names)},
+      {"blocked", blocked_json(s, app, names)},
       {"blocked_recorded_ns", s.blocked_recorded_ns},
   };
   if (s.blocked.size() > limits::kJsonMaxStacks)
@@ -366,6 +401,7 @@ json to_json(const DispatchAnalysis& a, const ReportContext& ctx) {
       {"command", ctx.command_line},
       {"duration_ns", ctx.duration_ns},
       {"slow_threshold_ns", thresholds},
+      {"app_code", report::AppCode(ctx.app_code).patterns()},
       {"threads", std::move(threads)},
       {"threads_omitted", threads_omitted},
       {"slow_dispatches", std::move(dispatches)},

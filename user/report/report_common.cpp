@@ -6,6 +6,7 @@
 
 #include "base/size.h"
 #include "base/text.h"
+#include "python/frames.h"
 #include "symbolize/kernel_frames.h"
 #include "symbolize/kernel_symbols.h"
 
@@ -106,6 +107,22 @@ std::vector<LostItem> lost_items(const DispatchAnalysis& a) {
   };
 }
 
+namespace {
+
+// A Python frame's function without its line, "on_timeout (x.py:22)" ->
+// "on_timeout (x.py)": one function, wherever in it the samples fell.
+std::string without_line(const std::string& function) {
+  const size_t colon = function.rfind(':');
+  if (colon == std::string::npos || function.back() != ')' ||
+      colon + 2 >= function.size())
+    return function;
+  for (size_t i = colon + 1; i + 1 < function.size(); ++i)
+    if (function[i] < '0' || function[i] > '9') return function;
+  return function.substr(0, colon) + ")";
+}
+
+}  // namespace
+
 const FrameNames::Names& FrameNames::names(uint32_t pid, uint64_t addr) {
   auto [it, added] = cache_.try_emplace({pid, addr});
   if (added) {
@@ -115,7 +132,9 @@ const FrameNames::Names& FrameNames::names(uint32_t pid, uint64_t addr) {
     if (f.addr == 0) f.addr = addr;
     it->second.name = f.to_string();
     it->second.frame = f;
-    if (f.known()) {
+    if (f.known() && python::is_py_frame(addr)) {
+      it->second.function = without_line(f.function);
+    } else if (f.known()) {
       it->second.function = f.function;
     } else if (f.module.empty()) {
       it->second.function = "[unknown]";

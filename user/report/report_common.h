@@ -59,8 +59,9 @@ class FrameNames {
   // As the reports show a frame: "ns::Foo::bar(int)+0x1a", "0x7f.. (lib.so)".
   const std::string& name(uint32_t pid, uint64_t addr);
   // The function without its offset, or "[lib.so]" / "[unknown]" when it
-  // has no symbol (stackcollapse-perf's names): a flame graph merges the
-  // samples taken anywhere in one function.
+  // has no symbol (stackcollapse-perf's names); a Python frame without its
+  // line, "on_timeout (x.py)": a flame graph merges the samples taken
+  // anywhere in one function.
   const std::string& function(uint32_t pid, uint64_t addr);
   // The whole resolution: address, module, function, offset.
   const Frame& frame(uint32_t pid, uint64_t addr);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "analysis/barrier.h"
 #include "base/duration.h"
 #include "profiles/profile.h"
+#include "report/key_frames.h"
 #include "report/report.h"
 #include "report/report_common.h"
 
@@ -103,31 +105,149 @@ void write_threads(std::ostream& os, const DispatchAnalysis& a, uint32_t role) {
 // frame (a frame that could not be trusted, the end of the stack copy).
 constexpr const char* kStackCut = "      (stack cut: no trusted caller)";
 
-void write_stacks(std::ostream& os, const SlowSpan& s,
+// Frames of a stack, innermost first, at most `max` and the key frame:
+// that one marked "> " and shown even when it is further in.
+void write_frames(std::ostream& os, uint32_t pid,
+                  const std::vector<uint64_t>& frames, size_t max,
+                  bool truncated, report::FrameNames& names,
+                  std::optional<size_t> key = std::nullopt) {
+  auto frame = [&](size_t i) {
+    put(os, (key == i ? "    > " : "      ") + names.name(pid, frames[i]));
+  };
+  auto more = [&](size_t n) {
+    put(os,
+        fmt::format("      ... {} more {}", n, n == 1 ? "frame" : "frames"));
+  };
+  const size_t shown = std::min(frames.size(), max);
+  for (size_t i = 0; i < shown; ++i) frame(i);
+  size_t next = shown;
+  if (key && *key >= shown && *key < frames.size()) {
+    if (*key > shown) more(*key - shown);
+    frame(*key);
+    next = *key + 1;
+  }
+  if (frames.size() > next)
+    more(frames.size() - next);
+  else if (truncated && !frames.empty())
+    put(os, kStackCut);
+}
+
+// Where the span was stuck: its samples merged by function (a Python loop
+// spreads them over lines), shown by the commonest exact stack.
+void write_stacks(std::ostream& os, const SlowSpan& s, report::AppCode& app,
                   report::FrameNames& names) {
   if (s.stacks.empty()) {
     put(os, "    no stack samples");
     return;
   }
-  const StackGroup& top = s.stacks[0];
-  put(os, fmt::format("    stuck here: {} of {}", top.count,
-                      plural(s.nsamples, "sample", "samples")));
-  if (top.frames.empty()) put(os, "      (no frames: the stack read failed)");
-  size_t shown = std::min(top.frames.size(), kMaxFrames);
-  for (size_t i = 0; i < shown; ++i)
-    put(os, "      " + names.name(s.span.pid, top.frames[i]));
-  if (top.frames.size() > shown)
-    put(os, fmt::format("      ... {} more {}", top.frames.size() - shown,
-                        top.frames.size() - shown == 1 ? "frame" : "frames"));
-  else if (top.truncated && !top.frames.empty())
-    put(os, kStackCut);
-  if (s.stacks.size() > 1) {
-    uint64_t rest = s.nsamples - top.count;
-    put(os,
-        fmt::format("    + {} ({})",
-                    plural(s.stacks.size() - 1, "other stack", "other stacks"),
-                    plural(rest, "sample", "samples")));
+  const report::StuckHere top = report::stuck_here(s, app, names);
+  std::string line = fmt::format("    stuck here: {} of {}", top.samples,
+                                 plural(s.nsamples, "sample", "samples"));
+  if (top.stacks > 1)
+    line += fmt::format(" in these functions (the commonest of {} stacks)",
+                        top.stacks);
+  put(os, line);
+  if (top.stack->frames.empty())
+    put(os, "      (no frames: the stack read failed)");
+  std::optional<size_t> key;
+  if (top.key) key = top.key->index;
+  write_frames(os, s.span.pid, top.stack->frames, kMaxFrames,
+               top.stack->truncated, names, key);
+  if (top.other_stacks == 0) return;
+  uint64_t rest = s.nsamples - std::min(s.nsamples, top.samples);
+  put(os, fmt::format("    + {} ({})",
+                      plural(top.other_stacks, "other stack", "other stacks"),
+                      plural(rest, "sample", "samples")));
+  // How far the key line speaks for the whole span.
+  if (key)
+    put(os, fmt::format("    key line in {} of {}: {}", top.key_samples,
+                        plural(s.nsamples, "sample", "samples"),
+                        names.function(s.span.pid, top.stack->frames[*key])));
+}
+
+// Slow spans grouped by the key frame of where each was stuck (by its
+// function; the line shown is that of the span with the most samples).
+struct KeyLineRow {
+  std::string name;
+  uint64_t spans = 0;
+  uint64_t wall_ns = 0;
+  uint64_t worst_ns = 0;
+  uint32_t samples = 0;  // of the span whose line is shown
+};
+
+// A span's key line: of where it was stuck, else of where it blocked most
+// (a sleeping callback has no samples). `group` is its function.
+struct SpanKey {
+  std::string group, name;
+  uint32_t samples = 0;
+  bool found = false;
+};
+
+SpanKey span_key(const SlowSpan& s, report::AppCode& app,
+                 report::FrameNames& names) {
+  SpanKey k;
+  const std::vector<uint64_t>* frames = nullptr;
+  std::optional<report::KeyFrame> key;
+  if (!s.stacks.empty()) {
+    const report::StuckHere h = report::stuck_here(s, app, names);
+    frames = &h.stack->frames;
+    key = h.key;
+    k.samples = h.samples;
+  } else if (!s.blocked.empty()) {
+    frames = &s.blocked[0].frames;
+    key = report::key_frame(s.span.pid, *frames, app, names);
   }
+  if (frames == nullptr) {
+    k.group = k.name = "(no stack recorded)";
+  } else if (!key) {
+    k.group = k.name = "(no frame of the program's own code)";
+  } else {
+    k.group = names.function(s.span.pid, (*frames)[key->index]);
+    k.name = names.name(s.span.pid, (*frames)[key->index]);
+    k.found = true;
+  }
+  return k;
+}
+
+void write_key_lines(std::ostream& os,
+                     const std::vector<const SlowSpan*>& spans, uint32_t role,
+                     report::AppCode& app, report::FrameNames& names) {
+  if (spans.size() < 2) return;  // the span's own "> " says it
+  std::map<std::string, KeyLineRow> rows;
+  bool any_key = false;
+  for (const SlowSpan* s : spans) {
+    const SpanKey k = span_key(*s, app, names);
+    any_key = any_key || k.found;
+    KeyLineRow& r = rows[k.group];
+    if (r.spans == 0 || k.samples > r.samples) {
+      r.name = k.name;
+      r.samples = k.samples;
+    }
+    ++r.spans;
+    r.wall_ns += s->span.duration_ns;
+    r.worst_ns = std::max(r.worst_ns, s->span.duration_ns);
+  }
+  if (rows.size() == 1 && rows.begin()->first == "(no stack recorded)") return;
+  std::vector<const KeyLineRow*> sorted;
+  for (const auto& [group, r] : rows) sorted.push_back(&r);
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const KeyLineRow* x, const KeyLineRow* y) {
+                     return x->wall_ns > y->wall_ns;
+                   });
+  put(os, fmt::format("{} BY KEY LINE: the program's innermost own frame "
+                      "(> below)",
+                      slow_title(role)));
+  put(os, fmt::format("{:>5} {:>8} {:>8}  {}", "SPANS", "WALL", "WORST",
+                      "KEY LINE"));
+  for (const KeyLineRow* r : sorted)
+    put(os, fmt::format("{:>5} {:>8} {:>8}  {}", r->spans,
+                        format_duration(r->wall_ns),
+                        format_duration(r->worst_ns), r->name));
+  if (!any_key)
+    put(os,
+        "  hint: name the program's own code with --app-code PATTERN (e.g. "
+        "'myapp/*')");
+  os << '\n';
 }
 
 // Where a slow span blocked (most blocked time first) and who woke it: the
@@ -135,20 +255,7 @@ void write_stacks(std::ostream& os, const SlowSpan& s,
 // and its main waker.
 constexpr size_t kMaxBlockFrames = 8;
 
-void write_frames(std::ostream& os, uint32_t pid,
-                  const std::vector<uint64_t>& frames, bool truncated,
-                  size_t max, report::FrameNames& names) {
-  size_t shown = std::min(frames.size(), max);
-  for (size_t i = 0; i < shown; ++i)
-    put(os, "      " + names.name(pid, frames[i]));
-  if (frames.size() > shown)
-    put(os, fmt::format("      ... {} more {}", frames.size() - shown,
-                        frames.size() - shown == 1 ? "frame" : "frames"));
-  else if (truncated && !frames.empty())
-    put(os, kStackCut);
-}
-
-void write_blocked(std::ostream& os, const SlowSpan& s,
+void write_blocked(std::ostream& os, const SlowSpan& s, report::AppCode& app,
                    report::FrameNames& names) {
   if (s.blocked.empty()) return;
   const BlockGroup& top = s.blocked[0];
@@ -158,8 +265,10 @@ void write_blocked(std::ostream& os, const SlowSpan& s,
                       format_duration(s.span.blocked_ns()),
                       plural(top.count, "time", "times"),
                       where.empty() ? "" : " in " + where));
-  write_frames(os, s.span.pid, top.frames, top.truncated, kMaxBlockFrames,
-               names);
+  std::optional<report::KeyFrame> key =
+      report::key_frame(s.span.pid, top.frames, app, names);
+  write_frames(os, s.span.pid, top.frames, kMaxBlockFrames, top.truncated,
+               names, key ? std::optional<size_t>(key->index) : std::nullopt);
   if (!top.wakers.empty()) {
     const Waker& w = top.wakers[0];
     if (report::interrupt_wakeup(w, names)) {
@@ -168,7 +277,7 @@ void write_blocked(std::ostream& os, const SlowSpan& s,
                           what.empty() ? "" : " (" + what + ")"));
     } else {
       put(os, fmt::format("    woken by {}/{} {}:", w.pid, w.tid, w.comm));
-      write_frames(os, w.pid, w.frames, w.truncated, kMaxBlockFrames, names);
+      write_frames(os, w.pid, w.frames, kMaxBlockFrames, w.truncated, names);
     }
   }
   if (s.blocked.size() > 1)
@@ -264,7 +373,7 @@ void write_slow_deliveries(std::ostream& os, const DispatchAnalysis& a,
 }
 
 void write_slow(std::ostream& os, const DispatchAnalysis& a,
-                const ReportContext& ctx, uint32_t role,
+                const ReportContext& ctx, uint32_t role, report::AppCode& app,
                 report::FrameNames& names) {
   std::vector<const SlowSpan*> spans;
   for (const SlowSpan& s : a.slow)
@@ -287,6 +396,7 @@ void write_slow(std::ostream& os, const DispatchAnalysis& a,
     write_slow_deliveries(os, a, ctx, spans, base);
     return;
   }
+  write_key_lines(os, spans, role, app, names);
   put(os,
       fmt::format("{}: {} (>= {})", slow_title(role), spans.size(), threshold));
   for (size_t i = 0; i < spans.size(); ++i) {
@@ -317,8 +427,8 @@ void write_slow(std::ostream& os, const DispatchAnalysis& a,
       times += fmt::format("  stopped {} ({}%)", format_duration(e.stopped_ns),
                            share(e.stopped_ns));
     put(os, times);
-    write_stacks(os, *spans[i], names);
-    write_blocked(os, *spans[i], names);
+    write_stacks(os, *spans[i], app, names);
+    write_blocked(os, *spans[i], app, names);
   }
 }
 
@@ -375,8 +485,9 @@ void write_text_report(std::ostream& os, const DispatchAnalysis& analysis,
   }
   for (uint32_t r = 0; r < LT_ROLE_MAX; ++r) write_threads(os, analysis, r);
   report::FrameNames names(ctx.symbolizer);
+  report::AppCode app(ctx.app_code);
   for (uint32_t r = 0; r < LT_ROLE_MAX; ++r)
-    write_slow(os, analysis, ctx, r, names);
+    write_slow(os, analysis, ctx, r, app, names);
   write_hints(os, analysis, names);
   write_lost(os, analysis);
 }
