@@ -165,6 +165,67 @@ TEST_P(PythonFrames, StacksOfABusyCallbackNameItsPythonFunctions) {
 INSTANTIATE_TEST_SUITE_P(CallGraph, PythonFrames,
                          ::testing::Values("fp", "dwarf"));
 
+// Python frames checked against the interpreter's own account: the busy
+// callback logs traceback.extract_stack() as it begins (glib_loop.py
+// --dump-stack); every sample looptrace took in busy_for holds, outside
+// busy_for, the same Python frames: function, file and line, in order.
+TEST(PythonFrames, TheInterpretersOwnStackAgrees) {
+  LT_REQUIRE_BPF();
+  if (access("/usr/bin/python3", X_OK) != 0) {
+    if (bpf_required()) FAIL() << "/usr/bin/python3 missing (scripts/setup.sh)";
+    GTEST_SKIP() << "/usr/bin/python3 missing";
+  }
+  const std::string src = tests_dir() + "/programs/glib_loop.py";
+  TempDir dir;
+  const std::string log = dir.file("glib.jsonl");
+  const std::string json = dir.file("report.json");
+  Process app(
+      {"/usr/bin/python3", src, "--start-delay", "2000", "--kind", "busy",
+       "--stall", "200@300", "--duration", "800", "--dump-stack", "--log", log},
+      dir.file("app.out"), dir.file("app.err"));
+  ASSERT_TRUE(wait_for_text(dir.file("app.err"), "glib_loop: ready", 10000));
+  RunResult r = run({looptrace_bin(), "record", "-p", std::to_string(app.pid()),
+                     "--json", json});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(app.wait(10000), 0);
+  auto dumped = events(read_jsonl(log), "stack");
+  ASSERT_EQ(dumped.size(), 1u);
+  // The interpreter's, innermost first, without busy_for itself:
+  // "name (file:line)" with the name's last component.
+  std::vector<std::string> want;
+  const auto& frames = dumped[0]["frames"];
+  ASSERT_GE(frames.size(), 2u);
+  for (size_t i = frames.size() - 1; i-- > 0;) {
+    std::string file = frames[i]["file"];
+    want.push_back(fmt::format(
+        "{} ({}:{})", frames[i]["name"].get<std::string>(),
+        file.substr(file.rfind('/') + 1), frames[i]["line"].get<int>()));
+  }
+  std::vector<std::vector<std::string>> stacks;
+  ASSERT_NO_FATAL_FAILURE(stall_stacks(read_json(json), log, &stacks));
+  int compared = 0, agreed = 0;
+  for (const auto& st : stacks) {
+    // Its Python frames ("... (x.py:N)"), with qualnames cut to their
+    // last component as traceback names them.
+    std::vector<std::string> py;
+    for (const auto& f : st) {
+      if (f.find(".py:") == std::string::npos) continue;
+      const size_t paren = f.find(" (");
+      const std::string qual = f.substr(0, paren);
+      py.push_back(qual.substr(qual.rfind('.') + 1) + f.substr(paren));
+    }
+    size_t at = 0;
+    while (at < py.size() && !py[at].starts_with("busy_for (")) ++at;
+    if (at == py.size()) continue;  // not in busy_for
+    ++compared;
+    std::vector<std::string> outer(py.begin() + at + 1, py.end());
+    agreed += outer == want;
+    EXPECT_EQ(outer, want) << dump(stacks);
+  }
+  EXPECT_GE(compared, 3) << dump(stacks);  // distinct stacks
+  EXPECT_EQ(agreed, compared);
+}
+
 // A GLib source whose callback is a Python callable is named by it: the
 // bound method python3-gi was given (GLib.timeout_add, idle_add,
 // io_add_watch), "qualname (file:line of its def)", the line read from the

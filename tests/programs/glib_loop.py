@@ -33,6 +33,10 @@ memory and written when the loop ends, so no file I/O lengthens a dispatch):
                                     ran a nested GLib.MainLoop (as
                                     gtk_dialog_run does), from its callback's
                                     start to its end
+  {"event":"stack","index","frames":[{"name","file","line"}]}
+                                    --dump-stack: a busy stall's Python stack,
+                                    outermost first, taken in busy_for as it
+                                    begins (traceback.extract_stack)
   {"event":"summary","pid","tid","reason":"duration|signal","ticks","stalls",
    "run_delay_ns"}                  the loop thread's whole run-queue wait
                                     (/proc/thread-self/schedstat), -1 unknown
@@ -52,6 +56,7 @@ import signal
 import sys
 import threading
 import time
+import traceback
 
 import gi
 
@@ -98,7 +103,11 @@ def parse_stall(text, default_kind):
     return kind, ms, at_ms
 
 
-def busy_for(ns):
+def busy_for(ns, stacks=None):
+    if stacks is not None:
+        # The interpreter's own account of where this runs (--dump-stack).
+        stacks.append([{"name": f.name, "file": f.filename, "line": f.lineno}
+                       for f in traceback.extract_stack()])
     deadline = now_ns() + ns
     x = 0
     while now_ns() < deadline:
@@ -170,8 +179,9 @@ class App:
             source.set_callback(self.late, (index, now_ns()))
             source.attach(None)
         pieces = 0
+        stacks = [] if self.args.dump_stack else None
         if kind == "busy":
-            busy_for(ms * 1000000)
+            busy_for(ms * 1000000, stacks)
         else:
             pieces = self.args.sleep_pieces
             for _ in range(pieces):
@@ -185,6 +195,9 @@ class App:
                     "at_ms": at_ms, "index": index, "start_ns": start,
                     "end_ns": end, "duration_ns": end - start,
                     "pieces": pieces, "pid": self.pid, "tid": self.tid})
+        if stacks:
+            self.pending.append({"event": "stack", "index": index,
+                                 "frames": stacks[0]})
         return GLib.SOURCE_REMOVE
 
     def late(self, data):
@@ -312,6 +325,10 @@ def main():
                    help="ms before the scenario starts (default 0)")
     p.add_argument("--nested-loop", metavar="MS@AT_MS",
                    help="at AT_MS, a timeout runs a nested main loop for MS")
+    p.add_argument("--dump-stack", action="store_true",
+                   help="a busy stall logs its Python stack as the "
+                        "interpreter sees it (traceback.extract_stack) as "
+                        "it begins: a \"stack\" line")
     p.add_argument("--log", help="ground-truth log (JSON lines)")
     args = p.parse_args()
     if args.nested_loop:

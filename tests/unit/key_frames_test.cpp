@@ -253,8 +253,8 @@ TEST(KeyLinesReport, TextMarksTheKeyFrameAndGroupsSpansByIt) {
   std::ostringstream os;
   write_text_report(os, a, context(&p.sym, {}));
   const std::string text = os.str();
-  EXPECT_NE(text.find("stuck here: 8 of 14 samples in these functions (the "
-                      "commonest of 2 stacks)"),
+  EXPECT_NE(text.find("stuck here: 8 of 14 samples (2 stacks with these "
+                      "functions)"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("    > busy_for (loop.py:65)\n"), std::string::npos)

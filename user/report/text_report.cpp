@@ -144,8 +144,7 @@ void write_stacks(std::ostream& os, const SlowSpan& s, report::AppCode& app,
   std::string line = fmt::format("    stuck here: {} of {}", top.samples,
                                  plural(s.nsamples, "sample", "samples"));
   if (top.stacks > 1)
-    line += fmt::format(" in these functions (the commonest of {} stacks)",
-                        top.stacks);
+    line += fmt::format(" ({} stacks with these functions)", top.stacks);
   put(os, line);
   if (top.stack->frames.empty())
     put(os, "      (no frames: the stack read failed)");
