@@ -54,8 +54,7 @@ struct BusyLines {
 
 BusyLines busy_lines(const std::string& src) {
   return {line_of(src, "    while now_ns() < deadline:"),
-          line_of(src, "        x += 1"),
-          line_of(src, "busy_for(ms * 1000000)"),
+          line_of(src, "        x += 1"), line_of(src, "busy_for(ms * 1000000"),
           line_of(src, "        self.loop.run()")};
 }
 
@@ -97,7 +96,7 @@ std::string dump(const std::vector<std::vector<std::string>>& stacks) {
 // Py_RunMain last. Returns how many stacks name them.
 int check_stacks(const std::vector<std::vector<std::string>>& stacks,
                  const BusyLines& l, bool native) {
-  int named = 0;
+  int named = 0, to_main = 0;
   for (const auto& frames : stacks) {
     const int busy = find_frame(frames, "busy_for", {l.busy_while, l.busy_add});
     const int stall = find_frame(frames, "App.stall", {l.stall_call});
@@ -113,7 +112,15 @@ int check_stacks(const std::vector<std::vector<std::string>>& stacks,
     const int main_run = find_native(frames, "Py_RunMain+");
     EXPECT_LT(stall, dispatch) << dump(stacks);
     EXPECT_LT(dispatch, run_at) << dump(stacks);
-    EXPECT_LT(run_at, main_run) << dump(stacks);
+    // A stack deeper than the copied 8 KiB stops short (truncated): most
+    // reach the interpreter's main.
+    if (main_run >= 0) {
+      EXPECT_LT(run_at, main_run) << dump(stacks);
+      ++to_main;
+    }
+  }
+  if (native) {
+    EXPECT_GT(to_main * 2, named) << dump(stacks);
   }
   return named;
 }
