@@ -432,7 +432,7 @@ TEST(TextReport, KeyLinesArePresent) {
   EXPECT_NE(text.find("refapp::StallHandler what=7"), std::string::npos);
   EXPECT_NE(text.find("+ 1 other stack (3 samples)"), std::string::npos);
   EXPECT_NE(text.find("ring buffer full: 12 records lost (raise "
-                      "--ringbuf-size)"),
+                      "--ringbuf-size)\n    filled by 1 samples/s\n"),
             std::string::npos);
   EXPECT_NE(text.find("depth 1"), std::string::npos);
   // With the size from the session header (recordings before it: none).
@@ -442,6 +442,16 @@ TEST(TextReport, KeyLinesArePresent) {
   EXPECT_NE(sized.str().find("ring buffer full: 12 records lost in 8M (raise "
                              "--ringbuf-size)"),
             std::string::npos);
+  // What filled it: the floods' rates over the trace.
+  f.analysis.counters.bpf[LT_CNT_IO] = 3'000'000;
+  f.analysis.counters.bpf[LT_CNT_SAMPLES] = 1'000;
+  f.ctx.duration_ns = 2'000'000'000;
+  std::ostringstream rated;
+  write_text_report(rated, f.analysis, f.ctx);
+  EXPECT_NE(rated.str().find("    filled by 1.5M input messages/s, 500 "
+                             "samples/s\n"),
+            std::string::npos)
+      << rated.str();
 }
 
 TEST(TextReport, LostNoneAndLongLinesCut) {

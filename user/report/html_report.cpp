@@ -173,6 +173,9 @@ json page_data(const Findings& found, const ReportContext& ctx) {
   json lost = json::array();
   for (const report::LostItem& l : report::lost_items(found.analysis))
     if (l.value != 0) lost.push_back(l.text);
+  if (std::string fill = report::ring_fill(found.analysis, ctx.duration_ns);
+      !fill.empty())
+    lost.push_back("ring buffer filled by " + fill);
   report::FrameNames names(ctx.symbolizer);
   size_t inputs_omitted = 0;
   json inputs = found.has_input

@@ -41,6 +41,24 @@ SpanTarget describe_target(const SpanEvent& span, const ReportContext& ctx) {
   return t;
 }
 
+std::string ring_fill(const DispatchAnalysis& a, uint64_t duration_ns) {
+  const auto& c = a.counters.bpf;
+  if (duration_ns == 0 || c[LT_CNT_RB_FULL] == 0) return "";
+  const double s = duration_ns / 1e9;
+  auto rate = [](double per_s) {
+    return per_s >= 1e6   ? fmt::format("{:.1f}M", per_s / 1e6)
+           : per_s >= 1e3 ? fmt::format("{:.1f}k", per_s / 1e3)
+                          : fmt::format("{:.0f}", per_s);
+  };
+  std::string out;
+  if (c[LT_CNT_IO])
+    out = fmt::format("{} input messages/s", rate(c[LT_CNT_IO] / s));
+  if (c[LT_CNT_SAMPLES])
+    out += fmt::format("{}{} samples/s", out.empty() ? "" : ", ",
+                       rate(c[LT_CNT_SAMPLES] / s));
+  return out;
+}
+
 std::vector<LostItem> lost_items(const DispatchAnalysis& a) {
   const auto& c = a.counters.bpf;
   // Each line says what was lost and, where a knob exists, which one to

@@ -41,6 +41,10 @@ struct LostItem {
 };
 // Every counter, zero or not, in a fixed order.
 std::vector<LostItem> lost_items(const DispatchAnalysis& analysis);
+// What filled a full ring buffer: the rates of the records that come in
+// floods over the trace ("1.5M input messages/s, 500 samples/s"); "" when
+// nothing was lost to it or the trace's length is unknown.
+std::string ring_fill(const DispatchAnalysis& analysis, uint64_t duration_ns);
 
 // Orders slow spans by start time (for stable sorts).
 inline bool starts_before(const SlowSpan* x, const SlowSpan* y) {

@@ -431,7 +431,8 @@ void write_slow(std::ostream& os, const DispatchAnalysis& a,
   }
 }
 
-void write_lost(std::ostream& os, const DispatchAnalysis& a) {
+void write_lost(std::ostream& os, const DispatchAnalysis& a,
+                uint64_t duration_ns) {
   os << '\n';
   std::vector<report::LostItem> items = report::lost_items(a);
   bool any = std::any_of(items.begin(), items.end(),
@@ -441,8 +442,12 @@ void write_lost(std::ostream& os, const DispatchAnalysis& a) {
     return;
   }
   put(os, "lost:");
-  for (const report::LostItem& l : items)
+  for (const report::LostItem& l : items) {
     if (l.value != 0) put(os, "  " + l.text);
+    if (l.value != 0 && l.json_key == std::string_view("ringbuf_full"))
+      if (std::string fill = report::ring_fill(a, duration_ns); !fill.empty())
+        put(os, "    filled by " + fill);
+  }
 }
 
 // Node without a perf map: its JavaScript runs from anonymous memory that
@@ -488,7 +493,7 @@ void write_text_report(std::ostream& os, const DispatchAnalysis& analysis,
   for (uint32_t r = 0; r < LT_ROLE_MAX; ++r)
     write_slow(os, analysis, ctx, r, app, names);
   write_hints(os, analysis, names);
-  write_lost(os, analysis);
+  write_lost(os, analysis, ctx.duration_ns);
 }
 
 }  // namespace looptrace
