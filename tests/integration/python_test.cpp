@@ -209,7 +209,11 @@ TEST(PythonBlocking, TheBlockingPointOfASleepingCallbackNamesItsPythonLine) {
     for (const auto& f : b["frames"]) named = named || f == want;
   EXPECT_TRUE(named) << "no blocking point names " << want << ":\n"
                      << (*slow)["blocked"].dump();
-  EXPECT_NE(r.out.find("> " + want), std::string::npos) << r.out;
+  // The text report marks it under "blocked here:".
+  const size_t blocked_at = r.out.find("blocked here:");
+  ASSERT_NE(blocked_at, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("    > " + want, blocked_at), std::string::npos)
+      << r.out;
 }
 
 // A GLib source whose callback is a Python callable is named by it: the
