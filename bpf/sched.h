@@ -63,15 +63,25 @@ static __always_inline void on_continued(struct task_struct *p, struct lt_thread
 	bpf_ringbuf_submit(rec, rb_flags());
 }
 
+/* The size of the current thread's blocking point record: the stack copy
+ * (one size per run, rodata: the verifier wants constants) and, in a
+ * CPython process (py), its Python frames after it. */
+static __always_inline __u32 offcpu_base(void)
+{
+	return lt_cfg.stack_copy ? sizeof(struct lt_offcpu_copy_rec) : sizeof(struct lt_offcpu_rec);
+}
+
 /*
  * The current thread (st), inside a span, blocks: record where, with its
- * user stack (and the copy of it for CFI unwinding) and kernel stack, for
+ * user stack (and the copy of it for CFI unwinding), kernel stack and, in a
+ * CPython process, its Python frames (it is still `current` here), for
  * every span: a dispatch that blocks at once is as slow as one that blocks
  * late. The analyser drops the records of spans that end fast (the span's
  * drop record, as for samples). Capped per span.
  */
 static __always_inline void on_block(void *ctx, struct lt_thread *st, __u64 now)
 {
+	const struct lt_py_proc *py;
 	struct lt_offcpu_rec *rec;
 	__u32 d = st->depth;
 	struct lt_frame *f;
@@ -86,11 +96,11 @@ static __always_inline void on_block(void *ctx, struct lt_thread *st, __u64 now)
 		count(LT_CNT_OFFCPU_CAPPED);
 		return;
 	}
-	/* One size per run (rodata): the verifier wants a constant. */
-	rec = bpf_ringbuf_reserve(&lt_events,
-				  lt_cfg.stack_copy ? sizeof(struct lt_offcpu_copy_rec)
-						    : sizeof(struct lt_offcpu_rec),
-				  0);
+	py = py_proc();
+	if (py)
+		rec = bpf_ringbuf_reserve(&lt_events, offcpu_base() + sizeof(struct lt_pystack), 0);
+	else
+		rec = bpf_ringbuf_reserve(&lt_events, offcpu_base(), 0);
 	if (!rec) {
 		count(LT_CNT_RB_FULL);
 		return;
@@ -101,9 +111,9 @@ static __always_inline void on_block(void *ctx, struct lt_thread *st, __u64 now)
 	rec->nkframes = n > 0 ? n / sizeof(__u64) : 0;
 	if (lt_cfg.stack_copy)
 		fill_ucopy(&((struct lt_offcpu_copy_rec *)rec)->u, st);
-	fill_header(&rec->hdr, LT_REC_OFFCPU,
-		    lt_cfg.stack_copy ? sizeof(struct lt_offcpu_copy_rec)
-				      : sizeof(struct lt_offcpu_rec),
+	if (py)
+		py_walk((struct lt_pystack *)((char *)rec + offcpu_base()), py);
+	fill_header(&rec->hdr, LT_REC_OFFCPU, offcpu_base() + (py ? sizeof(struct lt_pystack) : 0),
 		    now);
 	rec->span_id = f->span_id;
 	rec->probe_id = f->probe_id;

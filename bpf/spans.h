@@ -170,18 +170,26 @@ static __always_inline void on_due(struct lt_thread *st, const volatile struct l
 		(__u64)v * cfg->due_scale, depth);
 }
 
-/* Emits a point record from a completed frame (keys read at entry). */
+/* Emits a point record from a completed frame (keys read at entry); with
+ * its caller's stack, and in a CPython process its Python frames after the
+ * record. */
 static __always_inline void emit_point(void *ctx, struct lt_frame *f, __u32 role, __u64 ret,
 				       int with_stack)
 {
-	struct lt_point_rec *rec = bpf_ringbuf_reserve(&lt_events, sizeof(*rec), 0);
+	const struct lt_py_proc *py = with_stack ? py_proc() : 0;
+	struct lt_point_rec *rec;
 	long n = 0;
 
+	if (py)
+		rec = bpf_ringbuf_reserve(&lt_events, sizeof(*rec) + sizeof(struct lt_pystack), 0);
+	else
+		rec = bpf_ringbuf_reserve(&lt_events, sizeof(*rec), 0);
 	if (!rec) {
 		count(LT_CNT_RB_FULL);
 		return;
 	}
-	fill_header(&rec->hdr, LT_REC_POINT, sizeof(*rec), f->start_ns);
+	fill_header(&rec->hdr, LT_REC_POINT, sizeof(*rec) + (py ? sizeof(struct lt_pystack) : 0),
+		    f->start_ns);
 	rec->probe_id = f->probe_id;
 	rec->role = role;
 	__builtin_memcpy(rec->keys, f->keys, sizeof(rec->keys));
@@ -195,6 +203,8 @@ static __always_inline void emit_point(void *ctx, struct lt_frame *f, __u32 role
 		}
 	}
 	rec->nframes = n / sizeof(__u64);
+	if (py)
+		py_walk((struct lt_pystack *)(rec + 1), py);
 	bpf_ringbuf_submit(rec, rb_flags());
 }
 

@@ -394,9 +394,10 @@ struct lt_pyframe {
 #define LT_PY_CUT 1u	 /* deeper than LT_MAX_PYFRAMES: the outermost are missing */
 #define LT_PY_NOSTATE 2u /* the thread's PyThreadState was not found */
 
-/* The Python frames of a sampled thread, innermost first. A sample of a
- * process in lt_py_procs carries them after its record (and its copy):
- * hdr.size says so. */
+/* The Python frames of a thread, innermost first. A sample, blocking point
+ * (LT_REC_OFFCPU) or barrier post (LT_REC_POINT) of a process in
+ * lt_py_procs carries them after its record (and its copy): hdr.size says
+ * so. */
 struct lt_pystack {
 	__u32 nframes;
 	__u32 flags; /* LT_PY_* */
@@ -415,7 +416,8 @@ struct lt_py_ustack_rec {
 
 /* A thread blocked (switched out, not runnable) inside a span: its user
  * and kernel stacks then. With stack_copy, an lt_ucopy follows
- * (hdr.size = sizeof(struct lt_offcpu_copy_rec)). */
+ * (hdr.size = sizeof(struct lt_offcpu_copy_rec)); then, in a CPython
+ * process, an lt_pystack. */
 struct lt_offcpu_rec {
 	struct lt_rec_header hdr; /* ts_ns = switch-out; the blocked thread */
 	__u64 span_id;		  /* the innermost span in flight */

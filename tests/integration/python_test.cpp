@@ -233,6 +233,57 @@ TEST(PythonFrames, TheInterpretersOwnStackAgrees) {
   EXPECT_EQ(agreed, compared);
 }
 
+// A Python callback that sleeps (time.sleep in a GLib timeout): where it
+// blocked names its Python frames too, App.stall at the line of its
+// time.sleep call (from the source), and the text report marks that line
+// as the key one. Attached with -p and no other option.
+TEST(PythonBlocking, TheBlockingPointOfASleepingCallbackNamesItsPythonLine) {
+  LT_REQUIRE_BPF();
+  if (access("/usr/bin/python3", X_OK) != 0) {
+    if (bpf_required()) FAIL() << "/usr/bin/python3 missing (scripts/setup.sh)";
+    GTEST_SKIP() << "/usr/bin/python3 missing";
+  }
+  const std::string src = tests_dir() + "/programs/glib_loop.py";
+  const int sleep_line =
+      line_of(src, "                time.sleep(ms / 1000.0 / pieces)");
+  ASSERT_GT(sleep_line, 0);
+  const std::string want =
+      fmt::format("App.stall (glib_loop.py:{})", sleep_line);
+  TempDir dir;
+  const std::string log = dir.file("glib.jsonl");
+  const std::string json = dir.file("report.json");
+  Process app({"/usr/bin/python3", src, "--start-delay", "2000", "--stall",
+               "sleep:100@300", "--duration", "700", "--log", log},
+              dir.file("app.out"), dir.file("app.err"));
+  ASSERT_TRUE(wait_for_text(dir.file("app.err"), "glib_loop: ready", 10000));
+  RunResult r = run({looptrace_bin(), "record", "-p", std::to_string(app.pid()),
+                     "--json", json});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(app.wait(10000), 0);
+  const nlohmann::json report = read_json(json);
+  auto stalls = events(read_jsonl(log), "stall");
+  ASSERT_EQ(stalls.size(), 1u);
+  const uint64_t st_start = stalls[0]["start_ns"], st_end = stalls[0]["end_ns"];
+  const nlohmann::json* slow = nullptr;
+  for (const auto& s : report["slow_dispatches"]) {
+    uint64_t start = s["start_ns"], dur = s["duration_ns"];
+    if (start <= st_start + kToleranceNs &&
+        start + dur + kToleranceNs >= st_end)
+      slow = &s;
+  }
+  ASSERT_NE(slow, nullptr) << report["slow_dispatches"].dump();
+  bool named = false;
+  for (const auto& b : (*slow)["blocked"])
+    for (const auto& f : b["frames"]) named = named || f == want;
+  EXPECT_TRUE(named) << "no blocking point names " << want << ":\n"
+                     << (*slow)["blocked"].dump();
+  // The text report marks it under "blocked here:".
+  const size_t blocked_at = r.out.find("blocked here:");
+  ASSERT_NE(blocked_at, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("    > " + want, blocked_at), std::string::npos)
+      << r.out;
+}
+
 // A GLib source whose callback is a Python callable is named by it: the
 // bound method python3-gi was given (GLib.timeout_add, idle_add,
 // io_add_watch), "qualname (file:line of its def)", the line read from the

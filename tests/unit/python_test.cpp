@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -299,6 +300,83 @@ TEST(PyDecode, SampleCarriesItsPythonFrames) {
   r.s.hdr.size = sizeof(lt_sample_rec);
   ASSERT_TRUE(decode_record(&r, sizeof(lt_sample_rec), &ev));
   EXPECT_EQ(std::get<SampleEvent>(ev).stack.py, nullptr);
+}
+
+// Python frames as the kernel writes them: two, the innermost an entry.
+void fill_py(lt_pystack* py) {
+  py->nframes = 2;
+  py->frames[0] = {0x1000 | LT_PYFRAME_ENTRY, 0x10b8};
+  py->frames[1] = {0x2000, 0x20c0};
+}
+
+void expect_py(const std::shared_ptr<const PyStack>& py) {
+  ASSERT_NE(py, nullptr);
+  ASSERT_EQ(py->frames.size(), 2u);
+  EXPECT_EQ(py->frames[0].code, 0x1000 | LT_PYFRAME_ENTRY);
+  EXPECT_EQ(py->frames[1].instr, 0x20c0u);
+}
+
+TEST(PyDecode, BlockingPointCarriesItsPythonFrames) {
+  struct {
+    lt_offcpu_rec r;
+    lt_pystack py;
+  } b{};
+  static_assert(sizeof(b) == sizeof(lt_offcpu_rec) + sizeof(lt_pystack));
+  b.r.hdr.type = LT_REC_OFFCPU;
+  b.r.hdr.size = sizeof(b);
+  b.r.nframes = 1;
+  b.r.frames[0] = 0x401000;
+  fill_py(&b.py);
+  Event ev;
+  ASSERT_TRUE(decode_record(&b, sizeof(b), &ev));
+  expect_py(std::get<BlockEvent>(ev).stack.py);
+  EXPECT_EQ(std::get<BlockEvent>(ev).stack.frames.size(), 1u);
+  // Too many frames, a size that is neither, a tail cut short: refused.
+  b.py.nframes = LT_MAX_PYFRAMES + 1;
+  EXPECT_FALSE(decode_record(&b, sizeof(b), &ev));
+  b.py.nframes = 2;
+  b.r.hdr.size = sizeof(b) - 8;
+  EXPECT_FALSE(decode_record(&b, sizeof(b), &ev));
+  b.r.hdr.size = sizeof(b);
+  EXPECT_FALSE(decode_record(&b, sizeof(b) - 8, &ev));
+  // Without the tail: no Python frames.
+  b.r.hdr.size = sizeof(lt_offcpu_rec);
+  ASSERT_TRUE(decode_record(&b, sizeof(lt_offcpu_rec), &ev));
+  EXPECT_EQ(std::get<BlockEvent>(ev).stack.py, nullptr);
+
+  // After the copy of the user stack (--call-graph dwarf, auto).
+  struct WithCopy {
+    lt_offcpu_copy_rec c;
+    lt_pystack py;
+  };
+  auto w = std::make_unique<WithCopy>();
+  w->c.r.hdr.type = LT_REC_OFFCPU;
+  w->c.r.hdr.size = sizeof(WithCopy);
+  w->c.u.stack_len = 16;
+  fill_py(&w->py);
+  ASSERT_TRUE(decode_record(w.get(), sizeof(WithCopy), &ev));
+  expect_py(std::get<BlockEvent>(ev).stack.py);
+  EXPECT_NE(std::get<BlockEvent>(ev).stack.ustack, nullptr);
+}
+
+TEST(PyDecode, BarrierPostCarriesItsPythonFrames) {
+  struct {
+    lt_point_rec p;
+    lt_pystack py;
+  } r{};
+  r.p.hdr.type = LT_REC_POINT;
+  r.p.hdr.size = sizeof(r);
+  r.p.role = LT_ROLE_BARRIER_POST;
+  r.p.nframes = 1;
+  fill_py(&r.py);
+  Event ev;
+  ASSERT_TRUE(decode_record(&r, sizeof(r), &ev));
+  expect_py(std::get<PointEvent>(ev).py);
+  r.p.hdr.size = sizeof(r) + 8;
+  EXPECT_FALSE(decode_record(&r, sizeof(r), &ev));
+  r.p.hdr.size = sizeof(lt_point_rec);
+  ASSERT_TRUE(decode_record(&r, sizeof(lt_point_rec), &ev));
+  EXPECT_EQ(std::get<PointEvent>(ev).py, nullptr);
 }
 
 }  // namespace

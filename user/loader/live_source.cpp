@@ -34,7 +34,8 @@ void on_stop_signal(int sig) { g_stop_signal = sig; }
 // after an exec; and the unwinding of samples copied for it (--call-graph
 // dwarf, auto), which needs the files they map, and the trust of every
 // stack's frames, which needs the executable mappings; and the Python frames of
-// the samples of a CPython process, named while it lives.
+// the samples, blocking points and barrier posts of a CPython process, named
+// while it lives.
 class MappingsTracker {
  public:
   MappingsTracker(EventSink& out, Tracer& tracer, python::PyFrames* py,
@@ -70,15 +71,25 @@ class MappingsTracker {
     if (auto* sp = std::get_if<SpanEvent>(&ev); sp && py_) name_callables(sp);
     if (auto* s = std::get_if<SampleEvent>(&ev)) {
       fix_stack(s->pid, s->ts_ns, &s->stack);
-    }
-    if (auto* s = std::get_if<SampleEvent>(&ev); s && s->stack.py && py_) {
-      py_->merge(s->pid, &s->stack);
+      if (s->stack.py && py_) py_->merge(s->pid, &s->stack);
     } else if (auto* b = std::get_if<BlockEvent>(&ev)) {
       fix_stack(b->pid, b->ts_ns, &b->stack);
+      if (b->stack.py && py_) py_->merge(b->pid, &b->stack);
     } else if (auto* w = std::get_if<WakeEvent>(&ev)) {
       fix_stack(w->waker_pid, w->ts_ns, &w->stack);
+    } else if (auto* p = std::get_if<PointEvent>(&ev); p && p->py && py_) {
+      merge_point(p);
     }
     out_.consume(ev);
+  }
+
+  // A barrier post's stack with its Python frames, as a sample's.
+  void merge_point(PointEvent* p) {
+    Stack st;
+    st.frames = std::move(p->frames);
+    st.py = std::move(p->py);
+    py_->merge(p->pid, &st);
+    p->frames = std::move(st.frames);
   }
   std::set<std::pair<uint32_t, uint32_t>>& threads() { return threads_; }
 

@@ -38,16 +38,23 @@ bool ucopy_ok(const lt_ucopy& u) {
 }
 
 // A record with a user stack copy after it, or without: `R` alone or
-// `C` = {R r; lt_ucopy u}, as hdr.size says. The big one on the heap.
+// `C` = {R r; lt_ucopy u}, as hdr.size says, less an lt_pystack after it
+// if `py` allows one (py_tail reads it). The big one on the heap.
 template <typename R, typename C>
-std::unique_ptr<C> read_with_copy(const void* data, size_t size, bool* copy) {
+std::unique_ptr<C> read_with_copy(const void* data, size_t size, bool* copy,
+                                  bool py = false) {
+  static_assert(sizeof(R) + sizeof(lt_pystack) != sizeof(C));
   lt_rec_header hdr;
   std::memcpy(&hdr, data, sizeof(hdr));
+  size_t base = hdr.size;
+  if (py && (base == sizeof(R) + sizeof(lt_pystack) ||
+             base == sizeof(C) + sizeof(lt_pystack)))
+    base -= sizeof(lt_pystack);
   auto out = std::make_unique<C>();
-  if (hdr.size == sizeof(C) && size >= sizeof(C)) {
+  if (base == sizeof(C) && size >= sizeof(C)) {
     std::memcpy(out.get(), data, sizeof(C));
     *copy = true;
-  } else if (hdr.size == sizeof(R) && size >= sizeof(R)) {
+  } else if (base == sizeof(R) && size >= sizeof(R)) {
     std::memcpy(&out->r, data, sizeof(R));
     *copy = false;
   } else {
@@ -103,10 +110,12 @@ SampleEvent sample_event(const lt_sample_rec& r, const lt_ucopy* copy) {
   return ev;
 }
 
-// A sample of a CPython thread has its Python frames after the record of
-// `base` bytes (lt_py_sample_rec, lt_py_ustack_rec): into *stack. False
-// if hdr.size is neither the record's size nor that with them.
-bool py_tail(const void* data, size_t size, size_t base, Stack* stack) {
+// A sample, blocking point or barrier post of a CPython thread has its
+// Python frames after the record of `base` bytes (lt_py_sample_rec,
+// lt_py_ustack_rec, ...): into *py. False if hdr.size is neither the
+// record's size nor that with them.
+bool py_tail(const void* data, size_t size, size_t base,
+             std::shared_ptr<const PyStack>* out) {
   lt_rec_header hdr;
   std::memcpy(&hdr, data, sizeof(hdr));
   if (hdr.size == base) return true;
@@ -121,7 +130,7 @@ bool py_tail(const void* data, size_t size, size_t base, Stack* stack) {
   if (head.nframes)
     std::memcpy(py->frames.data(), at + offsetof(lt_pystack, frames),
                 head.nframes * sizeof(lt_pyframe));
-  stack->py = std::move(py);
+  *out = std::move(py);
   return true;
 }
 
@@ -131,7 +140,7 @@ bool decode_sample(const void* data, size_t size, Event* out) {
   std::memcpy(&r, data, sizeof(r));
   if (r.nframes > LT_MAX_STACK) return false;
   SampleEvent ev = sample_event(r, nullptr);
-  if (!py_tail(data, size, sizeof(r), &ev.stack)) return false;
+  if (!py_tail(data, size, sizeof(r), &ev.stack.py)) return false;
   *out = std::move(ev);
   return true;
 }
@@ -144,14 +153,15 @@ bool decode_ustack(const void* data, size_t size, Event* out) {
   std::memcpy(r.get(), data, sizeof(lt_ustack_rec));
   if (r->s.nframes > LT_MAX_STACK || !ucopy_ok(r->u)) return false;
   SampleEvent ev = sample_event(r->s, &r->u);
-  if (!py_tail(data, size, sizeof(lt_ustack_rec), &ev.stack)) return false;
+  if (!py_tail(data, size, sizeof(lt_ustack_rec), &ev.stack.py)) return false;
   *out = std::move(ev);
   return true;
 }
 
 bool decode_offcpu(const void* data, size_t size, Event* out) {
   bool copy = false;
-  auto c = read_with_copy<lt_offcpu_rec, lt_offcpu_copy_rec>(data, size, &copy);
+  auto c = read_with_copy<lt_offcpu_rec, lt_offcpu_copy_rec>(data, size, &copy,
+                                                             true);
   if (!c || c->r.nframes > LT_MAX_STACK || c->r.nkframes > LT_MAX_KSTACK ||
       c->r.probe_id >= LT_MAX_PROBES || (copy && !ucopy_ok(c->u)))
     return false;
@@ -165,6 +175,9 @@ bool decode_offcpu(const void* data, size_t size, Event* out) {
   ev.seq = r.seq;
   ev.stack = stack_of(r.frames, r.nframes, copy ? &c->u : nullptr);
   ev.kframes.assign(r.kframes, r.kframes + r.nkframes);
+  if (!py_tail(data, size, copy ? sizeof(lt_offcpu_copy_rec) : sizeof(r),
+               &ev.stack.py))
+    return false;
   *out = std::move(ev);
   return true;
 }
@@ -195,8 +208,9 @@ bool decode_wake(const void* data, size_t size, Event* out) {
 
 bool decode_point(const void* data, size_t size, Event* out) {
   lt_point_rec r;
-  if (!read_rec(data, size, &r) || r.nframes > LT_MAX_STACK ||
-      r.probe_id >= LT_MAX_PROBES ||
+  if (size < sizeof(r)) return false;
+  std::memcpy(&r, data, sizeof(r));
+  if (r.nframes > LT_MAX_STACK || r.probe_id >= LT_MAX_PROBES ||
       (r.role != LT_ROLE_BARRIER_POST && r.role != LT_ROLE_BARRIER_REMOVE))
     return false;
   PointEvent ev;
@@ -209,6 +223,7 @@ bool decode_point(const void* data, size_t size, Event* out) {
   ev.key_fault_mask = r.key_fault_mask;
   ev.ret = r.ret;
   ev.frames.assign(r.frames, r.frames + r.nframes);
+  if (!py_tail(data, size, sizeof(r), &ev.py)) return false;
   *out = std::move(ev);
   return true;
 }

@@ -92,8 +92,9 @@ struct Stack {
   // Straight from the kernel with --call-graph dwarf, until unwound; never
   // recorded (the frames are).
   std::shared_ptr<const UserStack> ustack;
-  // The same for a sample's Python frames, until named and merged into
-  // frames (python/merge.h); never recorded (the frames are).
+  // The same for the Python frames (a sample's, a blocking point's), until
+  // named and merged into frames (python/merge.h); never recorded (the
+  // frames are).
   std::shared_ptr<const PyStack> py;
 };
 
@@ -176,6 +177,9 @@ struct PointEvent {
   uint32_t probe_id = 0;
   uint32_t role = LT_ROLE_BARRIER_POST;
   uint32_t key_fault_mask = 0;
+  // The caller's Python frames (a CPython process), until named and merged
+  // into frames; never recorded (the frames are).
+  std::shared_ptr<const PyStack> py;
 };
 
 // A message moved on an input channel (a socket call of a traced process).
