@@ -7,10 +7,13 @@
 # and demangled whole) and a warm one (its build-id's resolutions kept by
 # the cold run: only its headers are read). Also the whole run's wall time
 # (-d 10ms: attach, 10 ms, report, detach) and looptrace's max RSS.
+# glib1g: the glib profile on the same python3 holding 1 GiB of heap
+# (2^20 bytes objects of 1000 bytes, malloc'd, touched), as
+# scripts/bench-python.sh runs it.
 #
 # Usage: sudo scripts/bench-attach.sh [options]
 #   --repeats N          runs of each profile and cache state (default 5)
-#   --profiles LIST      node, glib or both (default node,glib)
+#   --profiles LIST      node, glib, glib1g, comma-separated (default node,glib)
 #   (--smoke: the glib profile, one run of each cache state)
 # Exit status: 0 done, 1 a run failed, 2 usage, 3 not root.
 set -euo pipefail
@@ -23,7 +26,8 @@ bench_opt --repeats REPEATS posint
 bench_opt --profiles PROFILES
 bench_parse "$@"
 bench_smoke REPEATS=1 PROFILES=glib
-[[ $PROFILES =~ ^(node|glib)(,(node|glib))?$ ]] || die "--profiles takes node, glib or both" 2
+[[ $PROFILES =~ ^(node|glib|glib1g)(,(node|glib|glib1g))*$ ]] ||
+  die "--profiles takes node, glib, glib1g, comma-separated" 2
 
 tools=(/usr/bin/python3 awk jq)
 [[ $PROFILES != *node* ]] || tools+=(node)
@@ -38,10 +42,22 @@ if [[ $PROFILES == *node* ]]; then
   node -e 'setInterval(() => {}, 1000)' &
   PIDS+=($!); targets+=("node $!")
 fi
-if [[ $PROFILES == *glib* ]]; then
+if [[ ,$PROFILES, == *,glib,* ]]; then
   /usr/bin/python3 "$REPO/tests/programs/glib_loop.py" --duration 600000 \
     --log "$WORK/glib.log" >/dev/null 2>&1 &
-  PIDS+=($!); targets+=("glib $!")
+  PIDS+=($!); targets+=("glib glib $!")
+fi
+if [[ $PROFILES == *glib1g* ]]; then
+  /usr/bin/python3 -c '
+import runpy, sys
+ballast = [bytes(1000) for _ in range(1 << 20)]
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")' \
+    "$REPO/tests/programs/glib_loop.py" --duration 600000 \
+    --log "$WORK/glib1g.log" >/dev/null 2>&1 &
+  PIDS+=($!); targets+=("glib1g glib $!")
+  # Until it holds its ballast and runs its loop.
+  wait_for "$WORK/glib1g.log" '"start"' 60 || die "glib1g: python3 did not start"
 fi
 sleep 1
 
@@ -70,13 +86,13 @@ PY
 
 printf '%-6s %-5s %9s %9s %9s %8s\n' profile cache attach_s min_s wall_s rss_MiB
 for target in "${targets[@]}"; do
-  read -r prof pid <<<"$target"
+  read -r prof profile pid <<<"$target"
   for cache in cold warm; do
     : >"$WORK/$prof.$cache"
     for ((i = 0; i < REPEATS; i++)); do
       dir=$WORK/cache-$prof-$i
       [[ $cache == cold ]] && rm -rf "$dir"
-      attach_once "$prof" "$pid" "$dir" >>"$WORK/$prof.$cache" ||
+      attach_once "$profile" "$pid" "$dir" >>"$WORK/$prof.$cache" ||
         fail "$prof ($cache cache): looptrace failed"
     done
     a=$(awk '{print $1}' "$WORK/$prof.$cache" | median)
