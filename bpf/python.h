@@ -84,8 +84,10 @@ static __noinline int py_walk(struct lt_pystack *out, const struct lt_py_proc *p
 		out->nframes = i + 1;
 		fr = py_read(fr + p->off.frame_previous);
 	}
-	if (fr)
+	if (fr) {
 		out->flags |= LT_PY_CUT;
+		count(LT_CNT_PY_CUT);
+	}
 	return 0;
 }
 

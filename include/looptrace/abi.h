@@ -261,7 +261,10 @@ enum lt_counter {
 	 * tracing began inside a message, or the stream went out of step;
 	 * framing starts again after a read that drained the socket. */
 	LT_CNT_X11_UNFRAMED = 15,
-	LT_CNT_MAX = 16,
+	/* Python stacks deeper than LT_MAX_PYFRAMES: their outermost Python
+	 * frames are missing (the stack is marked truncated). */
+	LT_CNT_PY_CUT = 16,
+	LT_CNT_MAX = 17,
 };
 
 struct lt_rec_header {

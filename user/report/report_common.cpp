@@ -105,6 +105,10 @@ std::vector<LostItem> lost_items(const DispatchAnalysis& a) {
        fmt::format("delivery lag unknown: {} dispatches (enqueue unseen; "
                    "raise --max-pending)",
                    c[LT_CNT_DELIVERY_UNMATCHED])},
+      {"python_cut", c[LT_CNT_PY_CUT],
+       fmt::format("Python stacks deeper than {} frames: {} (outermost "
+                   "frames missing)",
+                   LT_MAX_PYFRAMES, c[LT_CNT_PY_CUT])},
       {"watch_full", c[LT_CNT_WATCH_FULL],
        fmt::format("process/channel table full: {} not followed (raise "
                    "--max-processes)",

@@ -103,7 +103,8 @@ void write_threads(std::ostream& os, const DispatchAnalysis& a, uint32_t role) {
 
 // Under the last frame of a stack that stopped before the thread's first
 // frame (a frame that could not be trusted, the end of the stack copy).
-constexpr const char* kStackCut = "      (stack cut: no trusted caller)";
+constexpr const char* kStackCut =
+    "      (stack cut here: its callers were not read or not trusted)";
 
 // Frames of a stack, innermost first, at most `max` and the key frame:
 // that one marked "> " and shown even when it is further in.
