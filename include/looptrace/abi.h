@@ -373,7 +373,7 @@ struct lt_py_offsets {
 
 /* A process running CPython (BPF hash lt_py_procs, tgid -> this). */
 struct lt_py_proc {
-	__u64 runtime; /* address of _PyRuntime */
+	__u64 runtime;	     /* address of _PyRuntime */
 	__u64 function_type; /* &PyFunction_Type */
 	__u64 method_type;   /* &PyMethod_Type */
 	struct lt_py_offsets off;

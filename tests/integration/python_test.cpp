@@ -58,21 +58,29 @@ BusyLines busy_lines(const std::string& src) {
           line_of(src, "        self.loop.run()")};
 }
 
-// The stacks (frames, innermost first) of the slow dispatch of `report`
-// that holds the stall python logged in `log`.
-void stall_stacks(const nlohmann::json& report, const std::string& log,
-                  std::vector<std::vector<std::string>>* out) {
+// The slow dispatch of `report` that holds the one stall python logged in
+// `log` (nullptr: none; the log's stalls are checked).
+void stall_span(const nlohmann::json& report, const std::string& log,
+                const nlohmann::json** out) {
   auto stalls = events(read_jsonl(log), "stall");
   ASSERT_EQ(stalls.size(), 1u);
   const uint64_t st_start = stalls[0]["start_ns"], st_end = stalls[0]["end_ns"];
-  const nlohmann::json* slow = nullptr;
+  *out = nullptr;
   for (const auto& s : report["slow_dispatches"]) {
     uint64_t start = s["start_ns"], dur = s["duration_ns"];
     if (start <= st_start + kToleranceNs &&
         start + dur + kToleranceNs >= st_end)
-      slow = &s;
+      *out = &s;
   }
-  ASSERT_NE(slow, nullptr) << report["slow_dispatches"].dump();
+  ASSERT_NE(*out, nullptr) << report["slow_dispatches"].dump();
+}
+
+// The stacks (frames, innermost first) of the slow dispatch of `report`
+// that holds the stall python logged in `log`.
+void stall_stacks(const nlohmann::json& report, const std::string& log,
+                  std::vector<std::vector<std::string>>* out) {
+  const nlohmann::json* slow = nullptr;
+  ASSERT_NO_FATAL_FAILURE(stall_span(report, log, &slow));
   ASSERT_FALSE((*slow)["stacks"].empty()) << slow->dump();
   for (const auto& st : (*slow)["stacks"]) {
     out->emplace_back();
@@ -261,17 +269,8 @@ TEST(PythonBlocking, TheBlockingPointOfASleepingCallbackNamesItsPythonLine) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_EQ(app.wait(10000), 0);
   const nlohmann::json report = read_json(json);
-  auto stalls = events(read_jsonl(log), "stall");
-  ASSERT_EQ(stalls.size(), 1u);
-  const uint64_t st_start = stalls[0]["start_ns"], st_end = stalls[0]["end_ns"];
   const nlohmann::json* slow = nullptr;
-  for (const auto& s : report["slow_dispatches"]) {
-    uint64_t start = s["start_ns"], dur = s["duration_ns"];
-    if (start <= st_start + kToleranceNs &&
-        start + dur + kToleranceNs >= st_end)
-      slow = &s;
-  }
-  ASSERT_NE(slow, nullptr) << report["slow_dispatches"].dump();
+  ASSERT_NO_FATAL_FAILURE(stall_span(report, log, &slow));
   bool named = false;
   for (const auto& b : (*slow)["blocked"])
     for (const auto& f : b["frames"]) named = named || f == want;
