@@ -133,7 +133,10 @@ int check_stacks(const std::vector<std::vector<std::string>>& stacks,
   return named;
 }
 
-// glib_loop.py with one 200 ms busy stall, attached with -p and `lt_args`.
+// glib_loop.py with one 200 ms busy stall, attached with -p and no option
+// ("default": whole native stacks, the CFI's where python3 keeps no frame
+// pointers), with --call-graph fp (the Python frames, but native frames
+// end early) or dwarf.
 class PythonFrames : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(PythonFrames, StacksOfABusyCallbackNameItsPythonFunctions) {
@@ -142,7 +145,8 @@ TEST_P(PythonFrames, StacksOfABusyCallbackNameItsPythonFunctions) {
     if (bpf_required()) FAIL() << "/usr/bin/python3 missing (scripts/setup.sh)";
     GTEST_SKIP() << "/usr/bin/python3 missing";
   }
-  const bool dwarf = std::string(GetParam()) == "dwarf";
+  const std::string mode = GetParam();
+  const bool dwarf = mode == "dwarf";
   const std::string src = tests_dir() + "/programs/glib_loop.py";
   const BusyLines l = busy_lines(src);
   ASSERT_TRUE(l.busy_while && l.busy_add && l.stall_call && l.loop_run);
@@ -159,12 +163,13 @@ TEST_P(PythonFrames, StacksOfABusyCallbackNameItsPythonFunctions) {
                                   std::to_string(app.pid()), "--json", json};
   // With dwarf, also a recording: read back where the process is gone.
   if (dwarf) cmd.insert(cmd.end(), {"--call-graph", "dwarf", "-o", rec});
+  if (mode == "fp") cmd.insert(cmd.end(), {"--call-graph", "fp"});
   RunResult r = run(cmd);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_EQ(app.wait(10000), 0);
   std::vector<std::vector<std::string>> stacks;
   ASSERT_NO_FATAL_FAILURE(stall_stacks(read_json(json), log, &stacks));
-  EXPECT_GT(check_stacks(stacks, l, dwarf), 0)
+  EXPECT_GT(check_stacks(stacks, l, mode != "fp"), 0)
       << "no stack names busy_for and App.stall at lines " << l.busy_while
       << "/" << l.busy_add << " and " << l.stall_call << ":\n"
       << dump(stacks);
@@ -178,7 +183,7 @@ TEST_P(PythonFrames, StacksOfABusyCallbackNameItsPythonFunctions) {
 }
 
 INSTANTIATE_TEST_SUITE_P(CallGraph, PythonFrames,
-                         ::testing::Values("fp", "dwarf"));
+                         ::testing::Values("fp", "default", "dwarf"));
 
 // Python frames checked against the interpreter's own account: the busy
 // callback logs traceback.extract_stack() as it begins (glib_loop.py
