@@ -780,6 +780,20 @@ std::vector<ThreadHistogram> Tracer::read_histograms() const {
   return out;
 }
 
+namespace {
+
+// CPU + run queue + steal + stopped is a span's wall time at most (books
+// read while the thread runs on may hold a little past the span's end).
+void fit_to_wall(lt_span_rec* r) {
+  r->runq_ns = std::min(r->runq_ns, r->duration_ns - r->stopped_ns);
+  r->steal_ns =
+      std::min(r->steal_ns, r->duration_ns - r->stopped_ns - r->runq_ns);
+  r->cpu_ns = std::min(
+      r->cpu_ns, r->duration_ns - r->stopped_ns - r->runq_ns - r->steal_ns);
+}
+
+}  // namespace
+
 uint32_t Tracer::pycode_keys(uint32_t probe_id) const {
   const auto& cfg = impl_->skel->rodata->lt_cfg;
   if (probe_id >= LT_MAX_PROBES || probe_id >= cfg.nprobes) return 0;
@@ -837,12 +851,7 @@ std::vector<SpanEvent> Tracer::read_in_flight(
           st.steal_acc > f.steal_at_start ? st.steal_acc - f.steal_at_start : 0;
       r.stopped_ns = std::min<uint64_t>(
           stop > f.stop_at_start ? stop - f.stop_at_start : 0, r.duration_ns);
-      // CPU + run queue + steal + stopped is the span's wall time at most.
-      r.runq_ns = std::min(r.runq_ns, r.duration_ns - r.stopped_ns);
-      r.steal_ns =
-          std::min(r.steal_ns, r.duration_ns - r.stopped_ns - r.runq_ns);
-      r.cpu_ns = std::min(
-          r.cpu_ns, r.duration_ns - r.stopped_ns - r.runq_ns - r.steal_ns);
+      fit_to_wall(&r);
       r.probe_id = f.probe_id;
       r.role = skel->rodata->lt_cfg.probes[f.probe_id].role;
       r.depth = d;
