@@ -655,6 +655,32 @@ TEST(InputBlameTest, TheDispatchRunningAtArrival) {
   EXPECT_EQ(b->waited_ns, 150 * kMs);
 }
 
+// A key that arrived as another stall was ending (1 ms before its end)
+// and whose own handler then ran 120 ms: its own handling is to blame,
+// not the 1 ms it waited.
+TEST(InputBlameTest, AShortWaitThenASlowOwnHandlingIsHandledSlowly) {
+  InputEventInfo e = slow_event();
+  e.sent_ns = 100 * kMs;
+  e.received_ns = 101 * kMs;
+  e.handling_start_ns = 101 * kMs;
+  e.finished_ns = 221 * kMs;
+  std::vector<SpanEvent> spans = {span(kAppTid, 5, 0, 101 * kMs),
+                                  span(kAppTid, 9, 101 * kMs, 221 * kMs)};
+  auto b = select_blame(e, spans, kBlame);
+  ASSERT_TRUE(b.has_value());
+  EXPECT_TRUE(b->own_handler);
+  ASSERT_EQ(b->chain.size(), 1u);
+  EXPECT_EQ(b->chain[0].span.span_id, 9u);
+  // Waiting longer than its handling took: what it waited behind.
+  e.sent_ns = 30 * kMs;
+  e.finished_ns = 161 * kMs;
+  spans[1] = span(kAppTid, 9, 101 * kMs, 161 * kMs);
+  b = select_blame(e, spans, kBlame);
+  ASSERT_TRUE(b.has_value());
+  EXPECT_FALSE(b->own_handler);
+  EXPECT_EQ(b->chain[0].span.span_id, 5u);
+}
+
 TEST(InputBlameTest, AChainOfTwoNamesTheOneRunningAtArrival) {
   InputEventInfo e = slow_event();
   e.sent_ns = 120 * kMs;

@@ -230,18 +230,23 @@ std::optional<InputBlame> select_blame(const InputEventInfo& ev,
   const uint64_t a = b.arrival_ns;
   const uint64_t h =
       ev.handling_start_ns ? ev.handling_start_ns : std::max(ev.received_ns, a);
+  const SpanEvent* own = nullptr;
+  for (const SpanEvent& s : spans)
+    if (ev.handling_span_id && s.span_id == ev.handling_span_id) own = &s;
   b.chain = outermost(ran_instead(ev, spans, a, h), a);
-  if (!b.chain.empty()) {
+  // What ran in between is to blame, unless the event's own handling took
+  // longer than all of its wait: then that is what was slow (a key that
+  // arrived as another stall ended, and stalled itself).
+  if (!b.chain.empty() && (own == nullptr || own->duration_ns <= h - a)) {
     weigh_chain(b, a, h);
     return b;
   }
-  // Nothing ran in between: the handling itself was slow.
-  for (const SpanEvent& s : spans) {
-    if (ev.handling_span_id && s.span_id == ev.handling_span_id) {
-      b.own_handler = true;
-      b.chain.push_back(BlameSpan{s, false});
-      return b;
-    }
+  if (own != nullptr) {
+    b.chain.assign(1, BlameSpan{*own, false});
+    b.own_handler = true;
+    b.waited_ns = 0;
+    b.unattributed_ns = 0;
+    return b;
   }
   // Over the threshold, but no recorded dispatch to name: the whole wait
   // was behind dispatches too short to record.
