@@ -140,6 +140,11 @@ static __always_inline void span_split(struct lt_thread *st, struct lt_frame *f,
 	rec->runq_ns = kdelay > f->kdelay_at_start ? kdelay - f->kdelay_at_start : 0;
 	if (rec->runq_ns > dur - rec->cpu_ns)
 		rec->runq_ns = dur - rec->cpu_ns;
-	rec->steal_ns = 0;
+	/* The kernel's CPU time leaves out what the hypervisor stole
+	 * (paravirt steal accounting): the books' steal, bounded, rather than
+	 * letting it pass for blocked time. */
+	rec->steal_ns = b->steal > f->steal_at_start ? b->steal - f->steal_at_start : 0;
+	if (rec->steal_ns > dur - rec->cpu_ns - rec->runq_ns)
+		rec->steal_ns = dur - rec->cpu_ns - rec->runq_ns;
 	rec->flags |= LT_SPAN_SPLIT_KERNEL;
 }

@@ -871,7 +871,11 @@ std::vector<SpanEvent> Tracer::read_in_flight(
               kdelay > f.kdelay_at_start ? kdelay - f.kdelay_at_start : 0,
               ev.duration_ns -
                   std::min(ev.duration_ns, ev.cpu_ns + ev.stopped_ns));
-          ev.steal_ns = 0;
+          // The books' steal (the kernel's CPU time leaves it out).
+          ev.steal_ns = std::min<uint64_t>(
+              ev.steal_ns,
+              ev.duration_ns - std::min(ev.duration_ns, ev.cpu_ns + ev.runq_ns +
+                                                            ev.stopped_ns));
           ev.flags |= LT_SPAN_SPLIT_KERNEL;
         }
       }
