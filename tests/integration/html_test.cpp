@@ -518,12 +518,13 @@ TEST_F(HtmlInBrowser, RecordAllRecordingShowsEveryDispatch) {
   // Every logged dispatch has its slice where the app's clock puts it: the
   // app reads its clock inside the dispatch, after the probe at its entry
   // fired, so the slice starts at most 100 us after that reading and before
-  // it by the probe's cost, or by a preemption in between on a loaded
-  // machine (up to 2 ms; dispatches are 6.7 ms apart).
+  // it by the probe's cost, or by a preemption or the host's steal in
+  // between on a loaded machine (up to 4 ms: CI saw more than 2; dispatches
+  // are 6.7 ms apart).
   std::sort(starts.begin(), starts.end());
   size_t matched = 0;
   for (uint64_t a : app_starts) {
-    auto it = std::lower_bound(starts.begin(), starts.end(), a - 2'000'000);
+    auto it = std::lower_bound(starts.begin(), starts.end(), a - 4'000'000);
     matched += it != starts.end() && *it < a + 100'000;
   }
   EXPECT_EQ(matched, app_starts.size());
