@@ -4,9 +4,6 @@
 // its stream; the outputs format the findings.
 #include "cli/record.h"
 
-#include <fmt/format.h>
-#include <unistd.h>
-
 #include <iostream>
 #include <memory>
 
@@ -19,7 +16,7 @@
 #include "pipeline/analysis.h"
 #include "pipeline/symbols.h"
 #include "plan/plan.h"
-#include "proc/pid.h"
+#include "proc/target.h"
 
 namespace looptrace {
 namespace {
@@ -48,15 +45,13 @@ class RecordSession : public LiveClient {
   }
 
  private:
-  Status start_command();
   void make_sinks();
 
   const RecordArgs& a_;
   Plan plan_;
   ResolveContext rctx_;
   Outputs out_;
-  std::unique_ptr<Child> child_;
-  pid_t target_ = -1;
+  Target target_;
   std::unique_ptr<Tracer> tracer_;
   // The recording carries every symbol the analysers and outputs resolve:
   // with -o, what they resolve goes through `symbols_.capture`.
@@ -69,35 +64,25 @@ class RecordSession : public LiveClient {
 };
 
 Status RecordSession::prepare() {
-  int targets = (a_.pid > 0) + (!a_.command.empty()) + a_.system_wide;
-  if (targets > 1)
-    return Status::Error(
-        "give only one of -p PID, -- COMMAND and --system-wide",
-        ErrorKind::kUsage);
   // The pid first: with no probe option its libraries choose the profile.
-  if (a_.pid == getpid())
-    return Status::Error(fmt::format("pid {} is looptrace itself", a_.pid),
-                         ErrorKind::kUsage);
-  if (a_.pid > 0) LT_RETURN_IF_ERROR(proc::check_pid_target(a_.pid));
+  LT_RETURN_IF_ERROR(target_.check(a_.pid, a_.command, a_.system_wide));
   LT_RETURN_IF_ERROR(parse_plan(a_, &plan_));
   rctx_.self_dir = a_.self_dir;
   rctx_.pid = a_.pid;
-  if (!a_.command.empty()) {
-    auto path = find_command(a_.command[0]);
-    if (!path.ok()) return path.status();
-    rctx_.command_path = *path;
-  }
+  rctx_.command_path = target_.command_path();
   LT_RETURN_IF_ERROR(check_bpf_environment());
   LT_RETURN_IF_ERROR(out_.open(a_.outputs));
   LT_RETURN_IF_ERROR(resolve_plan(rctx_, &plan_));
-  LT_RETURN_IF_ERROR(start_command());
-  LT_RETURN_IF_ERROR(plan_input(a_, rctx_, target_, &plan_));
+  // The command, started and held before its exec; its output must not
+  // land inside a report written to stdout.
+  LT_RETURN_IF_ERROR(target_.start(out_.stdout_taken()));
+  LT_RETURN_IF_ERROR(plan_input(a_, rctx_, target_.pid(), &plan_));
   install_libbpf_logger();
   install_stop_handlers();
   auto tracer = Tracer::Create(plan_.opts);
   if (!tracer.ok()) return tracer.status();
   tracer_ = std::move(*tracer);
-  session_ = session_header(a_, plan_, tracer_->input_hook(), target_);
+  session_ = session_header(a_, plan_, tracer_->input_hook(), target_.pid());
   make_sinks();
   return Status::Ok();
 }
@@ -116,18 +101,6 @@ void RecordSession::make_sinks() {
   analysis_->set_alerts(view_.get());
 }
 
-// The command, started and held before its exec; its output must not land
-// inside a report written to stdout.
-Status RecordSession::start_command() {
-  target_ = a_.pid > 0 ? a_.pid : -1;
-  if (a_.command.empty()) return Status::Ok();
-  child_ = std::make_unique<Child>();
-  LT_RETURN_IF_ERROR(
-      child_->start(rctx_.command_path, a_.command, out_.stdout_taken()));
-  target_ = child_->pid();
-  return Status::Ok();
-}
-
 Status RecordSession::run() {
   MappingsFeed feed(&symbols_.proc);
   std::vector<EventSink*> sinks{&feed};
@@ -138,19 +111,11 @@ Status RecordSession::run() {
   o.t0 = session_.start_ns = monotonic_ns();
   stream.consume(Event(session_));
   if (recorder_) recorder_->flush(o.t0);
-  if (child_) {
-    child_->release();
-    if (int err = child_->wait_exec(); err != 0)
-      return command_error(a_.command[0], err);
-  }
-  std::string what =
-      child_       ? fmt::format("pid {} ({})", child_->pid(), a_.command[0])
-      : a_.pid > 0 ? describe_pid(a_.pid)
-                   : std::string("all processes");
+  LT_RETURN_IF_ERROR(target_.release());
   if (!a_.quiet)
-    print_banner(plan_, session_, what,
+    print_banner(plan_, session_, target_.describe(),
                  recorder_ ? out_.recording()->path() : "");
-  o.child = child_.get();
+  o.child = target_.child();
   o.pid = a_.pid;
   o.duration_ns = plan_.duration_ns;
   o.barriers = analysis_->has_barriers();
@@ -166,7 +131,8 @@ Status RecordSession::run() {
 }
 
 int RecordSession::finish() {
-  const bool command_ended = stop_command(child_.get(), a_.quiet, end_.reason);
+  const bool command_ended =
+      stop_command(target_.child(), a_.quiet, end_.reason);
   // Debug files still being fetched are waited for now, not while tracing.
   symbols_.settle();
   const Findings& found = analysis_->finish();
@@ -189,7 +155,7 @@ int RecordSession::finish() {
   // A command that ended on its own gives its status, as perf and shells
   // do; one that looptrace stopped (--duration, a signal to looptrace)
   // does not.
-  return command_ended ? shell_status(child_->status()) : 0;
+  return command_ended ? shell_status(target_.child()->status()) : 0;
 }
 
 }  // namespace

@@ -10,7 +10,6 @@
 #include "base/text.h"
 #include "loader/live_source.h"
 #include "proc/command.h"
-#include "proc/pidns.h"
 #include "profiles/profile.h"
 
 namespace looptrace {
@@ -56,13 +55,6 @@ void print_banner(const Plan& plan, const SessionEvent& session,
                "looptrace: tracing %zu probe%s%s in %s%s; Ctrl-C to stop\n",
                plan.probes.size(), plan.probes.size() == 1 ? "" : "s",
                input.c_str(), printable(what).c_str(), printable(to).c_str());
-}
-
-std::string describe_pid(pid_t pid) {
-  // A process in a container has another pid there (its NSpid's last).
-  std::vector<pid_t> ids = proc::ns_pids(pid);
-  if (ids.size() < 2 || ids.back() == pid) return fmt::format("pid {}", pid);
-  return fmt::format("pid {} (pid {} in its PID namespace)", pid, ids.back());
 }
 
 void report_stop(bool quiet, const std::string& reason, int command_status) {

@@ -17,10 +17,6 @@ namespace looptrace {
 void print_banner(const Plan& plan, const SessionEvent& session,
                   const std::string& what, const std::string& recording);
 
-// "pid N", or "pid N (pid M in its PID namespace)" for a process in a
-// container seen from outside it.
-std::string describe_pid(pid_t pid);
-
 // "looptrace: stopped: command exited with status 3". `command_status` is
 // the wait status of a command that ended on its own, else -1. How a
 // command ended is said even with -q when it failed: it is the exit code.
