@@ -184,11 +184,20 @@ uint64_t parse_u64(const char* s) {
   return v;
 }
 
+// A run's length in seconds, decimals allowed (a smoke run's 0.2), in ns.
+uint64_t parse_seconds_ns(const char* s) {
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(s, &end);
+  if (errno || !end || *end || end == s || !(v > 0) || v > 86400) usage();
+  return static_cast<uint64_t>(v * 1e9);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const char* mode = nullptr;
-  uint64_t n = 0, slices = 20, seconds = 0;
+  uint64_t n = 0, slices = 20, seconds_ns = 0;
   int cpu = -1;
   std::string go_file;
   bool wait_stdin = false;
@@ -204,7 +213,7 @@ int main(int argc, char** argv) {
     } else if (a == "--slices") {
       slices = parse_u64(value());
     } else if (a == "--seconds") {
-      seconds = parse_u64(value());
+      seconds_ns = parse_seconds_ns(value());
     } else if (a == "--cpu") {
       cpu = static_cast<int>(parse_u64(value()));
     } else if (a == "--go-file") {
@@ -215,7 +224,7 @@ int main(int argc, char** argv) {
       usage();
     }
   }
-  if (!mode || slices == 0 || (seconds == 0 && n < slices)) usage();
+  if (!mode || slices == 0 || (seconds_ns == 0 && n < slices)) usage();
   if (cpu >= 0) {
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -231,8 +240,8 @@ int main(int argc, char** argv) {
 
   double ns_per_call = 0;
   const uint64_t t0 = now_ns();
-  if (seconds > 0) {
-    const uint64_t end = t0 + seconds * 1'000'000'000ull;
+  if (seconds_ns > 0) {
+    const uint64_t end = t0 + seconds_ns;
     uint64_t t = t0;
     while (t < end) {
       for (int i = 0; i < 256; ++i) loop.iterate();
