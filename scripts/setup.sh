@@ -27,6 +27,8 @@ packages=(
   libwayland-dev # the Wayland test: a client and server built from libwayland
   pandoc # the man page, looptrace(1), generated from docs/looptrace.md
   dpkg-dev file man-db # scripts/package.sh (dpkg-shlibdeps) and its test
+  libprotobuf-dev protobuf-compiler # --pprof: pprof's profile.proto
+  golang-go # `go tool pprof`: the pprof test's independent reader
 )
 
 missing=()

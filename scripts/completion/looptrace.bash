@@ -82,7 +82,7 @@ _looptrace() {
       return
       ;;
     --call-graph)
-      mapfile -t COMPREPLY < <(compgen -W "fp dwarf" -- "$cur")
+      mapfile -t COMPREPLY < <(compgen -W "auto fp dwarf" -- "$cur")
       return
       ;;
     --debug)
@@ -90,8 +90,8 @@ _looptrace() {
         "all elf resolve loader libbpf symbolize unwind" -- "$cur")
       return
       ;;
-    --json | --perfetto | --folded | --folded-blocked | --html | --events | \
-      -o | --output | --input-binary)
+    --json | --perfetto | --folded | --folded-blocked | --html | --pprof | \
+      --events | -o | --output | --input-binary)
       mapfile -t COMPREPLY < <(compgen -f -- "$cur")
       return
       ;;

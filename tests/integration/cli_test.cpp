@@ -652,7 +652,7 @@ TEST(Cli, ProbesOnLooptraceItselfAreRefused) {
 TEST(Cli, EmptyValuesAreRefused) {
   for (const char* opt :
        {"-d", "--json", "--html", "--perfetto", "--folded", "--folded-blocked",
-        "-o", "--events", "--slow", "--profile", "--hang"}) {
+        "--pprof", "-o", "--events", "--slow", "--profile", "--hang"}) {
     SCOPED_TRACE(opt);
     expect_error(run(record({opt, "", "--", "true"}), 30000), 2, "empty value");
   }

@@ -76,6 +76,10 @@ void add_output_options(CLI::App* app, looptrace::OutputPaths* out) {
   app->add_option("--html", out->html,
                   "Write a self-contained HTML page (timeline, flame graph, "
                   "tables) to FILE");
+  app->add_option("--pprof", out->pprof,
+                  "Write the slow spans' stacks as a pprof profile (gzipped "
+                  "profile.proto) to FILE, for go tool pprof, Pyroscope, "
+                  "Parca");
 }
 
 // The threshold options of `record` (defaults shown) and `report` (the

@@ -7,6 +7,7 @@
 #include "report/folded_report.h"
 #include "report/html_report.h"
 #include "report/perfetto_report.h"
+#include "report/pprof_report.h"
 
 namespace looptrace {
 
@@ -24,7 +25,8 @@ Status Outputs::open(const OutputPaths& paths) {
       {"--perfetto", paths.perfetto, &perfetto_},
       {"--folded", paths.folded, &folded_},
       {"--folded-blocked", paths.folded_blocked, &folded_blocked_},
-      {"--html", paths.html, &html_}};
+      {"--html", paths.html, &html_},
+      {"--pprof", paths.pprof, &pprof_}};
   // One file for two outputs would be moved aside by the second open; two
   // on stdout would interleave.
   std::vector<std::pair<const char*, std::filesystem::path>> seen;
@@ -48,6 +50,9 @@ Status Outputs::open(const OutputPaths& paths) {
   }
   if (paths.recording == "-")
     return Status::Error("-o: a recording is binary; give a file",
+                         ErrorKind::kUsage);
+  if (paths.pprof == "-")
+    return Status::Error("--pprof: a profile is binary; give a file",
                          ErrorKind::kUsage);
   for (const Want& w : wants) {
     if (w.path.empty()) continue;
@@ -94,6 +99,7 @@ std::vector<Status> Outputs::write_reports(
   write(folded_, write_folded);
   write(folded_blocked_, write_folded_blocked);
   write(html_, write_html);
+  write(pprof_, write_pprof);
   return failures;
 }
 

@@ -24,6 +24,7 @@ struct OutputPaths {
   std::string folded;
   std::string folded_blocked;  // --folded-blocked: off-CPU, in microseconds
   std::string html;
+  std::string pprof;  // --pprof: gzipped profile.proto
 };
 
 class Outputs {
@@ -53,7 +54,8 @@ class Outputs {
   Status write_text(const Findings& found, const ReportContext& ctx) const;
 
  private:
-  std::unique_ptr<OutputFile> json_, perfetto_, folded_, folded_blocked_, html_;
+  std::unique_ptr<OutputFile> json_, perfetto_, folded_, folded_blocked_, html_,
+      pprof_;
   std::unique_ptr<EventsWriter> events_;
   std::unique_ptr<RecordingWriter> recording_;
   bool stdout_taken_ = false;

@@ -20,8 +20,6 @@
 
 namespace looptrace::report {
 
-// "dispatch", "idle"; "role<N>" for a role this build does not know.
-
 // The probe with `id`, or null.
 const ProbeDef* find_probe(const ReportContext& ctx, uint32_t id);
 
