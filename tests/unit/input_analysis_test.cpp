@@ -1196,6 +1196,19 @@ TEST(InputAnalysisTest, X11EventsAreMatchedToTheirOwnDispatch) {
   EXPECT_TRUE(press.blame->own_handler);
 }
 
+// A display connection that brought no input (replies, window events)
+// is still the reading process's: the report names it, not "pid 0".
+TEST(InputAnalysisTest, AConnectionWithoutInputIsItsReadersOwn) {
+  IoEvent r = x11_read(1006 * kMs, {x11_msg(1, 0, 64), x11_msg(12, 0)});
+  r.comm = "meld";
+  InputAnalysis a = run({r}, gdk_options());
+  EXPECT_TRUE(a.events.empty());
+  ASSERT_EQ(a.channels.size(), 1u);
+  EXPECT_EQ(a.channels[0].non_input, 2u);
+  EXPECT_EQ(a.channels[0].pid, kAppPid);
+  EXPECT_EQ(a.channels[0].comm, "meld");
+}
+
 // The batch: b's press handler stalls 120 ms; meanwhile b is
 // released (1050) and a pressed (1100). One read after the stall brings
 // both; the release is dispatched first, briefly, then the press. The

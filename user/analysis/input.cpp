@@ -578,11 +578,20 @@ void InputAnalyzer::add_display_event(const IoEvent& io,
   }
 }
 
+// The process reading a display connection owns it, whether or not any
+// input came through it.
+void InputAnalyzer::note_reader(Channel& ch, const IoEvent& io) {
+  if (ch.summary.pid != 0) return;
+  ch.summary.pid = io.pid;
+  ch.summary.comm = io.comm;
+}
+
 void InputAnalyzer::on_x11(const IoEvent& io) {
   if (io.is_send()) return;  // the client's requests
   uint64_t read_from = 0;
   DisplayStream& stream = display_read(io, &read_from);
   Channel& ch = channel(io.inode);
+  note_reader(ch, io);
   for (size_t i = 0; i < io.x11.size(); ++i) {
     const lt_x11_msg& m = io.x11[i];
     std::optional<InputType> type = x11_input_type(m);
@@ -600,7 +609,9 @@ void InputAnalyzer::on_wayland(const IoEvent& io) {
   if (io.is_send()) return;
   uint64_t read_from = 0;
   DisplayStream& stream = display_read(io, &read_from);
-  channel(io.inode).summary.non_input += io.wl_other;
+  Channel& ch = channel(io.inode);
+  note_reader(ch, io);
+  ch.summary.non_input += io.wl_other;
   for (const lt_wl_msg& m : io.wl)
     add_display_event(io, stream, read_from, wl_input_type(m.kind), m.time,
                       m.end, m.index);

@@ -251,6 +251,7 @@ class InputAnalyzer {
   void on_raw(const IoEvent& io);
   void on_x11(const IoEvent& io);
   void on_wayland(const IoEvent& io);
+  void note_reader(Channel& ch, const IoEvent& io);
   void on_display_server(const IoEvent& io);
   void find_display_send(InputEventInfo& e);
   struct DisplayStream;

@@ -297,7 +297,9 @@ void write_input_totals(std::ostream& os, const InputAnalysis& a,
 void write_channel_heading(std::ostream& os, const InputChannelSummary& c) {
   report::put(
       os,
-      fmt::format("{} of pid {} ({}){}", channel_name(c.channel), c.pid, c.comm,
+      fmt::format("{} {}{}", channel_name(c.channel),
+                  c.pid ? fmt::format("of pid {} ({})", c.pid, c.comm)
+                        : std::string("(no process seen reading it)"),
                   c.sender_pid ? fmt::format(", sender pid {}", c.sender_pid)
                                : std::string()));
   report::put(
