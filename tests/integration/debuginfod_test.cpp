@@ -72,18 +72,11 @@ int http_status(int port, const std::string& path) {
   return status;
 }
 
-void require_debuginfod() {
-  if (access(kDebuginfod, X_OK) == 0) return;
-  if (bpf_required()) FAIL() << kDebuginfod << " missing (scripts/setup.sh)";
-  GTEST_SKIP() << kDebuginfod << " missing";
-}
-
 class DebuginfodServer : public testing::Test {
  protected:
   void SetUp() override {
     LT_REQUIRE_BPF();
-    require_debuginfod();
-    if (IsSkipped() || HasFatalFailure()) return;
+    LT_REQUIRE_INSTALLED(access(kDebuginfod, X_OK) == 0, kDebuginfod);
     const std::string full = kPrograms + "/debuginfod/libltdbg.so";
     std::filesystem::create_directories(dir_.file("lib"));
     std::filesystem::create_directories(dir_.file("serve"));

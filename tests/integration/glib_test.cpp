@@ -1,7 +1,6 @@
 // A real event loop nobody here wrote: GLib's main loop in Debian's python3
 // (python3-gi). Its timeout callbacks block for times they log themselves.
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -13,15 +12,6 @@ namespace lt_test {
 namespace {
 
 constexpr int64_t kToleranceNs = 1'000'000;  // the 1 ms
-
-#define LT_REQUIRE_SYSTEM_PYTHON()                               \
-  do {                                                           \
-    if (access("/usr/bin/python3", X_OK) != 0) {                 \
-      if (bpf_required())                                        \
-        FAIL() << "/usr/bin/python3 missing (scripts/setup.sh)"; \
-      GTEST_SKIP() << "/usr/bin/python3 missing";                \
-    }                                                            \
-  } while (0)
 
 class GlibLoop : public ::testing::TestWithParam<const char*> {};
 
@@ -73,13 +63,7 @@ TEST_P(GlibLoop, StallsInTimeoutCallbacksAreReported) {
   for (const auto& st : stalls) {
     // The dispatch span starts a little before the callback (GLib's own
     // bookkeeping) and ends a little after it; match by containment.
-    const nlohmann::json* m = nullptr;
-    for (const auto& s : slow) {
-      uint64_t start = s["start_ns"], dur = s["duration_ns"];
-      if (start <= st["start_ns"].get<uint64_t>() + kToleranceNs &&
-          start + dur + kToleranceNs >= st["end_ns"].get<uint64_t>())
-        m = &s;
-    }
+    const nlohmann::json* m = span_holding(slow, st, kToleranceNs);
     ASSERT_NE(m, nullptr) << st.dump() << "\nreported: " << slow.dump();
     int64_t d = static_cast<int64_t>((*m)["duration_ns"].get<uint64_t>()) -
                 static_cast<int64_t>(st["duration_ns"].get<uint64_t>());

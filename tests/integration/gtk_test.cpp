@@ -24,24 +24,15 @@ namespace {
 constexpr int64_t kToleranceNs = 1'000'000;  // the issue's 1 ms
 
 bool have_gtk() {
-  return access("/usr/bin/python3", X_OK) == 0 &&
-         access("/usr/bin/Xvfb", X_OK) == 0 &&
-         access("/usr/bin/xdotool", X_OK) == 0 &&
+  return have_system_python() && have_xvfb_and_xdotool() &&
          std::system(
              "/usr/bin/python3 -c \"import gi; "
              "gi.require_version('Gtk', '3.0')\" >/dev/null 2>&1") == 0;
 }
 
 // Skips (fails when BPF tests are required) without GTK under Xvfb.
-#define LT_REQUIRE_GTK()                                                     \
-  do {                                                                       \
-    if (!have_gtk()) {                                                       \
-      if (bpf_required())                                                    \
-        FAIL()                                                               \
-            << "Xvfb, xdotool or GTK 3 typelibs missing (scripts/setup.sh)"; \
-      GTEST_SKIP() << "Xvfb, xdotool or GTK 3 typelibs missing";             \
-    }                                                                        \
-  } while (0)
+#define LT_REQUIRE_GTK() \
+  LT_REQUIRE_INSTALLED(have_gtk(), "python3, Xvfb, xdotool or GTK 3 typelibs")
 
 // One run of tests/programs/gtk_keys.py on `display` (after `app_env`,
 // VAR=VALUE settings), its key handler busy for `stall_ms` on b, traced by

@@ -26,6 +26,13 @@ bool bpf_required() {
   return v && std::string(v) == "1";
 }
 
+bool have_system_python() { return access("/usr/bin/python3", X_OK) == 0; }
+
+bool have_xvfb_and_xdotool() {
+  return access("/usr/bin/Xvfb", X_OK) == 0 &&
+         access("/usr/bin/xdotool", X_OK) == 0;
+}
+
 TempDir::TempDir() {
   char tmpl[] = "/tmp/looptrace-test.XXXXXX";
   char* p = mkdtemp(tmpl);
@@ -217,6 +224,68 @@ int64_t steal_ns() {
   in >> cpu;
   for (uint64_t& x : v) in >> x;
   return static_cast<int64_t>(v[7]) * (1'000'000'000 / sysconf(_SC_CLK_TCK));
+}
+
+std::vector<std::string> source_lines(const std::string& path) {
+  std::vector<std::string> out(1);
+  std::ifstream in(path);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+int line_of(const std::string& path, const std::string& text) {
+  const std::vector<std::string> lines = source_lines(path);
+  for (size_t n = 1; n < lines.size(); ++n)
+    if (lines[n].find(text) != std::string::npos) return static_cast<int>(n);
+  return 0;
+}
+
+LineRange function_lines(const std::string& path, const std::string& def_text) {
+  const std::vector<std::string> lines = source_lines(path);
+  LineRange r;
+  for (size_t n = 1; n < lines.size(); ++n) {
+    const std::string& line = lines[n];
+    if (r.first == 0) {
+      if (line.starts_with(def_text)) r.first = static_cast<int>(n);
+    } else if (line.starts_with("def ") || line.starts_with("class ")) {
+      break;
+    } else {
+      r.last = static_cast<int>(n);
+    }
+  }
+  return r;
+}
+
+void trace_glib_loop(const TempDir& dir,
+                     const std::vector<std::string>& app_args,
+                     const std::vector<std::string>& lt_args, RunResult* lt) {
+  std::vector<std::string> argv = {"/usr/bin/python3",
+                                   tests_dir() + "/programs/glib_loop.py",
+                                   "--start-delay", "2000"};
+  argv.insert(argv.end(), app_args.begin(), app_args.end());
+  argv.insert(argv.end(), {"--log", dir.file("glib.jsonl")});
+  Process app(argv, dir.file("app.out"), dir.file("app.err"));
+  ASSERT_TRUE(wait_for_text(dir.file("app.err"), "glib_loop: ready", 10000))
+      << read_file(dir.file("app.err"));
+  std::vector<std::string> cmd = {looptrace_bin(), "record", "-p",
+                                  std::to_string(app.pid())};
+  cmd.insert(cmd.end(), lt_args.begin(), lt_args.end());
+  *lt = run(cmd);
+  ASSERT_EQ(lt->exit_code, 0) << lt->err;
+  ASSERT_EQ(app.wait(10000), 0) << read_file(dir.file("app.err"));
+}
+
+const nlohmann::json* span_holding(const nlohmann::json& spans,
+                                   const nlohmann::json& logged,
+                                   int64_t tolerance_ns) {
+  const uint64_t tol = static_cast<uint64_t>(tolerance_ns);
+  const uint64_t st_start = logged["start_ns"], st_end = logged["end_ns"];
+  const nlohmann::json* found = nullptr;
+  for (const auto& s : spans) {
+    const uint64_t start = s["start_ns"], dur = s["duration_ns"];
+    if (start <= st_start + tol && start + dur + tol >= st_end) found = &s;
+  }
+  return found;
 }
 
 std::string looptrace_bin() { return LT_LOOPTRACE_BIN; }

@@ -27,6 +27,27 @@ namespace lt_test {
 std::string bpf_unavailable_reason();
 bool bpf_required();
 
+// Skips the test when `have` is false: `what` (streamed into the message,
+// e.g. "/usr/bin/python3" or "PyQt" << major) is not installed; with
+// LOOPTRACE_REQUIRE_BPF=1 (CI, where scripts/setup.sh installed it) that
+// is a failure instead.
+#define LT_REQUIRE_INSTALLED(have, what)                 \
+  do {                                                   \
+    if (!(have)) {                                       \
+      if (::lt_test::bpf_required())                     \
+        FAIL() << what << " missing (scripts/setup.sh)"; \
+      GTEST_SKIP() << what << " missing";                \
+    }                                                    \
+  } while (0)
+
+// Debian's python3, which runs the tests' Python programs.
+bool have_system_python();
+#define LT_REQUIRE_SYSTEM_PYTHON() \
+  LT_REQUIRE_INSTALLED(::lt_test::have_system_python(), "/usr/bin/python3")
+
+// Xvfb and xdotool, which run and drive the tests' X11 clients.
+bool have_xvfb_and_xdotool();
+
 // A scratch directory removed at destruction.
 class TempDir {
  public:
@@ -115,6 +136,35 @@ inline int64_t diff(uint64_t a, uint64_t b) {
 // the wall exactly). Failures are reported as gtest failures naming the
 // span.
 void expect_split_adds_up(const nlohmann::json& report);
+
+// The lines of a source file (a test's program), 1-based: lines[0] is
+// empty.
+std::vector<std::string> source_lines(const std::string& path);
+// The first line of `path` holding `text` (1-based), 0 if none.
+int line_of(const std::string& path, const std::string& text);
+// The lines of the top-level function that starts with the line beginning
+// `def_text` in `path`: from its def to the line before the next
+// top-level def or class (first 0 if there is no such line).
+struct LineRange {
+  int first = 0, last = 0;
+  bool holds(int line) const { return line >= first && line <= last; }
+};
+LineRange function_lines(const std::string& path, const std::string& def_text);
+
+// tests/programs/glib_loop.py run by Debian's python3 with --start-delay
+// 2000, `app_args` and --log dir.file("glib.jsonl"), attached once it is
+// ready by `looptrace record -p PID` and `lt_args`: both must exit 0.
+// *lt is looptrace's run (its text report in out).
+void trace_glib_loop(const TempDir& dir,
+                     const std::vector<std::string>& app_args,
+                     const std::vector<std::string>& lt_args, RunResult* lt);
+
+// The span of `spans` (a report's list) that holds what the traced program
+// logged as `logged` (its start_ns and end_ns), give or take tolerance_ns
+// at each end; the last such one, nullptr if none.
+const nlohmann::json* span_holding(const nlohmann::json& spans,
+                                   const nlohmann::json& logged,
+                                   int64_t tolerance_ns);
 
 std::string looptrace_bin();
 std::string refapp_bin();

@@ -64,16 +64,8 @@ std::string find_chromium() {
 
 // Skips when Chromium is missing; with LOOPTRACE_REQUIRE_BPF=1 (CI, where
 // scripts/setup.sh installed it) that is a failure.
-#define LT_REQUIRE_CHROMIUM(path)                                     \
-  do {                                                                \
-    if ((path).empty()) {                                             \
-      const char* why =                                               \
-          "chromium is not installed (scripts/setup.sh installs it)"; \
-      if (::lt_test::bpf_required())                                  \
-        FAIL() << "LOOPTRACE_REQUIRE_BPF=1 but " << why;              \
-      GTEST_SKIP() << why;                                            \
-    }                                                                 \
-  } while (0)
+#define LT_REQUIRE_CHROMIUM(path) \
+  LT_REQUIRE_INSTALLED(!(path).empty(), "chromium")
 
 struct Box {
   int x0 = 0, y0 = 0, x1 = -1, y1 = -1;  // inclusive

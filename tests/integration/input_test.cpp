@@ -427,8 +427,7 @@ void glib_raw_channel(const std::string& sock_name,
 
 TEST(RawInput, GlibLoopReadingASocketPickedByPeer) {
   LT_REQUIRE_BPF();
-  if (access("/usr/bin/python3", X_OK) != 0)
-    GTEST_SKIP() << "no /usr/bin/python3 (scripts/setup.sh installs it)";
+  LT_REQUIRE_SYSTEM_PYTHON();
   glib_raw_channel("server.sock", "");
 }
 
@@ -437,8 +436,7 @@ TEST(RawInput, GlibLoopReadingASocketPickedByPeer) {
 // and decodes it as Wayland: no byte of what the app read leaves.
 TEST(RawInput, GlibLoopWaylandConnectionPickedAutomatically) {
   LT_REQUIRE_BPF();
-  if (access("/usr/bin/python3", X_OK) != 0)
-    GTEST_SKIP() << "no /usr/bin/python3 (scripts/setup.sh installs it)";
+  LT_REQUIRE_SYSTEM_PYTHON();
   glib_raw_channel("wayland-5", "auto");
 }
 

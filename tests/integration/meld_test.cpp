@@ -23,23 +23,13 @@ namespace {
 const char* const kMeldPackage = "/usr/lib/python3/dist-packages/meld/";
 
 bool have_meld() {
-  return access("/usr/bin/meld", X_OK) == 0 &&
-         access("/usr/bin/Xvfb", X_OK) == 0 &&
-         access("/usr/bin/xdotool", X_OK) == 0;
-}
-
-// The lines of a file, 1-based (lines[0] is empty).
-std::vector<std::string> lines_of(const std::string& path) {
-  std::vector<std::string> out(1);
-  std::ifstream in(path);
-  for (std::string l; std::getline(in, l);) out.push_back(l);
-  return out;
+  return access("/usr/bin/meld", X_OK) == 0 && have_xvfb_and_xdotool();
 }
 
 // Whether `def NAME(` (or `class NAME`) starts a line at or before `line`
 // of `path`: the function a Python frame names, in the source it ran.
 bool defined_by(const std::string& path, const std::string& name, int line) {
-  const std::vector<std::string> lines = lines_of(path);
+  const std::vector<std::string> lines = source_lines(path);
   if (line <= 0 || static_cast<size_t>(line) >= lines.size()) return false;
   // Comprehensions, lambdas and module code have no def of their own.
   if (name.starts_with("<")) return true;
@@ -63,10 +53,7 @@ std::string wait_for_window(const Display& display) {
 
 TEST(Meld, SlowSpansNameMeldsOwnPythonFunctions) {
   LT_REQUIRE_BPF();
-  if (!have_meld()) {
-    if (bpf_required()) FAIL() << "meld, Xvfb or xdotool missing (setup.sh)";
-    GTEST_SKIP() << "meld, Xvfb or xdotool missing";
-  }
+  LT_REQUIRE_INSTALLED(have_meld(), "meld, Xvfb or xdotool");
   TempDir dir;
   {
     std::ofstream a(dir.file("left.txt")), b(dir.file("right.txt"));

@@ -119,11 +119,7 @@ void run_node_timers(const std::string& call_graph) {
   }
 }
 
-void require_node() {
-  if (access(kNode, X_OK) == 0) return;
-  if (bpf_required()) FAIL() << kNode << " missing (scripts/setup.sh)";
-  GTEST_SKIP() << kNode << " missing";
-}
+void require_node() { LT_REQUIRE_INSTALLED(access(kNode, X_OK) == 0, kNode); }
 
 // V8's JIT code keeps frame pointers, and so does Node's own C++: the
 // kernel's frame-pointer walk already reaches the JS frames.

@@ -45,8 +45,6 @@ std::string dump_frames(const json& frames) {
   return all;
 }
 
-bool have_python() { return access("/usr/bin/python3", X_OK) == 0; }
-
 // A timer's wakeup of a blocked span may be missing only when the kernel
 // did not run looptrace's hooks for it: a hook skipped while it ran for
 // another thread (lost.hook_misses), or a guest kernel that runs no hook
@@ -63,15 +61,6 @@ bool have_python() { return access("/usr/bin/python3", X_OK) == 0; }
          << "no waker, and neither a hook miss nor an unseen switch: "
          << span.dump() << "\nlost: " << report["lost"].dump();
 }
-
-#define LT_REQUIRE_PYTHON()                                      \
-  do {                                                           \
-    if (!have_python()) {                                        \
-      if (bpf_required())                                        \
-        FAIL() << "/usr/bin/python3 missing (scripts/setup.sh)"; \
-      GTEST_SKIP() << "/usr/bin/python3 missing";                \
-    }                                                            \
-  } while (0)
 
 // refapp's dispatch span starts within microseconds of the log's start_ns
 // (its first clock read inside dispatchMessage); 5 ms tells it from the
@@ -399,7 +388,7 @@ std::vector<std::string> glib_profile() {
 
 TEST(OffCpuPython, GlibCallbackSleepingInTimeSleep) {
   LT_REQUIRE_BPF();
-  LT_REQUIRE_PYTHON();
+  LT_REQUIRE_SYSTEM_PYTHON();
   Traced t =
       record(glib_profile(), "dwarf", {},
              {"/usr/bin/python3", tests_dir() + "/programs/glib_loop.py",
@@ -457,7 +446,7 @@ TEST(OffCpuPython, GlibCallbackSleepingInTimeSleep) {
 
 TEST(OffCpuPython, GlibCallbackWaitingOnLockNamesThePythonThread) {
   LT_REQUIRE_BPF();
-  LT_REQUIRE_PYTHON();
+  LT_REQUIRE_SYSTEM_PYTHON();
   Traced t = record(glib_profile(), "dwarf", {},
                     {"/usr/bin/python3", tests_dir() + "/programs/glib_lock.py",
                      "--stall", "200@400", "--duration", "900"});
@@ -531,7 +520,7 @@ Traced record_pieces() {
 
 TEST(OffCpuPython, BlockingPointsPastTheCapAreNotRecorded) {
   LT_REQUIRE_BPF();
-  LT_REQUIRE_PYTHON();
+  LT_REQUIRE_SYSTEM_PYTHON();
   Traced t = record_pieces();
   std::vector<json> stalls = events(t.log, "stall");
   std::vector<json> summary = events(t.log, "summary");
@@ -577,7 +566,7 @@ TEST(OffCpuPython, BlockingPointsPastTheCapAreNotRecorded) {
 // what went unrecorded (lost.blocks_capped).
 TEST(OffCpuPython, BlockingPointsPastTheCapAreCountedAsLost) {
   LT_REQUIRE_BPF();
-  LT_REQUIRE_PYTHON();
+  LT_REQUIRE_SYSTEM_PYTHON();
   Traced t = record_pieces();
   ASSERT_EQ(events(t.log, "stall").size(), 1u);
   // Whatever its name: a lost count of exactly the pieces past the cap.
@@ -591,7 +580,7 @@ TEST(OffCpuPython, BlockingPointsPastTheCapAreCountedAsLost) {
 // happened to hit: one timer waking one place 16 times is one entry.
 TEST(OffCpuPython, InterruptWakersOfOnePlaceAreMerged) {
   LT_REQUIRE_BPF();
-  LT_REQUIRE_PYTHON();
+  LT_REQUIRE_SYSTEM_PYTHON();
   Traced t = record_pieces();
   std::vector<json> stalls = events(t.log, "stall");
   ASSERT_EQ(stalls.size(), 1u);

@@ -4,9 +4,7 @@
 // -p and no option. The frames' functions, files and lines come from the
 // program's source itself.
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -16,15 +14,6 @@ namespace lt_test {
 namespace {
 
 constexpr int64_t kToleranceNs = 1'000'000;
-
-// The line of `path` holding `text` (1-based), 0 if none.
-int line_of(const std::string& path, const std::string& text) {
-  std::ifstream in(path);
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n)
-    if (line.find(text) != std::string::npos) return n;
-  return 0;
-}
 
 // Index of the first frame that is `name (file:line)` for one of `lines`
 // in `frames`, -1 if none.
@@ -64,14 +53,7 @@ void stall_span(const nlohmann::json& report, const std::string& log,
                 const nlohmann::json** out) {
   auto stalls = events(read_jsonl(log), "stall");
   ASSERT_EQ(stalls.size(), 1u);
-  const uint64_t st_start = stalls[0]["start_ns"], st_end = stalls[0]["end_ns"];
-  *out = nullptr;
-  for (const auto& s : report["slow_dispatches"]) {
-    uint64_t start = s["start_ns"], dur = s["duration_ns"];
-    if (start <= st_start + kToleranceNs &&
-        start + dur + kToleranceNs >= st_end)
-      *out = &s;
-  }
+  *out = span_holding(report["slow_dispatches"], stalls[0], kToleranceNs);
   ASSERT_NE(*out, nullptr) << report["slow_dispatches"].dump();
 }
 
@@ -141,10 +123,7 @@ class PythonFrames : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(PythonFrames, StacksOfABusyCallbackNameItsPythonFunctions) {
   LT_REQUIRE_BPF();
-  if (access("/usr/bin/python3", X_OK) != 0) {
-    if (bpf_required()) FAIL() << "/usr/bin/python3 missing (scripts/setup.sh)";
-    GTEST_SKIP() << "/usr/bin/python3 missing";
-  }
+  LT_REQUIRE_SYSTEM_PYTHON();
   const std::string mode = GetParam();
   const bool dwarf = mode == "dwarf";
   const std::string src = tests_dir() + "/programs/glib_loop.py";
@@ -155,18 +134,15 @@ TEST_P(PythonFrames, StacksOfABusyCallbackNameItsPythonFunctions) {
   const std::string log = dir.file("glib.jsonl");
   const std::string json = dir.file("report.json");
   const std::string rec = dir.file("run.ltrec");
-  Process app({"/usr/bin/python3", src, "--start-delay", "2000", "--kind",
-               "busy", "--stall", "200@300", "--duration", "800", "--log", log},
-              dir.file("app.out"), dir.file("app.err"));
-  ASSERT_TRUE(wait_for_text(dir.file("app.err"), "glib_loop: ready", 10000));
-  std::vector<std::string> cmd = {looptrace_bin(),           "record", "-p",
-                                  std::to_string(app.pid()), "--json", json};
+  std::vector<std::string> lt_args = {"--json", json};
   // With dwarf, also a recording: read back where the process is gone.
-  if (dwarf) cmd.insert(cmd.end(), {"--call-graph", "dwarf", "-o", rec});
-  if (mode == "fp") cmd.insert(cmd.end(), {"--call-graph", "fp"});
-  RunResult r = run(cmd);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  ASSERT_EQ(app.wait(10000), 0);
+  if (dwarf)
+    lt_args.insert(lt_args.end(), {"--call-graph", "dwarf", "-o", rec});
+  if (mode == "fp") lt_args.insert(lt_args.end(), {"--call-graph", "fp"});
+  RunResult r;
+  ASSERT_NO_FATAL_FAILURE(trace_glib_loop(
+      dir, {"--kind", "busy", "--stall", "200@300", "--duration", "800"},
+      lt_args, &r));
   std::vector<std::vector<std::string>> stacks;
   ASSERT_NO_FATAL_FAILURE(stall_stacks(read_json(json), log, &stacks));
   EXPECT_GT(check_stacks(stacks, l, mode != "fp"), 0)
@@ -191,23 +167,16 @@ INSTANTIATE_TEST_SUITE_P(CallGraph, PythonFrames,
 // busy_for, the same Python frames: function, file and line, in order.
 TEST(PythonFrames, TheInterpretersOwnStackAgrees) {
   LT_REQUIRE_BPF();
-  if (access("/usr/bin/python3", X_OK) != 0) {
-    if (bpf_required()) FAIL() << "/usr/bin/python3 missing (scripts/setup.sh)";
-    GTEST_SKIP() << "/usr/bin/python3 missing";
-  }
-  const std::string src = tests_dir() + "/programs/glib_loop.py";
+  LT_REQUIRE_SYSTEM_PYTHON();
   TempDir dir;
   const std::string log = dir.file("glib.jsonl");
   const std::string json = dir.file("report.json");
-  Process app(
-      {"/usr/bin/python3", src, "--start-delay", "2000", "--kind", "busy",
-       "--stall", "200@300", "--duration", "800", "--dump-stack", "--log", log},
-      dir.file("app.out"), dir.file("app.err"));
-  ASSERT_TRUE(wait_for_text(dir.file("app.err"), "glib_loop: ready", 10000));
-  RunResult r = run({looptrace_bin(), "record", "-p", std::to_string(app.pid()),
-                     "--json", json});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  ASSERT_EQ(app.wait(10000), 0);
+  RunResult r;
+  ASSERT_NO_FATAL_FAILURE(
+      trace_glib_loop(dir,
+                      {"--kind", "busy", "--stall", "200@300", "--duration",
+                       "800", "--dump-stack"},
+                      {"--json", json}, &r));
   auto dumped = events(read_jsonl(log), "stack");
   ASSERT_EQ(dumped.size(), 1u);
   // The interpreter's, innermost first, without busy_for itself:
@@ -252,10 +221,7 @@ TEST(PythonFrames, TheInterpretersOwnStackAgrees) {
 // as the key one. Attached with -p and no other option.
 TEST(PythonBlocking, TheBlockingPointOfASleepingCallbackNamesItsPythonLine) {
   LT_REQUIRE_BPF();
-  if (access("/usr/bin/python3", X_OK) != 0) {
-    if (bpf_required()) FAIL() << "/usr/bin/python3 missing (scripts/setup.sh)";
-    GTEST_SKIP() << "/usr/bin/python3 missing";
-  }
+  LT_REQUIRE_SYSTEM_PYTHON();
   const std::string src = tests_dir() + "/programs/glib_loop.py";
   const int sleep_line =
       line_of(src, "                time.sleep(ms / 1000.0 / pieces)");
@@ -265,14 +231,10 @@ TEST(PythonBlocking, TheBlockingPointOfASleepingCallbackNamesItsPythonLine) {
   TempDir dir;
   const std::string log = dir.file("glib.jsonl");
   const std::string json = dir.file("report.json");
-  Process app({"/usr/bin/python3", src, "--start-delay", "2000", "--stall",
-               "sleep:100@300", "--duration", "700", "--log", log},
-              dir.file("app.out"), dir.file("app.err"));
-  ASSERT_TRUE(wait_for_text(dir.file("app.err"), "glib_loop: ready", 10000));
-  RunResult r = run({looptrace_bin(), "record", "-p", std::to_string(app.pid()),
-                     "--json", json});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  ASSERT_EQ(app.wait(10000), 0);
+  RunResult r;
+  ASSERT_NO_FATAL_FAILURE(
+      trace_glib_loop(dir, {"--stall", "sleep:100@300", "--duration", "700"},
+                      {"--json", json}, &r));
   const nlohmann::json report = read_json(json);
   const nlohmann::json* slow = nullptr;
   ASSERT_NO_FATAL_FAILURE(stall_span(report, log, &slow));
@@ -305,10 +267,7 @@ class PythonCallbacks : public ::testing::TestWithParam<CallbackKind> {};
 
 TEST_P(PythonCallbacks, ALoopCallbackIsNamedByItsPythonFunction) {
   LT_REQUIRE_BPF();
-  if (access("/usr/bin/python3", X_OK) != 0) {
-    if (bpf_required()) FAIL() << "/usr/bin/python3 missing (scripts/setup.sh)";
-    GTEST_SKIP() << "/usr/bin/python3 missing";
-  }
+  LT_REQUIRE_SYSTEM_PYTHON();
   const CallbackKind& k = GetParam();
   const std::string src = tests_dir() + "/programs/glib_loop.py";
   const int def_line = line_of(src, k.def);
@@ -319,15 +278,12 @@ TEST_P(PythonCallbacks, ALoopCallbackIsNamedByItsPythonFunction) {
   const std::string log = dir.file("glib.jsonl");
   const std::string json = dir.file("report.json");
   const std::string rec = dir.file("run.ltrec");
-  Process app({"/usr/bin/python3", src, "--start-delay", "2000", "--source",
-               k.source, "--stall", "sleep:60@300", "--stall", "busy:40@600",
-               "--duration", "900", "--log", log},
-              dir.file("app.out"), dir.file("app.err"));
-  ASSERT_TRUE(wait_for_text(dir.file("app.err"), "glib_loop: ready", 10000));
-  RunResult r = run({looptrace_bin(), "record", "-p", std::to_string(app.pid()),
-                     "--slow", "20ms", "--json", json, "-o", rec});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  ASSERT_EQ(app.wait(10000), 0);
+  RunResult r;
+  ASSERT_NO_FATAL_FAILURE(
+      trace_glib_loop(dir,
+                      {"--source", k.source, "--stall", "sleep:60@300",
+                       "--stall", "busy:40@600", "--duration", "900"},
+                      {"--slow", "20ms", "--json", json, "-o", rec}, &r));
   const std::string replayed = dir.file("replayed.json");
   RunResult rr = run({looptrace_bin(), "report", rec, "--json", replayed});
   ASSERT_EQ(rr.exit_code, 0) << rr.err;
@@ -336,13 +292,7 @@ TEST_P(PythonCallbacks, ALoopCallbackIsNamedByItsPythonFunction) {
   for (const std::string& file : {json, replayed}) {
     const auto report = read_json(file);
     for (const auto& st : stalls) {
-      const nlohmann::json* m = nullptr;
-      for (const auto& s : report[k.list]) {
-        uint64_t start = s["start_ns"], dur = s["duration_ns"];
-        if (start <= st["start_ns"].get<uint64_t>() + kToleranceNs &&
-            start + dur + kToleranceNs >= st["end_ns"].get<uint64_t>())
-          m = &s;
-      }
+      const nlohmann::json* m = span_holding(report[k.list], st, kToleranceNs);
       ASSERT_NE(m, nullptr) << file << ": " << st.dump() << "\n"
                             << report[k.list].dump();
       // (A source's name may follow: python3-gi names its idle sources.)

@@ -19,21 +19,15 @@ namespace {
 constexpr int64_t kToleranceNs = 1'000'000;  // the 1 ms
 
 bool have_pyqt(int major) {
-  return access("/usr/bin/python3", X_OK) == 0 &&
+  return have_system_python() &&
          std::system(fmt::format("/usr/bin/python3 -c 'import PyQt{}.QtCore' "
                                  ">/dev/null 2>&1",
                                  major)
                          .c_str()) == 0;
 }
 
-#define LT_REQUIRE_PYQT(major)                                      \
-  do {                                                              \
-    if (!have_pyqt(major)) {                                        \
-      if (bpf_required())                                           \
-        FAIL() << "PyQt" << major << " missing (scripts/setup.sh)"; \
-      GTEST_SKIP() << "PyQt" << major << " missing";                \
-    }                                                               \
-  } while (0)
+#define LT_REQUIRE_PYQT(major) \
+  LT_REQUIRE_INSTALLED(have_pyqt(major), "PyQt" << major)
 
 // The Qt major version a test runs against.
 class QtEvents : public ::testing::TestWithParam<int> {};

@@ -161,13 +161,8 @@ void xvfb_stacks(int seconds, Checked* c) {
 
 TEST(DefaultUnwind, NoGarbageFrameInPython3AndXvfb) {
   LT_REQUIRE_BPF();
-  if (access("/usr/bin/python3", X_OK) != 0 ||
-      access("/usr/bin/Xvfb", X_OK) != 0 ||
-      access("/usr/bin/xdotool", X_OK) != 0) {
-    if (bpf_required())
-      FAIL() << "python3, Xvfb or xdotool missing (scripts/setup.sh)";
-    GTEST_SKIP() << "python3, Xvfb or xdotool missing";
-  }
+  LT_REQUIRE_INSTALLED(have_system_python() && have_xvfb_and_xdotool(),
+                       "python3, Xvfb or xdotool");
   Checked py, x;
   ASSERT_NO_FATAL_FAILURE(xvfb_stacks(4, &x));
   // How many samples a run gets depends on the machine's load: runs until

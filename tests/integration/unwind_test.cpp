@@ -180,10 +180,7 @@ TEST(DwarfUnwind, SameFramesAsTheFramePointerBuild) {
 
 TEST(DwarfUnwind, DebiansPython3GlibLoopDownToMain) {
   LT_REQUIRE_BPF();
-  if (access("/usr/bin/python3", X_OK) != 0) {
-    if (bpf_required()) FAIL() << "/usr/bin/python3 missing (scripts/setup.sh)";
-    GTEST_SKIP() << "/usr/bin/python3 missing";
-  }
+  LT_REQUIRE_SYSTEM_PYTHON();
   // Debian builds python3 and GLib without frame pointers: a busy
   // callback's stack by frame pointers is a frame or two.
   TempDir dir;

@@ -54,11 +54,8 @@ std::string profile_json(const std::string& bin) {
 // on it; nothing else is blamed; non-input messages are counted.
 TEST(WaylandInput, KeysAndButtonsDecodedEventByEvent) {
   LT_REQUIRE_BPF();
-  if (access(wl_pair().c_str(), X_OK) != 0) {
-    if (bpf_required())
-      FAIL() << "wl_pair not built: libwayland-dev missing (scripts/setup.sh)";
-    GTEST_SKIP() << "wl_pair not built (libwayland-dev)";
-  }
+  LT_REQUIRE_INSTALLED(access(wl_pair().c_str(), X_OK) == 0,
+                       "libwayland-dev (for wl_pair)");
   TempDir dir;
   const std::string env = "XDG_RUNTIME_DIR=" + dir.path();
   const std::string slog = dir.file("server.jsonl"),

@@ -22,10 +22,15 @@
 #include "elf/elf_file.h"
 #include "elf/xz.h"
 #include "proc/maps.h"
+#include "stripped_program.h"
 #include "symbolize/proc_symbolizer.h"
 
 namespace looptrace {
 namespace {
+
+using test::have_tool;
+using test::shell_ok;
+using test::shell_output;
 
 constexpr char kSource[] = R"(
 #include <stdio.h>
@@ -47,109 +52,33 @@ int main(int argc, char** argv) {
 constexpr uint32_t kFakePid = (1u << 22) + 4343;
 constexpr uint64_t kBase = 0x555500000000;
 
-std::string run(const std::string& cmd) {
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), &pclose);
-  if (!pipe) return "";
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe.get())) > 0) out.append(buf, n);
-  return out;
-}
-
-bool sh(const std::string& cmd) {
-  return run("(" + cmd + ") >/dev/null 2>&1; echo rc=$?") == "rc=0\n";
-}
-
-bool have(const std::string& tool) { return sh("command -v " + tool); }
-
-// Address of a symbol as nm prints it.
-std::optional<uint64_t> nm_address(const std::string& path,
-                                   const std::string& name) {
-  std::istringstream in(run("nm " + path + " 2>/dev/null"));
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    std::string addr, type, sym;
-    if (fields >> addr >> type >> sym && sym == name)
-      return std::stoull(addr, nullptr, 16);
-  }
-  return std::nullopt;
-}
-
-// The file offset of vaddr, through readelf's PT_LOAD headers.
-std::optional<uint64_t> file_offset(const std::string& path, uint64_t vaddr) {
-  std::istringstream in(run("readelf -lW " + path));
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream f(line);
-    std::string type, off, va, pa, filesz;
-    if (!(f >> type >> off >> va >> pa >> filesz) || type != "LOAD") continue;
-    uint64_t o = std::stoull(off, nullptr, 16),
-             v = std::stoull(va, nullptr, 16),
-             s = std::stoull(filesz, nullptr, 16);
-    if (vaddr >= v && vaddr - v < s) return vaddr - v + o;
-  }
-  return std::nullopt;
-}
-
 class DebugSymbolsTest : public testing::Test {
  protected:
   void SetUp() override {
     for (const char* tool : {"cc", "objcopy", "strip", "nm", "readelf", "xz"})
-      if (!have(tool)) GTEST_SKIP() << tool << " is not installed";
-    char tmpl[] = "/tmp/lt-debugsyms-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    std::ofstream(dir_ + "/prog.c") << kSource;
-    full_ = dir_ + "/full";
-    ASSERT_TRUE(sh("cc -g -O1 -fPIE -pie -Wl,--build-id -o " + full_ + " " +
-                   dir_ + "/prog.c"));
-    std::optional<uint64_t> vaddr = nm_address(full_, "lt_debug_static_fn");
-    ASSERT_TRUE(vaddr);
-    vaddr_ = *vaddr;
-    std::optional<uint64_t> off = file_offset(full_, vaddr_);
-    ASSERT_TRUE(off);
-    offset_ = *off;
-    build_id_ = run("readelf -n " + full_ +
-                    " | sed -n 's/.*Build ID: *//p' | tr -d '\\n'");
-    ASSERT_GE(build_id_.size(), 4u);
-    prog_ = dir_ + "/bin/prog";
-    std::filesystem::create_directories(dir_ + "/bin");
+      if (!have_tool(tool)) GTEST_SKIP() << tool << " is not installed";
+    ASSERT_NO_FATAL_FAILURE(
+        p_.build("lt-debugsyms-", kSource, "lt_debug_static_fn", "bin/prog"));
+    dir_ = p_.dir;
+    full_ = p_.full;
+    prog_ = p_.prog;
+    build_id_ = p_.build_id;
     std::filesystem::create_directories(dir_ + "/root");
-    ASSERT_TRUE(
-        sh("objcopy --only-keep-debug " + full_ + " " + dir_ + "/prog.debug"));
-    ASSERT_TRUE(sh("strip --strip-all -o " + prog_ + " " + full_));
-    // Stripped for real: nm finds nothing to name the function by.
-    ASSERT_FALSE(nm_address(prog_, "lt_debug_static_fn"));
-  }
-  void TearDown() override {
-    std::error_code ec;
-    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
   }
 
   // prog_ as if a process mapped it whole at kBase (the mapping's inode is
   // the file's, as /proc/PID/maps would say).
   Frame symbolize(const std::string& debug_root) {
-    struct stat st;
-    EXPECT_EQ(stat(prog_.c_str(), &st), 0);
-    MapEntry m;
-    m.start = kBase;
-    m.end = kBase + 0x10000;
-    m.perms = "r-xp";
-    m.dev = "00:00";
-    m.inode = st.st_ino;
-    m.path = prog_;
     ProcSymbolizerOptions opts;
     opts.debug_root = debug_root;
     opts.perf_map_dir = dir_ + "/no-perf-maps";
     ProcSymbolizer sym(opts);
-    sym.add_mappings(kFakePid, {m});
-    return sym.symbolize(kFakePid, kBase + offset_ + 1);
+    sym.add_mappings(kFakePid, {p_.mapping(kBase)});
+    return sym.symbolize(kFakePid, kBase + p_.offset + 1);
   }
 
+  test::StrippedProgram p_;
   std::string dir_, full_, prog_, build_id_;
-  uint64_t vaddr_ = 0, offset_ = 0;
 };
 
 TEST_F(DebugSymbolsTest, StrippedWithoutDebugFileHasNoName) {
@@ -185,18 +114,18 @@ TEST_F(DebugSymbolsTest, FoundByBuildIdThroughTheEnvironment) {
 TEST_F(DebugSymbolsTest, ABuildIdPathWithAnotherBuildIsIgnored) {
   // Another program's debug file where this build-id's should be.
   std::string other = dir_ + "/other";
-  ASSERT_TRUE(sh("cc -g -O1 -DX=1 -o " + other + " " + dir_ + "/prog.c"));
+  ASSERT_TRUE(shell_ok("cc -g -O1 -DX=1 -o " + other + " " + dir_ + "/prog.c"));
   std::string link_dir = dir_ + "/root/.build-id/" + build_id_.substr(0, 2);
   std::filesystem::create_directories(link_dir);
-  ASSERT_TRUE(
-      sh("objcopy --only-keep-debug --remove-section .note.gnu.build-id " +
-         other + " " + link_dir + "/" + build_id_.substr(2) + ".debug"));
+  ASSERT_TRUE(shell_ok(
+      "objcopy --only-keep-debug --remove-section .note.gnu.build-id " + other +
+      " " + link_dir + "/" + build_id_.substr(2) + ".debug"));
   EXPECT_FALSE(symbolize(dir_ + "/root").known());
 }
 
 TEST_F(DebugSymbolsTest, FoundByDebuglinkInEachPlace) {
-  ASSERT_TRUE(
-      sh("cd " + dir_ + " && objcopy --add-gnu-debuglink=prog.debug " + prog_));
+  ASSERT_TRUE(shell_ok("cd " + dir_ +
+                       " && objcopy --add-gnu-debuglink=prog.debug " + prog_));
   std::string root = dir_ + "/root";  // no .build-id in it
   const std::vector<std::string> places = {dir_ + "/bin/prog.debug",
                                            dir_ + "/bin/.debug/prog.debug",
@@ -213,12 +142,13 @@ TEST_F(DebugSymbolsTest, FoundByDebuglinkInEachPlace) {
 }
 
 TEST_F(DebugSymbolsTest, DebuglinkWithAWrongCrcIsIgnored) {
-  ASSERT_TRUE(
-      sh("cd " + dir_ + " && objcopy --add-gnu-debuglink=prog.debug " + prog_));
+  ASSERT_TRUE(shell_ok("cd " + dir_ +
+                       " && objcopy --add-gnu-debuglink=prog.debug " + prog_));
   // Another build's debug file under the name the link gives.
-  ASSERT_TRUE(sh("cc -g -O1 -DX=1 -o " + dir_ + "/other " + dir_ + "/prog.c"));
-  ASSERT_TRUE(sh("objcopy --only-keep-debug " + dir_ + "/other " + dir_ +
-                 "/bin/prog.debug"));
+  ASSERT_TRUE(
+      shell_ok("cc -g -O1 -DX=1 -o " + dir_ + "/other " + dir_ + "/prog.c"));
+  ASSERT_TRUE(shell_ok("objcopy --only-keep-debug " + dir_ + "/other " + dir_ +
+                       "/bin/prog.debug"));
   EXPECT_FALSE(symbolize(dir_ + "/root").known());
 }
 
@@ -226,33 +156,34 @@ TEST_F(DebugSymbolsTest, DebuglinkWithAWrongCrcIsIgnored) {
 // .dynsym lacks, in an xz-compressed ELF in .gnu_debugdata.
 TEST_F(DebugSymbolsTest, MiniDebugInfo) {
   std::string d = dir_ + "/";
-  ASSERT_TRUE(sh("nm -D " + full_ +
-                 " --format=posix --defined-only | awk "
-                 "'{ print $1 }' | sort > " +
-                 d + "dynsyms"));
-  ASSERT_TRUE(sh("nm " + full_ +
-                 " --format=posix --defined-only | awk "
-                 "'{ if ($2 == \"T\" || $2 == \"t\" || $2 == \"D\") print $1 "
-                 "}' | sort > " +
-                 d + "funcsyms"));
-  ASSERT_TRUE(sh("comm -13 " + d + "dynsyms " + d + "funcsyms > " + d +
-                 "keep_symbols"));
+  ASSERT_TRUE(shell_ok("nm -D " + full_ +
+                       " --format=posix --defined-only | awk "
+                       "'{ print $1 }' | sort > " +
+                       d + "dynsyms"));
   ASSERT_TRUE(
-      sh("objcopy -S --remove-section .gdb_index --remove-section "
-         ".comment --keep-symbols=" +
-         d + "keep_symbols " + d + "prog.debug " + d + "mini"));
-  ASSERT_TRUE(sh("xz -k " + d + "mini"));
+      shell_ok("nm " + full_ +
+               " --format=posix --defined-only | awk "
+               "'{ if ($2 == \"T\" || $2 == \"t\" || $2 == \"D\") print $1 "
+               "}' | sort > " +
+               d + "funcsyms"));
+  ASSERT_TRUE(shell_ok("comm -13 " + d + "dynsyms " + d + "funcsyms > " + d +
+                       "keep_symbols"));
   ASSERT_TRUE(
-      sh("objcopy --add-section .gnu_debugdata=" + d + "mini.xz " + prog_));
+      shell_ok("objcopy -S --remove-section .gdb_index --remove-section "
+               ".comment --keep-symbols=" +
+               d + "keep_symbols " + d + "prog.debug " + d + "mini"));
+  ASSERT_TRUE(shell_ok("xz -k " + d + "mini"));
+  ASSERT_TRUE(shell_ok("objcopy --add-section .gnu_debugdata=" + d +
+                       "mini.xz " + prog_));
   Frame f = symbolize(dir_ + "/root");
   EXPECT_EQ(f.function, "lt_debug_static_fn");
   EXPECT_EQ(f.offset, 1u);
 
   // The same cut short: no name, no crash.
-  ASSERT_TRUE(sh("head -c 200 " + d + "mini.xz > " + d + "cut.xz"));
-  ASSERT_TRUE(sh("strip --strip-all -o " + prog_ + " " + full_));
-  ASSERT_TRUE(
-      sh("objcopy --add-section .gnu_debugdata=" + d + "cut.xz " + prog_));
+  ASSERT_TRUE(shell_ok("head -c 200 " + d + "mini.xz > " + d + "cut.xz"));
+  ASSERT_TRUE(shell_ok("strip --strip-all -o " + prog_ + " " + full_));
+  ASSERT_TRUE(shell_ok("objcopy --add-section .gnu_debugdata=" + d + "cut.xz " +
+                       prog_));
   EXPECT_FALSE(symbolize(dir_ + "/root").known());
 }
 
@@ -268,8 +199,8 @@ TEST(Xz, BadStreamsAreErrors) {
 }
 
 TEST(Xz, OutputIsCapped) {
-  if (!have("xz")) GTEST_SKIP() << "xz is not installed";
-  std::string stream = run("head -c 100000 /dev/zero | xz -c");
+  if (!have_tool("xz")) GTEST_SKIP() << "xz is not installed";
+  std::string stream = shell_output("head -c 100000 /dev/zero | xz -c");
   ASSERT_FALSE(stream.empty());
   Result<std::vector<char>> all = elf::xz_decompress(stream, 100000);
   ASSERT_TRUE(all.ok()) << all.status().message();
@@ -304,7 +235,7 @@ TEST(ElfFromMemory, GarbageAndTruncatedImagesAreErrors) {
 // readelf on a dump of the image; ProcSymbolizer reads it from
 // /proc/self/mem on its own.
 TEST(VdsoSymbols, ClockGettimeIsNamed) {
-  if (!have("readelf")) GTEST_SKIP() << "readelf is not installed";
+  if (!have_tool("readelf")) GTEST_SKIP() << "readelf is not installed";
   uint64_t ehdr = getauxval(AT_SYSINFO_EHDR);
   Result<std::vector<MapEntry>> maps =
       proc::read_maps(static_cast<uint32_t>(getpid()));
@@ -325,7 +256,7 @@ TEST(VdsoSymbols, ClockGettimeIsNamed) {
   close(fd);
   // "    5: 0000000000000c10   145 FUNC    WEAK   DEFAULT   12
   //  clock_gettime@@LINUX_2.6"
-  std::istringstream in(run("readelf -W --dyn-syms " + dump));
+  std::istringstream in(shell_output("readelf -W --dyn-syms " + dump));
   std::filesystem::remove(dump);
   std::string line;
   uint64_t value = 0;

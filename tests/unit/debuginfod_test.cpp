@@ -25,10 +25,15 @@
 #include <vector>
 
 #include "pipeline/symbols.h"
+#include "stripped_program.h"
 #include "symbolize/proc_symbolizer.h"
 
 namespace looptrace {
 namespace {
+
+using test::have_tool;
+using test::shell_ok;
+using test::shell_output;
 
 constexpr char kSource[] = R"(
 #define NOINLINE __attribute__((noinline, noclone))
@@ -42,46 +47,6 @@ int main(int argc, char** argv) { (void)argv; return lt_dbgd_static_fn(argc); }
 
 constexpr uint32_t kFakePid = (1u << 22) + 4747;
 constexpr uint64_t kBase = 0x555500000000;
-
-std::string run(const std::string& cmd) {
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), &pclose);
-  if (!pipe) return "";
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe.get())) > 0) out.append(buf, n);
-  return out;
-}
-
-bool sh(const std::string& cmd) {
-  return run("(" + cmd + ") >/dev/null 2>&1; echo rc=$?") == "rc=0\n";
-}
-
-// The file offset of `name`, from nm's address and readelf's PT_LOAD.
-std::optional<uint64_t> nm_file_offset(const std::string& path,
-                                       const std::string& name) {
-  std::istringstream nm(run("nm " + path));
-  std::string line;
-  std::optional<uint64_t> vaddr;
-  while (std::getline(nm, line)) {
-    std::istringstream f(line);
-    std::string addr, type, sym;
-    if (f >> addr >> type >> sym && sym == name)
-      vaddr = std::stoull(addr, nullptr, 16);
-  }
-  if (!vaddr) return std::nullopt;
-  std::istringstream rd(run("readelf -lW " + path));
-  while (std::getline(rd, line)) {
-    std::istringstream f(line);
-    std::string type, off, va, pa, filesz;
-    if (!(f >> type >> off >> va >> pa >> filesz) || type != "LOAD") continue;
-    uint64_t o = std::stoull(off, nullptr, 16),
-             v = std::stoull(va, nullptr, 16),
-             s = std::stoull(filesz, nullptr, 16);
-    if (*vaddr >= v && *vaddr - v < s) return *vaddr - v + o;
-  }
-  return std::nullopt;
-}
 
 // A fetch that answers when the test lets it, and counts its calls.
 struct FakeServer {
@@ -139,32 +104,16 @@ class DebuginfodTest : public testing::Test {
  protected:
   void SetUp() override {
     for (const char* tool : {"cc", "objcopy", "strip", "nm", "readelf"})
-      if (!sh(std::string("command -v ") + tool))
-        GTEST_SKIP() << tool << " is not installed";
-    char tmpl[] = "/tmp/lt-debuginfod-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    std::ofstream(dir_ + "/prog.c") << kSource;
-    const std::string full = dir_ + "/full";
-    ASSERT_TRUE(sh("cc -g -O1 -fPIE -pie -Wl,--build-id -o " + full + " " +
-                   dir_ + "/prog.c"));
-    std::optional<uint64_t> off = nm_file_offset(full, "lt_dbgd_static_fn");
-    ASSERT_TRUE(off);
-    offset_ = *off;
-    build_id_ = run("readelf -n " + full +
-                    " | sed -n 's/.*Build ID: *//p' | tr -d '\\n'");
-    ASSERT_GE(build_id_.size(), 4u);
-    debug_ = dir_ + "/prog.debug";
-    prog_ = dir_ + "/prog";
-    ASSERT_TRUE(sh("objcopy --only-keep-debug " + full + " " + debug_));
-    ASSERT_TRUE(sh("strip --strip-all -o " + prog_ + " " + full));
+      if (!have_tool(tool)) GTEST_SKIP() << tool << " is not installed";
+    ASSERT_NO_FATAL_FAILURE(
+        p_.build("lt-debuginfod-", kSource, "lt_dbgd_static_fn", "prog"));
+    dir_ = p_.dir;
+    prog_ = p_.prog;
+    debug_ = p_.debug;
+    build_id_ = p_.build_id;
     server_.answer = {0, debug_};
   }
-  void TearDown() override {
-    fetcher_.reset();
-    std::error_code ec;
-    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
-  }
+  void TearDown() override { fetcher_.reset(); }
 
   void make_fetcher() {
     fetcher_ = std::make_shared<DebuginfodFetcher>(server_.fn(), lines_.fn());
@@ -177,22 +126,13 @@ class DebuginfodTest : public testing::Test {
     opts.perf_map_dir = dir_ + "/no-perf-maps";
     opts.debuginfod = fetcher_;
     auto sym = std::make_unique<ProcSymbolizer>(opts);
-    struct stat st;
-    EXPECT_EQ(stat(prog_.c_str(), &st), 0);
-    MapEntry m;
-    m.start = kBase;
-    m.end = kBase + 0x10000;
-    m.perms = "r-xp";
-    m.dev = "00:00";
-    m.inode = st.st_ino;
-    m.path = prog_;
-    sym->add_mappings(kFakePid, {m});
+    sym->add_mappings(kFakePid, {p_.mapping(kBase)});
     return sym;
   }
-  uint64_t addr() const { return kBase + offset_ + 1; }
+  uint64_t addr() const { return kBase + p_.offset + 1; }
 
+  test::StrippedProgram p_;
   std::string dir_, prog_, debug_, build_id_;
-  uint64_t offset_ = 0;
   FakeServer server_;
   Lines lines_;
   std::shared_ptr<DebuginfodFetcher> fetcher_;
@@ -263,8 +203,8 @@ TEST_F(DebuginfodTest, AFailureIsOneLineWithTheReason) {
 }
 
 TEST_F(DebuginfodTest, AFileOfAnotherBuildIsRefused) {
-  ASSERT_TRUE(sh("cc -O1 -DX=1 -Wl,--build-id -o " + dir_ + "/other " + dir_ +
-                 "/prog.c"));
+  ASSERT_TRUE(shell_ok("cc -O1 -DX=1 -Wl,--build-id -o " + dir_ + "/other " +
+                       dir_ + "/prog.c"));
   server_.answer = {0, dir_ + "/other"};
   make_fetcher();
   fetcher_->request(build_id_, "prog");
@@ -334,10 +274,11 @@ TEST_F(DebuginfodTest, WithoutAServerNothingIsAsked) {
 // it is given) is the file's own garbage: not asked for.
 TEST_F(DebuginfodTest, AnOverlongBuildIdIsNotAskedFor) {
   std::string id(144, 'a');
-  ASSERT_TRUE(sh("cc -O1 -fPIE -pie -Wl,--build-id=0x" + id + " -o " + dir_ +
-                 "/long " + dir_ + "/prog.c && strip --strip-all -o " + prog_ +
-                 " " + dir_ + "/long"));
-  ASSERT_NE(run("readelf -n " + prog_).find(id), std::string::npos);
+  ASSERT_TRUE(shell_ok("cc -O1 -fPIE -pie -Wl,--build-id=0x" + id + " -o " +
+                       dir_ + "/long " + dir_ +
+                       "/prog.c && strip --strip-all -o " + prog_ + " " + dir_ +
+                       "/long"));
+  ASSERT_NE(shell_output("readelf -n " + prog_).find(id), std::string::npos);
   make_fetcher();
   std::unique_ptr<ProcSymbolizer> sym = symbolizer();
   sym->settle_debuginfod();

@@ -17,38 +17,18 @@
 
 #include "elf/elf_file.h"
 #include "elf/resolve.h"
+#include "stripped_program.h"
 
 namespace looptrace::elf {
 namespace {
+
+using test::nm_address;
+using test::shell_output;
 
 const std::string kProgramsDir = LT_TEST_PROGRAMS_DIR;
 const std::string kPie = kProgramsDir + "/elf_target_pie";
 const std::string kNoPie = kProgramsDir + "/elf_target_nopie";
 const std::string kStripped = kProgramsDir + "/elf_target_stripped";
-
-std::string run(const std::string& cmd) {
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), &pclose);
-  if (!pipe) return "";
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe.get())) > 0) out.append(buf, n);
-  return out;
-}
-
-// Address of a (mangled) symbol as nm prints it.
-std::optional<uint64_t> nm_address(const std::string& path,
-                                   const std::string& name) {
-  std::istringstream in(run("nm " + path));
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    std::string addr, type, sym;
-    if (fields >> addr >> type >> sym && sym == name)
-      return std::stoull(addr, nullptr, 16);
-  }
-  return std::nullopt;
-}
 
 struct Load {
   uint64_t offset, vaddr, filesz;
@@ -58,7 +38,7 @@ struct Load {
 // "  LOAD 0x001000 0x0000000000001000 0x...1000 0x000441 0x000441 R E 0x1000"
 std::vector<Load> readelf_loads(const std::string& path) {
   std::vector<Load> out;
-  std::istringstream in(run("readelf -lW " + path));
+  std::istringstream in(shell_output("readelf -lW " + path));
   std::string line;
   while (std::getline(in, line)) {
     std::istringstream fields(line);
@@ -88,7 +68,7 @@ uint64_t expected_offset(const std::string& path, const std::string& name) {
 }
 
 std::string build_id_from_readelf(const std::string& path) {
-  std::istringstream in(run("readelf -n " + path));
+  std::istringstream in(shell_output("readelf -n " + path));
   std::string line;
   const std::string key = "Build ID: ";
   while (std::getline(in, line))
@@ -463,7 +443,7 @@ TEST(ElfResolveTest, DefaultSymbolVersionWins) {
   // default pthread_cond_wait@@GLIBC_2.3.2; a bare name means the default.
   Result<std::string> libc = find_library("libc.so.6");
   ASSERT_TRUE(libc.ok());
-  std::istringstream in(run("readelf -sW --dyn-syms " + *libc));
+  std::istringstream in(shell_output("readelf -sW --dyn-syms " + *libc));
   std::string line;
   std::optional<uint64_t> want;
   while (std::getline(in, line)) {
@@ -506,9 +486,9 @@ TEST(ElfFindLibraryTest, FindsLibcLikeTheLinker) {
   Result<ElfFile> f = ElfFile::Open(*p);
   ASSERT_TRUE(f.ok());
   EXPECT_TRUE(f->is_dyn());
-  EXPECT_NE(
-      run("readelf -h " + *p).find(sizeof(void*) == 8 ? "ELF64" : "ELF32"),
-      std::string::npos);
+  EXPECT_NE(shell_output("readelf -h " + *p)
+                .find(sizeof(void*) == 8 ? "ELF64" : "ELF32"),
+            std::string::npos);
 }
 
 TEST(ElfFindLibraryTest, UnversionedNameFindsVersionedFile) {

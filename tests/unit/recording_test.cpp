@@ -82,6 +82,7 @@ std::vector<Event> sample_events() {
   sa.stack.frames = {0x1000, 0x2000, 0x3000};
   sa.stack.unwind = Unwind::kDwarf;
   sa.stack.truncated = true;
+  sa.stack.python_cut = true;
   PointEvent pt;
   pt.frames = {0x10, 0x20};
   pt.keys = {9, 8, 7, 6};
@@ -137,6 +138,7 @@ std::vector<Event> sample_events() {
   bl.stack.frames = {0x1100, 0x2200};
   bl.kframes = {0xffffffff81000000, 0xffffffff81000100};
   bl.stack.unwind = Unwind::kDwarf;
+  bl.stack.python_cut = true;
   WakeEvent wk;
   wk.pid = 42;
   wk.tid = 43;
@@ -216,7 +218,11 @@ TEST(RecordingCodec, ShortOrLongPayloadsAreRefused) {
     std::string b = bytes_of(ev);
     const auto* p = reinterpret_cast<const uint8_t*>(b.data()) + 5;
     Event back;
-    EXPECT_FALSE(rec::decode_event(b[0], p, b.size() - 6, &back))
+    // A sample's and a blocking point's last byte (the Python cut) is one
+    // older recordings lack (OlderPayloadsStillDecode): one more short.
+    const uint8_t t = static_cast<uint8_t>(b[0]);
+    const size_t flag = t == rec::kSample || t == rec::kBlock ? 1 : 0;
+    EXPECT_FALSE(rec::decode_event(b[0], p, b.size() - 6 - flag, &back))
         << "type " << int(b[0]) << " one byte short";
     std::string longer = b + "x";
     EXPECT_FALSE(rec::decode_event(
@@ -279,18 +285,35 @@ TEST(RecordingCodec, OlderPayloadsStillDecode) {
         decode_payload(rec::kSpan, b.substr(5, b.size() - 5 - 4), &back));
   }
 
-  // How a sample was unwound: two bytes at the end.
+  // How a sample was unwound: two bytes at the end, then whether its
+  // Python frames were cut: one more.
   std::string b = bytes_of(evs[2]);
   Event back;
   ASSERT_TRUE(
-      decode_payload(rec::kSample, b.substr(5, b.size() - 5 - 2), &back));
+      decode_payload(rec::kSample, b.substr(5, b.size() - 5 - 3), &back));
   const auto& sa = std::get<SampleEvent>(back);
   EXPECT_EQ(sa.stack.frames, std::get<SampleEvent>(evs[2]).stack.frames);
   EXPECT_EQ(sa.stack.unwind, Unwind::kFramePointer);
   EXPECT_FALSE(sa.stack.truncated);
+  EXPECT_FALSE(sa.stack.python_cut);
   // One byte of them is malformed.
   EXPECT_FALSE(
+      decode_payload(rec::kSample, b.substr(5, b.size() - 5 - 2), &back));
+  // Before the Python cut's flag: unwound and cut as written, not cut in
+  // Python.
+  ASSERT_TRUE(
       decode_payload(rec::kSample, b.substr(5, b.size() - 5 - 1), &back));
+  EXPECT_EQ(std::get<SampleEvent>(back).stack.unwind, Unwind::kDwarf);
+  EXPECT_TRUE(std::get<SampleEvent>(back).stack.truncated);
+  EXPECT_FALSE(std::get<SampleEvent>(back).stack.python_cut);
+  // A blocking point likewise.
+  std::string bb = bytes_of(evs[13]);
+  ASSERT_EQ(static_cast<uint8_t>(bb[0]), rec::kBlock);
+  ASSERT_TRUE(
+      decode_payload(rec::kBlock, bb.substr(5, bb.size() - 5 - 1), &back));
+  EXPECT_EQ(std::get<BlockEvent>(back).stack.frames,
+            std::get<BlockEvent>(evs[13]).stack.frames);
+  EXPECT_FALSE(std::get<BlockEvent>(back).stack.python_cut);
 
   // The CBOR documents, with the newer keys taken out.
   using nlohmann::json;

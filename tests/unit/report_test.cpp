@@ -498,6 +498,76 @@ TEST(TextReport, LostNoneAndLongLinesCut) {
   EXPECT_NE(text.find("... 8 more frames"), std::string::npos) << text;
 }
 
+// A stack whose Python frames were cut at LT_MAX_PYFRAMES says so in its
+// own words, under its frames even when some are left out; a native walk
+// cut short keeps its line. The JSON marks both truncated and the Python
+// one python_cut.
+TEST(TextReport, APythonCutIsNotANativeCut) {
+  FakeSymbolizer sym = make_symbolizer();
+  std::vector<ProbeDef> probes = make_probes();
+  DispatchOptions opts;
+  opts.slow_ns = {16 * kMs, 50 * kMs};
+  DispatchAnalyzer a(opts);
+  for (uint64_t id : {1, 2}) {
+    SpanEvent e = dispatch_span(kStallVtable, kOnTick, id);
+    SampleEvent s;
+    s.pid = e.pid;
+    s.tid = e.tid;
+    s.span_id = id;
+    s.ts_ns = id * 1000 * kMs + 5 * kMs;
+    if (id == 1) {
+      for (int i = 0; i < 20; ++i) s.stack.frames.push_back(kBusyLoop + i);
+      s.stack.python_cut = true;
+    } else {
+      s.stack.frames = {kSleep, kHandleMessage, kDispatch};
+      s.stack.truncated = true;
+    }
+    a.consume(s);
+    e.span_id = id;
+    e.start_ns = id * 1000 * kMs;
+    e.duration_ns = 100 * kMs;
+    a.consume(e);
+  }
+  DispatchAnalysis r = a.finish({}, Counters{});
+  ReportContext ctx;
+  ctx.probes = &probes;
+  ctx.symbolizer = &sym;
+  ctx.slow_ns = opts.slow_ns;
+  std::ostringstream os;
+  write_text_report(os, r, ctx);
+  const std::string text = os.str();
+  auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos;
+         at = text.find(what, at + 1))
+      ++n;
+    return n;
+  };
+  const std::string python = fmt::format(
+      "\n      ... 8 more frames\n      (Python stack cut: deeper than {} "
+      "frames, the outermost not read)\n",
+      LT_MAX_PYFRAMES);
+  EXPECT_EQ(count(python), 1u) << text;
+  EXPECT_EQ(count("Python stack cut"), 1u) << text;
+  EXPECT_EQ(count("\n      (stack cut here: its callers were not read or "
+                  "not trusted)\n"),
+            1u)
+      << text;
+
+  nlohmann::json j = to_json(r, ctx);
+  ASSERT_EQ(j["slow_dispatches"].size(), 2u);
+  for (const auto& span : j["slow_dispatches"]) {
+    ASSERT_EQ(span["stacks"].size(), 1u);
+    const auto& st = span["stacks"][0];
+    EXPECT_EQ(st["truncated"], true) << st.dump();
+    if (st["frames"].size() == 20u) {
+      EXPECT_EQ(st["python_cut"], true) << st.dump();
+    } else {
+      EXPECT_FALSE(st.contains("python_cut")) << st.dump();
+    }
+  }
+}
+
 // Names the traced process chose (its thread's name, a symbol of its
 // binary) reach the terminal escaped: an ESC[2J cleared the screen, a
 // newline forged a report line; bytes that are not UTF-8 went out raw.

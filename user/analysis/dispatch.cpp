@@ -147,6 +147,7 @@ BlockGroup block_group(const BlockEvent& e) {
   g.kframes = e.kframes;
   g.unwind = e.stack.unwind;
   g.truncated = e.stack.truncated;
+  g.python_cut = e.stack.python_cut;
   g.first_ns = e.ts_ns;
   return g;
 }
@@ -367,6 +368,7 @@ std::vector<StackGroup> group_stacks(std::vector<SampleEvent> samples,
       g.first_ns = s.ts_ns;
       g.unwind = s.stack.unwind;
       g.truncated = s.stack.truncated;
+      g.python_cut = s.stack.python_cut;
       groups.push_back(std::move(g));
     }
     StackGroup& g = groups[it->second];

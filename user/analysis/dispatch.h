@@ -27,9 +27,10 @@ struct StackGroup {
   uint64_t first_ns = 0;         // first and last sample time
   uint64_t last_ns = 0;
   // How the first sample with these frames was unwound, and whether it
-  // stopped before the thread's first frame.
+  // stopped before the thread's first frame or its Python frames were cut.
   Unwind unwind = Unwind::kFramePointer;
   bool truncated = false;
+  bool python_cut = false;
 };
 
 // Who woke a thread from its blocking points (grouped by thread and stack).
@@ -55,7 +56,8 @@ struct BlockGroup {
   std::vector<uint64_t> kframes;  // kernel stack (schedule() on top)
   Unwind unwind = Unwind::kFramePointer;
   bool truncated = false;
-  uint32_t count = 0;  // times it blocked here
+  bool python_cut = false;  // as StackGroup's
+  uint32_t count = 0;       // times it blocked here
   uint64_t blocked_ns = 0;
   uint64_t first_ns = 0;
   std::vector<Waker> wakers;  // most blocked time first

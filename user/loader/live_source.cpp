@@ -71,16 +71,26 @@ class MappingsTracker {
     if (auto* sp = std::get_if<SpanEvent>(&ev); sp && py_) name_callables(sp);
     if (auto* s = std::get_if<SampleEvent>(&ev)) {
       fix_stack(s->pid, s->ts_ns, &s->stack);
-      if (s->stack.py && py_) py_->merge(s->pid, &s->stack);
+      if (s->stack.py && py_) merge_python(s->pid, &s->stack);
     } else if (auto* b = std::get_if<BlockEvent>(&ev)) {
       fix_stack(b->pid, b->ts_ns, &b->stack);
-      if (b->stack.py && py_) py_->merge(b->pid, &b->stack);
+      if (b->stack.py && py_) merge_python(b->pid, &b->stack);
     } else if (auto* w = std::get_if<WakeEvent>(&ev)) {
       fix_stack(w->waker_pid, w->ts_ns, &w->stack);
     } else if (auto* p = std::get_if<PointEvent>(&ev); p && p->py && py_) {
       merge_point(p);
     }
     out_.consume(ev);
+  }
+
+  // A stack's Python frames merged in: `truncated` stays the native
+  // walk's, and `python_cut` says the Python frames were cut.
+  void merge_python(uint32_t pid, Stack* st) {
+    const bool native_cut = st->truncated;
+    const bool cut = st->py->flags & LT_PY_CUT;
+    py_->merge(pid, st);
+    st->python_cut = cut && st->truncated;  // merged, not left out
+    st->truncated = native_cut;
   }
 
   // A barrier post's stack with its Python frames, as a sample's.

@@ -180,7 +180,9 @@ struct Codec<SampleEvent> {
   static bool fields(A& a, E& e) {
     return a(e.pid, e.tid, e.ts_ns, e.span_id, e.probe_id, e.stack.frames) &&
            // How it was unwound: absent from recordings before --call-graph.
-           a.optional([&] { return a(e.stack.unwind, e.stack.truncated); });
+           a.optional([&] { return a(e.stack.unwind, e.stack.truncated); }) &&
+           // Recordings before the Python cut had its own flag end here.
+           a.optional([&] { return a(e.stack.python_cut); });
   }
 };
 
@@ -268,7 +270,8 @@ struct Codec<BlockEvent> {
   template <typename A, Is<BlockEvent> E>
   static bool fields(A& a, E& e) {
     return a(e.pid, e.tid, e.ts_ns, e.span_id, e.probe_id, e.seq,
-             e.stack.frames, e.kframes, e.stack.unwind, e.stack.truncated);
+             e.stack.frames, e.kframes, e.stack.unwind, e.stack.truncated) &&
+           a.optional([&] { return a(e.stack.python_cut); });
   }
 };
 

@@ -119,11 +119,12 @@ json blocked_json(const SlowSpan& s, report::AppCode& app,
         {"first_ns", g.first_ns},
         {"kernel_wait", report::kernel_wait(g.kframes, names)},
         {"unwind", unwind_name(g.unwind)},
-        {"truncated", g.truncated},
+        {"truncated", g.truncated || g.python_cut},
         {"frames", frames_json(s.span.pid, g.frames, names)},
         {"frames_detail", frames_detail_json(s.span.pid, g.frames, names)},
         {"kernel_frames", frames_json(kKernelPid, g.kframes, names)},
         {"wakers", wakers}};
+    if (g.python_cut) entry["python_cut"] = true;
     add_key_frame(&entry, s.span.pid, g.frames, app, names);
     if (g.wakers.size() > limits::kJsonMaxStacks)
       entry["wakers_omitted"] = g.wakers.size() - limits::kJsonMaxStacks;
@@ -155,9 +156,10 @@ json slow_span_json(const SlowSpan& s, const ReportContext& ctx,
          {"weight_ns",
           ctx.sample_hz ? g.count * (1'000'000'000 / ctx.sample_hz) : 0},
          {"unwind", unwind_name(g.unwind)},
-         {"truncated", g.truncated},
+         {"truncated", g.truncated || g.python_cut},
          {"frames", frames_json(e.pid, g.frames, names)},
          {"frames_detail", frames_detail_json(e.pid, g.frames, names)}});
+    if (g.python_cut) stacks.back()["python_cut"] = true;
     add_key_frame(&stacks.back(), e.pid, g.frames, app, names);
   }
   json out = {

@@ -101,16 +101,23 @@ void write_threads(std::ostream& os, const DispatchAnalysis& a, uint32_t role) {
   }
 }
 
-// Under the last frame of a stack that stopped before the thread's first
-// frame (a frame that could not be trusted, the end of the stack copy).
+// How a stack stopped short: its native walk before the thread's first
+// frame (a frame that could not be trusted, the end of the stack copy),
+// its Python frames at LT_MAX_PYFRAMES (the outermost are missing).
+struct StackCut {
+  bool native = false;
+  bool python = false;
+};
+
+// Under the last frame of a stack whose native walk stopped early.
 constexpr const char* kStackCut =
     "      (stack cut here: its callers were not read or not trusted)";
 
 // Frames of a stack, innermost first, at most `max` and the key frame:
 // that one marked "> " and shown even when it is further in.
 void write_frames(std::ostream& os, uint32_t pid,
-                  const std::vector<uint64_t>& frames, size_t max,
-                  bool truncated, report::FrameNames& names,
+                  const std::vector<uint64_t>& frames, size_t max, StackCut cut,
+                  report::FrameNames& names,
                   std::optional<size_t> key = std::nullopt) {
   auto frame = [&](size_t i) {
     put(os, (key == i ? "    > " : "      ") + names.name(pid, frames[i]));
@@ -129,8 +136,13 @@ void write_frames(std::ostream& os, uint32_t pid,
   }
   if (frames.size() > next)
     more(frames.size() - next);
-  else if (truncated && !frames.empty())
+  else if (cut.native && !frames.empty())
     put(os, kStackCut);
+  // Under the stack, whether its last frame is shown or not.
+  if (cut.python)
+    put(os, fmt::format("      (Python stack cut: deeper than {} frames, the "
+                        "outermost not read)",
+                        LT_MAX_PYFRAMES));
 }
 
 // Where the span was stuck: its samples merged by function (a Python loop
@@ -152,7 +164,7 @@ void write_stacks(std::ostream& os, const SlowSpan& s, report::AppCode& app,
   std::optional<size_t> key;
   if (top.key) key = top.key->index;
   write_frames(os, s.span.pid, top.stack->frames, kMaxFrames,
-               top.stack->truncated, names, key);
+               {top.stack->truncated, top.stack->python_cut}, names, key);
   if (top.other_stacks == 0) return;
   uint64_t rest = s.nsamples - std::min(s.nsamples, top.samples);
   put(os, fmt::format("    + {} ({})",
@@ -267,8 +279,9 @@ void write_blocked(std::ostream& os, const SlowSpan& s, report::AppCode& app,
                       where.empty() ? "" : " in " + where));
   std::optional<report::KeyFrame> key =
       report::key_frame(s.span.pid, top.frames, app, names);
-  write_frames(os, s.span.pid, top.frames, kMaxBlockFrames, top.truncated,
-               names, key ? std::optional<size_t>(key->index) : std::nullopt);
+  write_frames(os, s.span.pid, top.frames, kMaxBlockFrames,
+               {top.truncated, top.python_cut}, names,
+               key ? std::optional<size_t>(key->index) : std::nullopt);
   if (!top.wakers.empty()) {
     const Waker& w = top.wakers[0];
     if (report::interrupt_wakeup(w, names)) {
@@ -277,7 +290,8 @@ void write_blocked(std::ostream& os, const SlowSpan& s, report::AppCode& app,
                           what.empty() ? "" : " (" + what + ")"));
     } else {
       put(os, fmt::format("    woken by {}/{} {}:", w.pid, w.tid, w.comm));
-      write_frames(os, w.pid, w.frames, kMaxBlockFrames, w.truncated, names);
+      write_frames(os, w.pid, w.frames, kMaxBlockFrames, {w.truncated, false},
+                   names);
     }
   }
   if (s.blocked.size() > 1)

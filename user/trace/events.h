@@ -89,6 +89,9 @@ struct Stack {
   // Stopped before the thread's first frame (a frame without CFI, the end
   // of the copied stack, 64 frames).
   bool truncated = false;
+  // Its Python frames stopped at LT_MAX_PYFRAMES: the outermost are missing
+  // (the native frames around them are as `truncated` says).
+  bool python_cut = false;
   // Straight from the kernel with --call-graph dwarf, until unwound; never
   // recorded (the frames are).
   std::shared_ptr<const UserStack> ustack;
