@@ -16,6 +16,10 @@ struct {
 	__type(value, struct lt_py_proc);
 } lt_py_procs SEC(".maps");
 
+/* Bumped by the loader after each process it adds to lt_py_procs: a
+ * thread's cached "not there" (lt_thread.py_absent) holds while it stays. */
+volatile __u32 lt_py_gen = 0;
+
 /* A thread's PyThreadState (tid -> address), found once by walking the
  * interpreter's thread list, checked at each use. */
 struct {
@@ -57,12 +61,37 @@ static __noinline __u64 py_tstate(const struct lt_py_proc *p, __u32 tid)
 	return 0;
 }
 
-/* The thread's Python frames into out, innermost first. */
+/* One interpreter frame's fields, read with one copy of its window: the
+ * loader checked that each lies within it, 8-byte aligned but the entry
+ * byte (read if has_entry). Returns the previous frame, 0 at the end or
+ * when unreadable. */
+static __always_inline __u64 py_frame(__u64 fr, const struct lt_py_offsets *o, int has_entry,
+				      struct lt_pyframe *out)
+{
+	__u64 w[LT_PY_FRAME_WINDOW / 8];
+	__u32 len = o->frame_window_len;
+
+	out->code = 0;
+	out->instr = 0;
+	if (!len || len > LT_PY_FRAME_WINDOW ||
+	    bpf_probe_read_user(w, len, (const void *)(fr + o->frame_window)))
+		return 0;
+	/* (The masks keep the verifier's bounds.) */
+	out->code = w[(o->frame_code >> 3) & (LT_PY_FRAME_WINDOW / 8 - 1)] & ~LT_PYFRAME_ENTRY;
+	if (has_entry && ((__u8 *)w)[o->frame_is_entry & (LT_PY_FRAME_WINDOW - 1)])
+		out->code |= LT_PYFRAME_ENTRY;
+	out->instr = w[(o->frame_prev_instr >> 3) & (LT_PY_FRAME_WINDOW / 8 - 1)];
+	return w[(o->frame_previous >> 3) & (LT_PY_FRAME_WINDOW / 8 - 1)];
+}
+
+/* The thread's Python frames into out, innermost first: one read of each
+ * frame (py_frame). */
 static __noinline int py_walk(struct lt_pystack *out, const struct lt_py_proc *p)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid(), i;
-	__u64 ts, fr, code;
-	__u8 entry;
+	struct lt_py_offsets o = p->off;
+	int has_entry = o.frame_is_entry != LT_PY_NONE;
+	__u64 ts, fr;
 
 	out->nframes = 0;
 	out->flags = 0;
@@ -71,18 +100,17 @@ static __noinline int py_walk(struct lt_pystack *out, const struct lt_py_proc *p
 		out->flags = LT_PY_NOSTATE;
 		return 0;
 	}
-	if (p->off.tstate_cframe != LT_PY_NONE)
-		ts = py_read(ts + p->off.tstate_cframe);
-	fr = ts ? py_read(ts + p->off.cframe_current_frame) : 0;
+	if (o.tstate_cframe != LT_PY_NONE)
+		ts = py_read(ts + o.tstate_cframe);
+	fr = ts ? py_read(ts + o.cframe_current_frame) : 0;
+	/* The four fields as offsets in the window. */
+	o.frame_code -= o.frame_window;
+	o.frame_previous -= o.frame_window;
+	o.frame_prev_instr -= o.frame_window;
+	o.frame_is_entry -= o.frame_window;
 	for (i = 0; i < LT_MAX_PYFRAMES && fr; i++) {
-		code = py_read(fr + p->off.frame_code) & ~LT_PYFRAME_ENTRY;
-		entry = 0;
-		if (p->off.frame_is_entry != LT_PY_NONE)
-			bpf_probe_read_user(&entry, 1, (const void *)(fr + p->off.frame_is_entry));
-		out->frames[i].code = code | (entry ? LT_PYFRAME_ENTRY : 0);
-		out->frames[i].instr = py_read(fr + p->off.frame_prev_instr);
+		fr = py_frame(fr, &o, has_entry, &out->frames[i]);
 		out->nframes = i + 1;
-		fr = py_read(fr + p->off.frame_previous);
 	}
 	if (fr) {
 		out->flags |= LT_PY_CUT;
@@ -99,15 +127,35 @@ static __always_inline const struct lt_py_proc *py_proc(void)
 	return bpf_map_lookup_elem(&lt_py_procs, &tgid);
 }
 
+/* The current process's interpreter as py_proc, for the thread whose state
+ * is st: a process without one is looked up once per thread, then again
+ * only once the loader has added a process (lt_py_gen). */
+static __always_inline const struct lt_py_proc *py_proc_cached(struct lt_thread *st)
+{
+	const struct lt_py_proc *p;
+	__u32 gen = lt_py_gen;
+
+	if (st->py_absent == gen + 1)
+		return 0;
+	p = py_proc();
+	if (!p)
+		st->py_absent = gen + 1;
+	return p;
+}
+
 /* The code object of a Python callable of the current process (a function,
  * or a bound method's function): a loop callback's identity. 0 for a
- * process that runs no CPython looptrace reads, or any other object. */
-static __noinline __u64 py_callable_code(__u64 obj)
+ * process that runs no CPython looptrace reads, or any other object. st:
+ * the thread's state. */
+static __noinline __u64 py_callable_code(struct lt_thread *st, __u64 obj)
 {
-	const struct lt_py_proc *p = py_proc();
+	const struct lt_py_proc *p;
 	__u64 type;
 
-	if (!p || !obj || !p->function_type)
+	if (!obj)
+		return 0;
+	p = py_proc_cached(st);
+	if (!p || !p->function_type)
 		return 0;
 	type = py_read(obj + p->off.ob_type);
 	if (type && type == p->method_type) {

@@ -376,8 +376,8 @@ static __always_inline void start_frame(struct lt_thread *st, struct task_struct
 
 /* The probe's keys, read at entry into frame f: one that faults is 0, its
  * bit set in the frame's fault mask, and counted. */
-static __always_inline void read_keys(struct pt_regs *ctx, const volatile struct lt_probe_cfg *cfg,
-				      struct lt_frame *f)
+static __always_inline void read_keys(struct pt_regs *ctx, struct lt_thread *st,
+				      const volatile struct lt_probe_cfg *cfg, struct lt_frame *f)
 {
 	__u64 regs[8];
 	__u32 i;
@@ -392,7 +392,7 @@ static __always_inline void read_keys(struct pt_regs *ctx, const volatile struct
 			 * no Python callable is no fault. */
 			if (read_key(regs, &cfg->keys[i], &f->keys[i]))
 				f->keys[i] = 0;
-			f->keys[i] = py_callable_code(f->keys[i]);
+			f->keys[i] = py_callable_code(st, f->keys[i]);
 		} else if (read_key(regs, &cfg->keys[i], &f->keys[i])) {
 			f->keys[i] = 0;
 			f->key_fault_mask |= 1u << i;
@@ -476,7 +476,7 @@ int BPF_KPROBE(lt_span_entry)
 	f = &st->stack[d];
 	start_frame(st, task, f, &b, PT_REGS_SP(ctx), probe_id, d);
 	cfg = &lt_cfg.probes[probe_id];
-	read_keys(ctx, cfg, f);
+	read_keys(ctx, st, cfg, f);
 	if (!entry_role(ctx, st, cfg, f, d))
 		return 0;
 	/* Publish the frame only once it is complete: the sampler reads it. */

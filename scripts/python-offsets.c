@@ -44,6 +44,10 @@ int main(void) {
   F("ob_type", offsetof(PyObject, ob_type));
   F("func_code", offsetof(PyFunctionObject, func_code));
   F("method_func", offsetof(PyMethodObject, im_func));
+  /* The window the kernel reads a frame with: the loader's
+   * (kernel_offsets). */
+  printf("            .frame_window = 0,\n");
+  printf("            .frame_window_len = 0,\n");
   printf("            .pad = {},\n        },\n");
   printf("    .code =\n        {\n");
   F("ob_type", offsetof(PyObject, ob_type));

@@ -18,7 +18,7 @@
 #include "wayland_wire.h"
 #include "x11_wire.h"
 
-#define LT_ABI_VERSION 8
+#define LT_ABI_VERSION 9
 
 /* Key values read at span entry; 4 covers Android's target/callback/what
  * plus one spare. */
@@ -347,7 +347,11 @@ struct lt_ustack_rec {
  * interpreter version's structures (user/python/layout.cpp). A thread's
  * PyThreadState is on the list at runtime->interpreters.head->threads.head
  * (->next), found by native_thread_id; its innermost frame is
- * tstate->cframe->current_frame, the next one out frame->previous. */
+ * tstate->cframe->current_frame, the next one out frame->previous. The
+ * kernel reads a frame's four fields (frame_code .. frame_is_entry) with one
+ * copy: the frame_window_len bytes at frame + frame_window, the span from
+ * the first of them to the end of the last (at most LT_PY_FRAME_WINDOW;
+ * the loader refuses a layout whose fields do not fit). */
 struct lt_py_offsets {
 	__u16 runtime_interp_head;
 	__u16 interp_threads_head;
@@ -364,8 +368,12 @@ struct lt_py_offsets {
 	__u16 ob_type;
 	__u16 func_code;
 	__u16 method_func;
-	__u16 pad[3];
+	__u16 frame_window;	/* the first of the four fields, 8-byte aligned */
+	__u16 frame_window_len; /* to the end of the last, <= LT_PY_FRAME_WINDOW */
+	__u16 pad[1];
 };
+/* Bytes of an interpreter frame read in one copy (lt_py_offsets). */
+#define LT_PY_FRAME_WINDOW 64
 /* An lt_py_offsets field the version does not have: tstate_cframe (3.13
  * keeps current_frame in the thread state: read at cframe_current_frame
  * from it), frame_is_entry (3.12 marks entries by a shim frame). */
@@ -734,7 +742,10 @@ struct lt_thread {
 	 * found in lt_chans (nothing removes one). */
 	__u64 io_peer;
 	__u32 io_traced;
-	__u32 io_pad;
+	/* lt_py_gen + 1 when its process was last looked up in lt_py_procs
+	 * and not found (0: not known): a loop callback of a process without
+	 * CPython costs no lookup until the loader adds a process. */
+	__u32 py_absent;
 };
 
 /* A call of a point-role probe (barrier post/remove). ts_ns = its entry. */

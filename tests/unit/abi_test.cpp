@@ -15,6 +15,8 @@ static_assert(sizeof(lt_rec_header) == 24);
 static_assert(sizeof(lt_key_spec) == 24);
 static_assert(offsetof(lt_key_spec, op) == 3);
 static_assert(sizeof(lt_py_offsets) == 32);
+static_assert(offsetof(lt_py_offsets, frame_window) == 26);
+static_assert(offsetof(lt_py_offsets, frame_window_len) == 28);
 static_assert(sizeof(lt_py_proc) == 56);
 static_assert(offsetof(lt_py_proc, off) == 24);
 static_assert(sizeof(lt_span_rec) % 8 == 0);

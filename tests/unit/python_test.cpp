@@ -152,6 +152,96 @@ TEST(PyLayout, OnlyKnownVersionsHaveOne) {
   EXPECT_EQ(version_string(0x030c01f0), "3.12.1");
 }
 
+// The kernel reads each interpreter frame with one copy: a window that
+// holds the frame's code, previous frame, instruction and entry byte. A
+// CPython 3.11 frame as bytes, its fields where the layout puts them (the
+// table matches the headers, above): the window the kernel copies gives
+// them back at the offsets it takes them from (bpf/python.h py_frame).
+TEST(PyLayout, KernelReadsEachFrameInOneWindow) {
+  const Layout* l = layout_for(0x030b02f0);
+  ASSERT_NE(l, nullptr);
+  auto k = kernel_offsets(*l);
+  ASSERT_TRUE(k.ok()) << k.status().message();
+  const lt_py_offsets& f = l->frames;
+  EXPECT_EQ(k->frame_window, f.frame_code);  // f_code is the first
+  EXPECT_EQ(k->frame_window_len, f.frame_is_entry + 1 - f.frame_code);
+  EXPECT_LE(k->frame_window_len, LT_PY_FRAME_WINDOW);
+  // Everything but the window is as the table says.
+  lt_py_offsets rest = *k;
+  rest.frame_window = rest.frame_window_len = 0;
+  EXPECT_EQ(std::memcmp(&rest, &f, sizeof(rest)), 0);
+
+  uint8_t frame[128] = {};
+  const uint64_t code = 0x7f0000101230, prev = 0x7f0000202340,
+                 instr = 0x7f00003034b6;
+  std::memcpy(frame + f.frame_code, &code, 8);
+  std::memcpy(frame + f.frame_previous, &prev, 8);
+  std::memcpy(frame + f.frame_prev_instr, &instr, 8);
+  frame[f.frame_is_entry] = 1;
+  uint8_t w[LT_PY_FRAME_WINDOW] = {};
+  std::memcpy(w, frame + k->frame_window, k->frame_window_len);
+  auto at = [&](uint16_t off) {
+    uint64_t v = 0;
+    EXPECT_EQ(off % 8, 0) << off;
+    EXPECT_LE(off - k->frame_window + 8, k->frame_window_len) << off;
+    std::memcpy(&v, w + (off - k->frame_window), 8);
+    return v;
+  };
+  EXPECT_EQ(at(f.frame_code), code);
+  EXPECT_EQ(at(f.frame_previous), prev);
+  EXPECT_EQ(at(f.frame_prev_instr), instr);
+  EXPECT_EQ(w[f.frame_is_entry - k->frame_window], 1);
+
+  // CPython 3.12's and 3.13's frames (no entry byte; f_code or
+  // f_executable first, previous next, prev_instr or instr_ptr at 56, from
+  // their pycore_frame.h) fit too.
+  Layout later = *l;
+  later.minor = 12;
+  later.frames.frame_code = 0;
+  later.frames.frame_previous = 8;
+  later.frames.frame_prev_instr = 56;
+  later.frames.frame_is_entry = LT_PY_NONE;
+  k = kernel_offsets(later);
+  ASSERT_TRUE(k.ok()) << k.status().message();
+  EXPECT_EQ(k->frame_window, 0);
+  EXPECT_EQ(k->frame_window_len, 64);
+  EXPECT_EQ(k->frame_is_entry, LT_PY_NONE);
+}
+
+// A layout whose frame the kernel could not read in one window is refused
+// in one line (the interpreter then keeps its native frames only).
+TEST(PyLayout, AFrameTheWindowCannotHoldIsRefusedInOneLine) {
+  const Layout* l = layout_for(0x030b02f0);
+  ASSERT_NE(l, nullptr);
+  auto refused = [](const Layout& bad) {
+    auto k = kernel_offsets(bad);
+    EXPECT_FALSE(k.ok());
+    if (k.ok()) return std::string();
+    const std::string msg = k.status().message();
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    EXPECT_NE(msg.find("CPython 3.11"), std::string::npos) << msg;
+    return msg;
+  };
+  Layout wide = *l;
+  wide.frames.frame_prev_instr = 96;  // 32 .. 104: 72 bytes
+  EXPECT_NE(refused(wide).find("72 bytes"), std::string::npos);
+  Layout byte_wide = *l;
+  byte_wide.frames.frame_is_entry = 96;  // 32 .. 97
+  EXPECT_NE(refused(byte_wide).find("65 bytes"), std::string::npos);
+  Layout unaligned = *l;
+  unaligned.frames.frame_previous = 44;
+  EXPECT_NE(refused(unaligned).find("aligned"), std::string::npos);
+  Layout missing = *l;
+  missing.frames.frame_code = LT_PY_NONE;
+  EXPECT_NE(refused(missing).find("aligned"), std::string::npos);
+  // 64 bytes exactly is read.
+  Layout full = *l;
+  full.frames.frame_prev_instr = 88;  // 32 .. 96
+  auto k = kernel_offsets(full);
+  ASSERT_TRUE(k.ok()) << k.status().message();
+  EXPECT_EQ(k->frame_window_len, 64);
+}
+
 TEST(PyInterpreter, UnknownVersionIsRefusedInOneLine) {
   const std::string fake = std::string(LT_TEST_PROGRAMS_DIR) + "/python3_fake";
   MapEntry m;

@@ -941,6 +941,9 @@ Status Tracer::set_python(uint32_t pid, const lt_py_proc* py) {
   }
   if (bpf_map_update_elem(fd, &pid, py, BPF_ANY) != 0)
     return Status::Errno("filling lt_py_procs", errno);
+  // After the entry: a thread that cached its process's absence looks
+  // again (one that just exec'd into python3, say).
+  __atomic_fetch_add(&impl_->skel->bss->lt_py_gen, 1u, __ATOMIC_RELEASE);
   return Status::Ok();
 }
 

@@ -166,7 +166,7 @@ std::optional<lt_py_proc> PyFrames::attach(uint32_t pid,
   p.runtime = (*in)->runtime;
   p.function_type = (*in)->function_type;
   p.method_type = (*in)->method_type;
-  p.off = (*in)->layout->frames;
+  p.off = (*in)->frames;
   procs_[pid] = std::move(**in);
   return p;
 }

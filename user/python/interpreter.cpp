@@ -57,6 +57,11 @@ Result<std::optional<Interpreter>> read_interpreter(
         "{}: CPython {}, whose layout looptrace does not know; Python frames "
         "are read for {} only",
         path, version_string(in.version_hex), known_versions()));
+  auto frames = kernel_offsets(*in.layout);
+  if (!frames.ok())
+    return Status::Error(fmt::format("{}: {}; Python frames are not read", path,
+                                     frames.status().message()));
+  in.frames = *frames;
   const elf::Symbol* eval = find_function(*f, "_PyEval_EvalFrameDefault");
   in.runtime = symbol_address(*f, runtime, maps, path);
   in.code_type = symbol_address(*f, f->find_object("PyCode_Type"), maps, path);

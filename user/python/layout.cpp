@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iterator>
 
 namespace looptrace::python {
@@ -22,6 +23,33 @@ const Layout* layout_for(uint32_t version_hex) {
   for (const Layout* l : kLayouts)
     if (l->major == major && l->minor == minor) return l;
   return nullptr;
+}
+
+Result<lt_py_offsets> kernel_offsets(const Layout& l) {
+  lt_py_offsets o = l.frames;
+  const uint16_t ptrs[] = {o.frame_code, o.frame_previous, o.frame_prev_instr};
+  uint32_t first = UINT32_MAX, end = 0;
+  for (uint16_t off : ptrs) {
+    if (off == LT_PY_NONE || off % 8 != 0)
+      return Status::Error(fmt::format(
+          "CPython {}.{}: an interpreter frame's code, previous frame or "
+          "instruction is missing or not 8-byte aligned",
+          l.major, l.minor));
+    first = std::min<uint32_t>(first, off);
+    end = std::max<uint32_t>(end, off + 8u);
+  }
+  if (o.frame_is_entry != LT_PY_NONE) {
+    first = std::min<uint32_t>(first, o.frame_is_entry & ~7u);
+    end = std::max<uint32_t>(end, o.frame_is_entry + 1u);
+  }
+  if (end - first > LT_PY_FRAME_WINDOW)
+    return Status::Error(fmt::format(
+        "CPython {}.{}: an interpreter frame's fields span {} bytes, more "
+        "than the {} the kernel reads in one copy",
+        l.major, l.minor, end - first, LT_PY_FRAME_WINDOW));
+  o.frame_window = static_cast<uint16_t>(first);
+  o.frame_window_len = static_cast<uint16_t>(end - first);
+  return o;
 }
 
 std::string version_string(uint32_t version_hex) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "base/status.h"
 #include "looptrace/abi.h"
 
 namespace looptrace::python {
@@ -43,6 +44,13 @@ struct Layout {
 // looptrace has no layout of. Any micro release of a minor version shares
 // its layout (CPython keeps the ABI of these structures within one).
 const Layout* layout_for(uint32_t version_hex);
+
+// The offsets the kernel walks a thread's frames with: l.frames, and the
+// window it copies each frame's fields from in one read (frame_window, 8
+// bytes aligned, and frame_window_len, from there to the end of the last
+// field). An error (one line) when a field is missing, a pointer field is
+// not 8-byte aligned or the fields span more than LT_PY_FRAME_WINDOW bytes.
+Result<lt_py_offsets> kernel_offsets(const Layout& l);
 
 // "3.11.2" from a PY_VERSION_HEX.
 std::string version_string(uint32_t version_hex);

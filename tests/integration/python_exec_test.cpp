@@ -1,0 +1,87 @@
+// A thread that runs a GLib loop without Python, then execs python3 and
+// runs PyGObject's loop: its loop callbacks are named by their Python
+// functions all the same. (The kernel remembers per thread that a process
+// runs no CPython, so that a GLib dispatch elsewhere costs no lookup; the
+// exec, and the interpreter the loader finds after it, must undo that.)
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+
+#include "harness.h"
+
+namespace lt_test {
+namespace {
+
+constexpr int64_t kToleranceNs = 1'000'000;
+
+int line_of(const std::string& path, const std::string& text) {
+  std::ifstream in(path);
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n)
+    if (line.find(text) != std::string::npos) return n;
+  return 0;
+}
+
+TEST(PythonAfterExec, ALoopThatExecsIntoPythonHasItsCallbacksNamed) {
+  LT_REQUIRE_BPF();
+  if (access("/usr/bin/python3", X_OK) != 0) {
+    if (bpf_required()) FAIL() << "/usr/bin/python3 missing (scripts/setup.sh)";
+    GTEST_SKIP() << "/usr/bin/python3 missing";
+  }
+  const std::string src = tests_dir() + "/programs/glib_loop.py";
+  const int def_line = line_of(src, "    def stall(self, index, start=None):");
+  ASSERT_GT(def_line, 0);
+  const std::string want =
+      fmt::format("GLib timeout App.stall (glib_loop.py:{})", def_line);
+  TempDir dir;
+  const std::string log = dir.file("glib.jsonl");
+  const std::string json = dir.file("report.json");
+  // 50 timeouts of glib_exec's own C callback first, in the same thread.
+  RunResult r = run({looptrace_bin(),
+                     "record",
+                     "--profile",
+                     "glib",
+                     "--slow",
+                     "20ms",
+                     "--json",
+                     json,
+                     "--",
+                     std::string(LT_TEST_PROGRAMS_DIR) + "/glib_exec",
+                     "50",
+                     "/usr/bin/python3",
+                     src,
+                     "--source",
+                     "timeout",
+                     "--stall",
+                     "busy:40@300",
+                     "--stall",
+                     "sleep:60@500",
+                     "--duration",
+                     "800",
+                     "--log",
+                     log});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_NE(r.err.find("glib_exec: 50 dispatches done"), std::string::npos)
+      << r.err;
+  auto stalls = events(read_jsonl(log), "stall");
+  ASSERT_EQ(stalls.size(), 2u);
+  const auto report = read_json(json);
+  for (const auto& st : stalls) {
+    const nlohmann::json* m = nullptr;
+    for (const auto& s : report["slow_dispatches"]) {
+      uint64_t start = s["start_ns"], dur = s["duration_ns"];
+      if (start <= st["start_ns"].get<uint64_t>() + kToleranceNs &&
+          start + dur + kToleranceNs >= st["end_ns"].get<uint64_t>())
+        m = &s;
+    }
+    ASSERT_NE(m, nullptr) << st.dump() << "\n"
+                          << report["slow_dispatches"].dump();
+    const std::string target = (*m)["target"];
+    EXPECT_EQ(target.rfind(want, 0), 0u) << target;
+  }
+}
+
+}  // namespace
+}  // namespace lt_test
