@@ -16,7 +16,9 @@ Ground truth (--log, JSON lines, CLOCK_MONOTONIC ns, written at exit):
      one per paint cycle of the window's frame clock: start_ns at its
      before-paint signal, end_ns at its after-paint signal; counter is the
      clock's frame counter, frame_time_us its frame time (g_get_monotonic_time,
-     us), refresh_us/presentation_us what get_refresh_info gives for it
+     us), refresh_us/presentation_us what get_refresh_info gives for it,
+     runq_start_ns/runq_end_ns the thread's run-queue wait so far (its
+     schedstat, read just after start_ns and end_ns)
   {"event":"draw","n","counter","start_ns","end_ns","stall_ms","pid","tid"}
      each draw: the handler's entry and return, n counted from the start of
      the animation (0 before it), stall_ms how long it was busy on purpose
@@ -68,9 +70,18 @@ state = {"animating": False, "draws": 0, "frame": None, "tick": None,
 loop = GLib.MainLoop()
 
 
+def run_delay_ns():
+    # The kernel's schedstat of this thread: ns spent runnable, waiting
+    # for a CPU (the second field).
+    with open("/proc/thread-self/schedstat") as f:
+        return int(f.read().split()[1])
+
+
 def on_before_paint(clock):
+    start = now_ns()
     state["frame"] = {"event": "frame", "counter": clock.get_frame_counter(),
-                      "start_ns": now_ns(), "animating": state["animating"],
+                      "start_ns": start, "runq_start_ns": run_delay_ns(),
+                      "animating": state["animating"],
                       "pid": pid, "tid": threading.get_native_id()}
 
 
@@ -81,6 +92,7 @@ def on_after_paint(clock):
     if f is None:
         return
     f["end_ns"] = end
+    f["runq_end_ns"] = run_delay_ns()
     f["frame_time_us"] = clock.get_frame_time()
     refresh = clock.get_refresh_info(f["frame_time_us"])
     f["refresh_us"] = refresh[0]
