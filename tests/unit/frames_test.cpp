@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 
+#include "analysis/list_limits.h"
+
 namespace looptrace {
 namespace {
 
@@ -303,6 +305,26 @@ TEST(FrameAnalyzer, JankyFramesAreBounded) {
   EXPECT_EQ(r.janky_omitted, 17u);
   for (const JankyFrame& j : r.janky) EXPECT_GE(j.span.duration_ns, 25 * kMs);
   EXPECT_LT(r.janky[0].span.start_ns, r.janky[1].span.start_ns);
+}
+
+// A recording may name any number of threads: the summaries listed are
+// bounded, those with most frames kept, the rest counted.
+TEST(FrameAnalyzer, ThreadSummariesAreBounded) {
+  FrameAnalyzer a(gtk_options());
+  const uint32_t n = static_cast<uint32_t>(limits::kJsonMaxThreads) + 2;
+  for (uint32_t tid = 1; tid <= n; ++tid) {
+    SpanEvent f = gtk_frame(tid, kT0, kT0, 1 * kMs);
+    f.tid = tid;
+    a.consume(f);
+  }
+  SpanEvent again = gtk_frame(n + 1, kT0 + k60, kT0 + k60, 1 * kMs);
+  again.tid = n;  // the last thread drew two
+  a.consume(again);
+  FrameAnalysis r = a.finish(1000 * kMs);
+  EXPECT_EQ(r.threads.size(), limits::kJsonMaxThreads);
+  EXPECT_EQ(r.threads_omitted, 2u);
+  EXPECT_EQ(r.threads.back().tid, n);
+  EXPECT_EQ(r.threads.back().count, 2u);
 }
 
 // Chromium's rule: input was waiting while the frame was late.

@@ -226,6 +226,12 @@ FrameAnalysis FrameAnalyzer::finish(uint64_t run_ns) {
                 static_cast<double>(run_ns);
     a.threads.push_back(std::move(sum));
   }
+  a.threads = limits::keep_best(
+      a.threads, limits::kJsonMaxThreads,
+      [](const FrameThread& x, const FrameThread& y) {
+        return x.count > y.count;
+      },
+      &a.threads_omitted);
   a.janky =
       limits::keep_best(janky_, options_.max_janky, worse, &a.janky_omitted);
   a.janky_omitted += janky_trimmed_;

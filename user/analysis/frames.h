@@ -147,7 +147,10 @@ struct FrameThread {
 };
 
 struct FrameAnalysis {
-  std::vector<FrameThread> threads;  // by pid, tid
+  // By pid, tid; over limits::kJsonMaxThreads, those with most frames
+  // (threads_omitted counts the rest).
+  std::vector<FrameThread> threads;
+  size_t threads_omitted = 0;
   // The worst janky frames (most missed vsyncs, longest), by start.
   std::vector<JankyFrame> janky;
   size_t janky_omitted = 0;

@@ -205,6 +205,7 @@ nlohmann::json frames_to_json(const FrameAnalysis& a,
                      {"cause", cause_json(j, ctx)},
                      {"input_waiting", j.input_waiting}});
   return {{"frames", std::move(threads)},
+          {"frames_omitted", a.threads_omitted},
           {"janky_frames", std::move(janky)},
           {"janky_frames_omitted", a.janky_omitted}};
 }
