@@ -49,6 +49,34 @@ static __always_inline int handles_input(const volatile struct lt_probe_cfg *cfg
 	return v < 64 && ((cfg->input_types >> v) & 1);
 }
 
+/* A span that draws a frame: every span of a frame_all probe, or one whose
+ * str key's string is one of the probe's frame_names. Recorded whatever its
+ * length (userspace times every frame). Only probes with frame names pay
+ * for the string read, and only for spans below their threshold. */
+static __always_inline int is_frame(const volatile struct lt_probe_cfg *cfg, struct lt_frame *f)
+{
+	char name[LT_FRAME_NAME_LEN];
+	__u32 k = cfg->str_key, nn = cfg->frame_nnames, j, i;
+	__u64 ptr;
+
+	if (cfg->frame_all)
+		return 1;
+	if (!nn || !k || k > LT_MAX_KEYS || (f->key_fault_mask & (1u << (k - 1))))
+		return 0;
+	ptr = f->keys[(k - 1) & (LT_MAX_KEYS - 1)];
+	if (!ptr || bpf_probe_read_user_str(name, sizeof(name), (void *)ptr) <= 0)
+		return 0;
+	for (j = 0; j < LT_FRAME_NAMES && j < nn; j++) {
+		for (i = 0; i < LT_FRAME_NAME_LEN; i++) {
+			if (name[i] != cfg->frame_names[j][i])
+				break;
+			if (!name[i])
+				return 1;
+		}
+	}
+	return 0;
+}
+
 /* An enqueue: remember the message's due time until it is dispatched. */
 static __always_inline void on_enqueue(const volatile struct lt_probe_cfg *cfg, struct lt_frame *f)
 {
@@ -568,11 +596,12 @@ static __always_inline struct lt_frame *pop_frame(struct pt_regs *ctx, struct lt
 }
 
 /* Whether span `f` of probe_id, role and length dur is recorded: a slow
- * one, or any with --record-all, or one that handles input. */
+ * one, or any with --record-all, or one that handles input or draws a
+ * frame. */
 static __always_inline int span_recorded(struct lt_frame *f, __u32 probe_id, __u32 role, __u64 dur)
 {
 	return dur >= lt_cfg.slow_ns[role] || lt_cfg.record_all || (f->flags & LT_SPAN_INPUT) ||
-	       handles_input(&lt_cfg.probes[probe_id], f);
+	       handles_input(&lt_cfg.probes[probe_id], f) || is_frame(&lt_cfg.probes[probe_id], f);
 }
 
 SEC("uretprobe")

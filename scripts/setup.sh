@@ -23,6 +23,7 @@ packages=(
   python3-pyqt5 # the Qt profile tests: PyQt5 and PyQt6 with
   python3-pyqt6 #   QT_QPA_PLATFORM=offscreen
   gir1.2-gtk-3.0 xvfb xdotool # the GTK profile test: keys typed under Xvfb
+  gir1.2-gtk-4.0 # the frames test: a GTK 4 window animating under Xvfb
   meld # a real PyGObject application: its own Python frames in the stacks
   libwayland-dev # the Wayland test: a client and server built from libwayland
   pandoc # the man page, looptrace(1), generated from docs/looptrace.md

@@ -57,6 +57,12 @@
  * stack). GLib source names outgrow 32 ("[gtk+] gdk_frame_clock_paint_idle"
  * is 33); a longer one is cut and its span flagged LT_SPAN_KEY_STR_CUT. */
 #define LT_KEY_STR_LEN 128
+/* Frames by name (lt_probe_cfg.frame_names): up to this many names of
+ * this many bytes (NUL included) per probe; GTK's frame-clock GSources are
+ * two ("[gtk+] gdk_frame_clock_paint_idle" in GTK 3, "[gtk] ..." in 4),
+ * 34 bytes at most. */
+#define LT_FRAME_NAMES 2
+#define LT_FRAME_NAME_LEN 40
 /* Threads --tid and --comm can select. */
 #define LT_MAX_FILTER_TIDS 16
 #define LT_MAX_FILTER_COMMS 4
@@ -153,6 +159,12 @@ struct lt_probe_cfg {
 	__u32 input_key;
 	__u64 input_types;
 	struct lt_key_spec keys[LT_MAX_KEYS];
+	/* Frames, recorded whatever their length: every span of the probe
+	 * (frame_all), or those whose str key's string is one of frame_names
+	 * (frame_nnames of them, NUL-padded). */
+	__u32 frame_all;
+	__u32 frame_nnames;
+	char frame_names[LT_FRAME_NAMES][LT_FRAME_NAME_LEN];
 };
 
 /* A message enqueued and not yet dispatched (LRU hash lt_pending). */

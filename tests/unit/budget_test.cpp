@@ -84,6 +84,27 @@ json stage(uint64_t count, uint64_t p50, uint64_t p90, uint64_t p99,
 
 // A run with everything: two loop threads (one also runs idle handlers),
 // deliveries, a hang in flight at the end, barriers and two input channels.
+// One frames[] entry of the JSON report.
+json frames(uint32_t pid, uint32_t tid, uint64_t count, uint64_t janky,
+            uint64_t missed, uint64_t p50, uint64_t p90, uint64_t p99,
+            uint64_t max) {
+  return {{"pid", pid},
+          {"tid", tid},
+          {"comm", "gtk"},
+          {"source", "[gtk+] gdk_frame_clock_paint_idle"},
+          {"count", count},
+          {"janky", janky},
+          {"frozen", 0},
+          {"missed_vsyncs", missed},
+          {"in_flight", 0},
+          {"fps", 60.0},
+          {"refresh_ns", 16666667},
+          {"p50_ns", p50},
+          {"p90_ns", p90},
+          {"p99_ns", p99},
+          {"max_ns", max}};
+}
+
 json full_report() {
   json r = {
       {"version", 1},
@@ -151,6 +172,11 @@ json full_report() {
          {"blamed", 3},
          {"stages", json::object()}}}},
   };
+  // Two GTK threads' frames: the second drew fewer, worse.
+  r["frames"] = {
+      frames(10, 10, 300, 3, 7, 2 * kMs, 4 * kMs, 50 * kMs, 52 * kMs),
+      frames(20, 20, 100, 2, 90, 3 * kMs, 5 * kMs, 800 * kMs, 900 * kMs)};
+  r["frames"][1]["frozen"] = 1;
   // Every stage: channel 1 is worse at p99/max, channel 2 at p50/p90.
   for (int s = 0; s < kInputStages; ++s) {
     std::string name(input_stage_name(static_cast<InputStage>(s)));
@@ -279,8 +305,9 @@ TEST(BudgetParse, EveryListedMetricParses) {
   for (const BudgetMetric& m : budget_metrics()) {
     EXPECT_TRUE(names.insert(m.name).second) << "twice: " << m.name;
     EXPECT_FALSE(m.meaning.empty()) << m.name;
-    Budget b = parse_ok(m.name +
-                        (m.kind == MetricKind::kDuration ? " > 1ms" : " > 1"));
+    Budget b = parse_ok(m.name + (m.kind == MetricKind::kDuration  ? " > 1ms"
+                                  : m.kind == MetricKind::kPercent ? " > 1%"
+                                                                   : " > 1"));
     EXPECT_EQ(b.metric, m.name);
     EXPECT_EQ(b.kind, m.kind);
   }
@@ -424,6 +451,55 @@ TEST(BudgetEval, EveryMetricIsKnownInAFullReport) {
   }
 }
 
+// frames.*: counts summed, statistics of the worst thread, and the janky
+// ratio of all frames (the budgets).
+TEST(BudgetEval, FrameMetrics) {
+  json r = full_report();
+  EXPECT_EQ(eval("frames.count > 0", r).value, 400u);
+  EXPECT_EQ(eval("frames.janky > 0", r).value, 5u);
+  EXPECT_EQ(eval("frames.frozen > 0", r).value, 1u);
+  BudgetOutcome dropped = eval("frames.dropped > 0", r);
+  EXPECT_EQ(dropped.value, 97u);
+  EXPECT_TRUE(dropped.broken);
+  BudgetOutcome p99 = eval("frames.p99 > 16ms", r);
+  EXPECT_EQ(p99.value, 800 * kMs);
+  EXPECT_EQ(p99.detail, "pid 20 tid 20 gtk");
+  EXPECT_TRUE(p99.broken);
+  // 5 of 400 frames: 1.25%, broken at 1%, holds at 1.25% and 2%.
+  BudgetOutcome ratio = eval("frames.janky_ratio > 1%", r);
+  EXPECT_EQ(ratio.value, 125u);
+  EXPECT_TRUE(ratio.broken);
+  EXPECT_EQ(budget_broken_line(ratio),
+            "looptrace: budget broken: frames.janky_ratio = 1.25% > 1% (5 of "
+            "400 frames)");
+  EXPECT_FALSE(eval("frames.janky_ratio > 1.25%", r).broken);
+  EXPECT_FALSE(eval("frames.janky_ratio >= 2%", r).broken);
+  // 1 janky of 301 frames is 0.34% (rounded up): over 0.33%.
+  r["frames"] = {frames(10, 10, 301, 1, 1, kMs, kMs, kMs, kMs)};
+  EXPECT_EQ(eval("frames.janky_ratio > 0.33%", r).value, 34u);
+  json out = budgets_to_json({eval("frames.janky_ratio > 0.5%", r)});
+  EXPECT_EQ(out[0]["unit"], "basis_points");
+  EXPECT_EQ(out[0]["limit"], 50);
+}
+
+TEST(BudgetParse, Percentages) {
+  EXPECT_EQ(parse_ok("frames.janky_ratio > 1%").limit, 100u);
+  EXPECT_EQ(parse_ok("frames.janky_ratio>0.5%").limit, 50u);
+  EXPECT_EQ(parse_ok("frames.janky_ratio > 12.25%").limit, 1225u);
+  EXPECT_EQ(parse_ok("frames.janky_ratio > 100%").limit, 10000u);
+  for (const char* bad :
+       {"frames.janky_ratio > 1", "frames.janky_ratio > 1.%",
+        "frames.janky_ratio > 0.125%", "frames.janky_ratio > 101%",
+        "frames.janky_ratio > -1%", "frames.janky_ratio > 16ms",
+        "frames.janky_ratio > %"}) {
+    Result<Budget> b = parse_budget(bad);
+    ASSERT_FALSE(b.ok()) << bad;
+    EXPECT_NE(b.status().message().find("frames.janky_ratio is a percentage"),
+              std::string::npos)
+        << b.status().message();
+  }
+}
+
 // ---- no data ----
 
 TEST(BudgetNoData, AnEmptyRunBreaksEveryStatisticButCounts) {
@@ -451,11 +527,15 @@ TEST(BudgetNoData, InputAndBarrierMetricsWithoutTheirProbes) {
   for (const BudgetMetric& m : budget_metrics()) {
     bool input = m.name.rfind("input.", 0) == 0;
     bool barrier = m.name.rfind("barrier.", 0) == 0;
-    if (!input && !barrier) continue;
-    BudgetOutcome o = eval(m.name + " > 0", r);
+    bool frames = m.name.rfind("frames.", 0) == 0;
+    if (!input && !barrier && !frames) continue;
+    BudgetOutcome o =
+        eval(m.name + (m.kind == MetricKind::kPercent ? " > 0%" : " > 0"), r);
     EXPECT_FALSE(o.known) << m.name;
     EXPECT_TRUE(o.broken) << m.name;
-    EXPECT_NE(o.detail.find(input ? "traced no input" : "no barrier probes"),
+    EXPECT_NE(o.detail.find(input    ? "traced no input"
+                            : frames ? "no frame probes"
+                                     : "no barrier probes"),
               std::string::npos)
         << m.name << ": " << o.detail;
   }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -190,6 +191,75 @@ TEST(ProfileTypes, OutermostIsABooleanOfSpanRoles) {
   EXPECT_EQ(r.status().message(),
             "profile p.json: probes[0].outermost: only for the dispatch and "
             "idle roles (spans)");
+}
+
+// GTK 3 and 4 draw each frame from a GLib timeout their frame clock names:
+// the glib profile's timeout probe declares those names as frames (and no
+// other probe has frames: the flush-events idle is not one).
+TEST(Profile, BuiltinGlibTimeoutsNamedForGtksFrameClockAreFrames) {
+  auto p = load_profile("glib");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  size_t frames = 0;
+  for (const ProbeDef& d : p->probes) {
+    if (!d.frame) continue;
+    ++frames;
+    EXPECT_EQ(d.symbol, "*(g_timeout_funcs+16)");
+    EXPECT_EQ(d.frame->names,
+              (std::vector<std::string>{"[gtk+] gdk_frame_clock_paint_idle",
+                                        "[gtk] gdk_frame_clock_paint_idle"}));
+    EXPECT_TRUE(std::any_of(d.keys.begin(), d.keys.end(), [](const KeyDef& k) {
+      return k.role == KeyRole::kDueUs;
+    }));
+  }
+  EXPECT_EQ(frames, 1u);
+}
+
+TEST(ProfileTypes, FrameNamesAreCheckedAsTheKernelMatchesThem) {
+  auto parse = [](const std::string& fields) {
+    return parse_profile(
+        R"({"probes": [{"binary": "a", "symbol": "f", )" + fields + "}]}",
+        "p.json");
+  };
+  const std::string str_key =
+      R"x("keys": [{"name": "name", "expr": "*(arg0+80)", "format": "str"}], )x";
+  auto every = parse(R"("role": "idle", "frame": {})");
+  ASSERT_TRUE(every.ok()) << every.status().message();
+  ASSERT_TRUE(every->probes[0].frame);
+  EXPECT_TRUE(every->probes[0].frame->names.empty());
+  auto named = parse(str_key + R"("frame": {"names": ["paint"]})");
+  ASSERT_TRUE(named.ok()) << named.status().message();
+  EXPECT_EQ(named->probes[0].frame->names, std::vector<std::string>{"paint"});
+  struct Case {
+    std::string fields;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {R"("role": "enqueue", "frame": {})",
+       "probes[0].frame: only for the dispatch and idle roles (spans)"},
+      {R"("frame": true)", "probes[0].frame: expected an object, got boolean"},
+      {R"("frame": {"name": "x"})",
+       "probes[0].frame: unknown field \"name\" (expected \"names\")"},
+      {R"("frame": {"names": ["paint"]})",
+       "probes[0].frame.names: the probe needs a key of format \"str\" to "
+       "match names against"},
+      {str_key + R"("frame": {"names": []})",
+       "probes[0].frame.names: expected an array of 1 to 2 strings"},
+      {str_key + R"("frame": {"names": ["a", "b", "c"]})",
+       "probes[0].frame.names: expected an array of 1 to 2 strings"},
+      {str_key + R"("frame": {"names": [""]})",
+       "probes[0].frame.names[0]: expected a string of 1 to 39 bytes"},
+      {str_key + R"("frame": {"names": [")" + std::string(40, 'x') + R"("]})",
+       "probes[0].frame.names[0]: expected a string of 1 to 39 bytes"},
+      {str_key + R"("frame": {"names": [7]})",
+       "probes[0].frame.names[0]: expected a string of 1 to 39 bytes"},
+  };
+  for (const Case& c : cases) {
+    auto r = parse(c.fields);
+    ASSERT_FALSE(r.ok()) << c.fields;
+    EXPECT_EQ(r.status().kind(), ErrorKind::kUsage);
+    EXPECT_EQ(r.status().message(), std::string("profile p.json: ") + c.message)
+        << c.fields;
+  }
 }
 
 TEST(Profile, LabelIsAString) {

@@ -29,6 +29,7 @@ std::vector<Event> sample_events() {
   s.looptrace_version = "9.9";
   s.thresholds.slow_ns = {20'000'000, 30'000'000, 40'000'000};
   s.thresholds.barrier_stall_ns = 1'000'000'000;
+  s.thresholds.refresh_ns = 8'333'333;
   s.command_line = "refapp --stall busy:100@500";
   s.target_pid = 42;
   s.has_input = true;
@@ -57,6 +58,7 @@ std::vector<Event> sample_events() {
   p.keys.push_back(type);
   p.outermost = true;
   p.input = ProbeDef::InputMatch{2, 0, {{1, "key_press"}}};
+  p.frame = ProbeDef::FrameMatch{{"[gtk+] gdk_frame_clock_paint_idle"}};
   s.probes.push_back(p);
 
   SpanEvent sp;
@@ -199,6 +201,7 @@ TEST(RecordingCodec, EveryEventTypeRoundTrips) {
   const auto& s = std::get<SessionEvent>(back);
   EXPECT_EQ(s.thresholds.slow_ns[2], 40'000'000u);
   EXPECT_EQ(s.thresholds.barrier_stall_ns, 1'000'000'000u);
+  EXPECT_EQ(s.thresholds.refresh_ns, 8'333'333u);
   EXPECT_EQ(s.command_line, "refapp --stall busy:100@500");
   EXPECT_EQ(s.target_pid, 42);
   EXPECT_EQ(s.ringbuf_bytes, 16u << 20);
@@ -206,6 +209,9 @@ TEST(RecordingCodec, EveryEventTypeRoundTrips) {
   EXPECT_EQ(s.probes[0].keys[0].format, KeyFormat::kVtable);
   EXPECT_EQ(s.probes[0].keys[0].spec.size, 8);
   EXPECT_TRUE(s.probes[0].outermost);
+  ASSERT_TRUE(s.probes[0].frame);
+  EXPECT_EQ(s.probes[0].frame->names,
+            std::vector<std::string>{"[gtk+] gdk_frame_clock_paint_idle"});
   ASSERT_EQ(s.probes[0].keys.size(), 2u);
   EXPECT_EQ(s.probes[0].keys[1].format, KeyFormat::kEnum);
   EXPECT_EQ(s.probes[0].keys[1].names,
@@ -331,8 +337,10 @@ TEST(RecordingCodec, OlderPayloadsStillDecode) {
                                        p.erase("label");
                                        p.erase("outermost");
                                        p.erase("input");
+                                       p.erase("frame");
                                        p["keys"][1].erase("names");
                                        j.erase("ringbuf_bytes");
+                                       j["thresholds"].erase("refresh_ns");
                                      }),
                              &back));
   // Before the ring buffer's size was recorded: unknown.
@@ -341,6 +349,10 @@ TEST(RecordingCodec, OlderPayloadsStillDecode) {
   EXPECT_EQ(p.label, "");
   EXPECT_FALSE(p.outermost);
   EXPECT_FALSE(p.input.has_value());
+  // Before frames: none, timed at 60 Hz if any.
+  EXPECT_FALSE(p.frame.has_value());
+  EXPECT_EQ(std::get<SessionEvent>(back).thresholds.refresh_ns,
+            Thresholds::kRefreshNs);
   EXPECT_TRUE(p.keys.at(1).names.empty());
   EXPECT_EQ(p.keys.at(1).format, KeyFormat::kEnum);
   EXPECT_EQ(p.resolved_symbol,

@@ -27,6 +27,7 @@ ThresholdArgs one(ThresholdOption o, const std::string& text) {
 // words, naming the option (record and report parse with this function).
 TEST(ThresholdOptions, EveryOptionRefusesTheSameValuesTheSameWay) {
   for (const ThresholdOptionInfo& o : kThresholdOptions) {
+    if (o.unit != ThresholdUnit::kDuration) continue;  // RefreshRate below
     auto zero = parse_thresholds(one(o.id, "0ms"));
     ASSERT_FALSE(zero.ok()) << o.flag;
     EXPECT_EQ(zero.status().kind(), ErrorKind::kUsage);
@@ -123,6 +124,16 @@ TEST(ThresholdOptions, TheManualStatesTheDefaultsOfTheCode) {
     return d.ok() ? *d : 0;
   };
   for (const ThresholdOptionInfo& o : kThresholdOptions) {
+    if (o.unit == ThresholdUnit::kHz) {
+      EXPECT_NE(
+          doc_paragraph(o.flag).find(
+              "default " + std::to_string(Thresholds::kRefreshHz) + " (Hz)"),
+          std::string::npos)
+          << o.flag;
+      EXPECT_EQ(*parse_refresh_rate(std::to_string(Thresholds::kRefreshHz)),
+                o.default_ns);
+      continue;
+    }
     if (o.id == ThresholdOption::kSlowIdle) {
       EXPECT_NE(doc_paragraph(o.flag).find("default: `--slow`"),
                 std::string::npos);
@@ -141,6 +152,41 @@ TEST(ThresholdOptions, TheManualStatesTheDefaultsOfTheCode) {
       hysteresis, m, std::regex(R"(below ([0-9.]+) ?(ns|us|ms|s)\b)")));
   EXPECT_EQ(*parse_duration(m[1].str() + m[2].str()),
             Thresholds::kDeliveryDrainNs);
+}
+
+// --refresh-rate: frames per second, 1 to 1000, as the interval; record
+// and report both take any, the default 60 Hz.
+TEST(ThresholdOptions, RefreshRate) {
+  auto none = parse_thresholds({});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(thresholds_for_record(*none).refresh_ns, 16'666'667u);
+  EXPECT_EQ(threshold_default_text(ThresholdOption::kRefreshRate), "60Hz");
+  auto r = parse_thresholds(one(ThresholdOption::kRefreshRate, "144Hz"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(thresholds_for_record(*r).refresh_ns, 6'944'444u);
+  EXPECT_EQ(*parse_refresh_rate("59.94"), 16'683'350u);
+  EXPECT_EQ(*parse_refresh_rate("1000"), 1'000'000u);
+  // A report may time frames at any rate, up or down.
+  Thresholds recorded;
+  recorded.refresh_ns = 8'333'333;
+  auto t = apply_overrides(
+      recorded, *parse_thresholds(one(ThresholdOption::kRefreshRate, "30")));
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->refresh_ns, 33'333'333u);
+  for (const char* bad : {"0", "0.5", "1001", "-60", "60ms", "", "1e2", "inf",
+                          "nan", "6.0.0", ".", "Hz", "0x3c"}) {
+    auto p = parse_thresholds(one(ThresholdOption::kRefreshRate, bad));
+    if (std::string(bad).empty()) {
+      EXPECT_TRUE(p.ok());  // not given
+      continue;
+    }
+    ASSERT_FALSE(p.ok()) << bad;
+    EXPECT_EQ(p.status().kind(), ErrorKind::kUsage);
+    EXPECT_EQ(p.status().message(),
+              std::string("--refresh-rate: bad rate '") + bad +
+                  "': expected frames per second from 1 to 1000 (60, "
+                  "59.94, 144)");
+  }
 }
 
 TEST(Sizes, FormatReadsBack) {

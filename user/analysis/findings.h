@@ -10,6 +10,7 @@
 
 #include "analysis/barrier.h"
 #include "analysis/dispatch.h"
+#include "analysis/frames.h"
 #include "analysis/input.h"
 #include "model/probe.h"
 #include "symbolize/symbolizer.h"
@@ -21,8 +22,10 @@ struct Findings {
   DispatchAnalysis analysis;
   BarrierAnalysis barriers;
   InputAnalysis input;
+  FrameAnalysis frames;
   bool has_barriers = false;
   bool has_input = false;
+  bool has_frames = false;  // a probe had the frame role
 };
 
 // What the findings are read with: the run's probes, thresholds and

@@ -226,11 +226,56 @@ Measure input_stage_max(const json& report, const char* stage,
   return measured(value, "channel " + channel_name(*worst));
 }
 
+// ---- frames: frames[] (per thread) ----
+
+const char* const kNoFrames =
+    "the run had no frame probes (the glib profile's GTK frame clock)";
+
+// Sum of a frames[] field.
+Measure frames_sum(const json& report, const char* field) {
+  const json* threads = array_member(report, "frames");
+  if (threads == nullptr) return no_data(kNoFrames);
+  uint64_t sum = 0;
+  for (const json& t : *threads) sum += u64(t, field).value_or(0);
+  return measured(sum, fmt::format("{} thread{}", threads->size(),
+                                   threads->size() == 1 ? "" : "s"));
+}
+
+// The worst thread's statistic of its completed frames.
+Measure frames_worst(const json& report, const char* field) {
+  const json* threads = array_member(report, "frames");
+  if (threads == nullptr) return no_data(kNoFrames);
+  const json* worst = nullptr;
+  uint64_t value = 0;
+  for (const json& t : *threads) {
+    // Only frames still drawing at the end: no completed one to measure.
+    if (u64(t, "count").value_or(0) <= u64(t, "in_flight").value_or(0))
+      continue;
+    std::optional<uint64_t> v = u64(t, field);
+    if (v && (worst == nullptr || *v > value)) worst = &t, value = *v;
+  }
+  if (worst == nullptr) return no_data("no frame was drawn");
+  return measured(value, thread_name(*worst));
+}
+
+// Janky frames of all frames, in hundredths of a percent, rounded up: a
+// budget of 1% is broken by 1 janky frame in 99.
+Measure frames_janky_ratio(const json& report) {
+  Measure janky = frames_sum(report, "janky");
+  Measure count = frames_sum(report, "count");
+  if (!janky.known) return janky;
+  if (count.value == 0) return no_data("no frame was drawn");
+  uint64_t j = std::min(janky.value, count.value);
+  return measured((j * 10000 + count.value - 1) / count.value,
+                  fmt::format("{} of {} frames", janky.value, count.value));
+}
+
 // ---- the table ----
 
 using Metrics = std::vector<MetricImpl>;
 constexpr MetricKind kCount = MetricKind::kCount;
 constexpr MetricKind kDur = MetricKind::kDuration;
+constexpr MetricKind kPct = MetricKind::kPercent;
 
 void add(Metrics& m, std::string name, MetricKind kind, std::string meaning,
          Eval eval) {
@@ -311,6 +356,29 @@ void add_input_metrics(Metrics& m) {
   }
 }
 
+// frames.*: counts summed over threads, statistics of the worst thread.
+void add_frame_metrics(Metrics& m) {
+  for (const char* f : {"count", "janky", "frozen", "in_flight"})
+    add(m, std::string("frames.") + f, kCount,
+        fmt::format("frames' {} summed over threads (frames[].{})", f, f),
+        [f](const json& j) { return frames_sum(j, f); });
+  add(m, "frames.dropped", kCount,
+      "dropped frames: missed vsyncs summed over threads "
+      "(frames[].missed_vsyncs)",
+      [](const json& j) { return frames_sum(j, "missed_vsyncs"); });
+  add(m, "frames.janky_ratio", kPct,
+      "janky frames of all frames, in percent (frames[].janky / count)",
+      frames_janky_ratio);
+  for (const char* stat : {"p50", "p90", "p99", "max"}) {
+    const std::string field = std::string(stat) + "_ns";
+    add(m, std::string("frames.") + stat, kDur,
+        fmt::format("the worst thread's {} of frame durations (max of "
+                    "frames[].{})",
+                    stat, field),
+        [field](const json& j) { return frames_worst(j, field.c_str()); });
+  }
+}
+
 void add_barrier_metrics(Metrics& m) {
   for (const char* f :
        {"posted", "removed", "stalled", "leaked", "unknown_removes"}) {
@@ -364,6 +432,7 @@ Metrics build_metrics() {
   Metrics m;
   add_role_metrics(m);
   add_input_metrics(m);
+  add_frame_metrics(m);
   add_barrier_metrics(m);
   add_lost_metrics(m);
   return m;
@@ -527,8 +596,8 @@ Status read_metric(Tokens& toks, Budget& b) {
         near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near)));
     return st.with_hint(
         "metrics: dispatch|idle|delivery.{count,slow,sum,p50,p90,p99,max}, "
-        "slow.count, input.*, barrier.*, lost, lost.* (docs/looptrace.md, "
-        "BUDGETS)");
+        "slow.count, input.*, frames.*, barrier.*, lost, lost.* "
+        "(docs/looptrace.md, BUDGETS)");
   }
   b.metric = m->info.name;
   b.kind = m->info.kind;
@@ -549,8 +618,47 @@ Status read_op(Tokens& toks, Budget& b) {
   return Status::Ok();
 }
 
-// The value as the metric's kind reads it: a duration or a whole number.
+// "1%", "0.5%", "12.25%": at most 100, two decimals, as hundredths.
+Result<uint64_t> parse_percent(std::string_view v) {
+  if (v.size() < 2 || v.back() != '%')
+    return Status::Error("needs a '%' (e.g. 1%)");
+  v.remove_suffix(1);
+  size_t dot = v.find('.');
+  std::string_view whole = v.substr(0, dot);
+  std::string_view frac =
+      dot == std::string_view::npos ? "" : v.substr(dot + 1);
+  auto digits = [](std::string_view d) {
+    return std::all_of(d.begin(), d.end(),
+                       [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (whole.empty() || whole.size() > 3 || frac.size() > 2 || !digits(whole) ||
+      !digits(frac) || (dot != std::string_view::npos && frac.empty()))
+    return Status::Error("must be a percentage with at most two decimals");
+  uint64_t n = 0;
+  for (char c : whole) n = n * 10 + static_cast<uint64_t>(c - '0');
+  n *= 100;
+  for (size_t i = 0; i < 2; ++i)
+    n += (i < frac.size() ? static_cast<uint64_t>(frac[i] - '0') : 0) *
+         (i == 0 ? 10 : 1);
+  if (n > 10000) return Status::Error("is above 100%");
+  return n;
+}
+
+// The value as the metric's kind reads it: a duration, a whole number or a
+// percentage.
 Status read_limit(const Token& value, Budget& b) {
+  if (b.kind == MetricKind::kPercent) {
+    // A bare 0, as for durations.
+    Result<uint64_t> n =
+        value.text == "0" ? uint64_t{0} : parse_percent(value.text);
+    if (!n.ok())
+      return Status::Error(fmt::format(
+          "{} is a percentage: '{}' at column {} "
+          "{}",
+          b.metric, value.text, value.column, n.status().message()));
+    b.limit = *n;
+    return Status::Ok();
+  }
   if (b.kind == MetricKind::kCount) {
     Result<uint64_t> n = parse_count(value.text);
     if (!n.ok())
@@ -584,11 +692,12 @@ Status read_value(Tokens& toks, Budget& b) {
   Token value =
       toks.take([](char c) { return !is_space(c) && !is_op_char(c); });
   if (value.text.empty())
-    return Status::Error(fmt::format("expected a {} at column {}, found {}",
-                                     b.kind == MetricKind::kDuration
-                                         ? "duration (e.g. 16ms)"
-                                         : "whole number",
-                                     value.column, found(toks.peek())));
+    return Status::Error(
+        fmt::format("expected a {} at column {}, found {}",
+                    b.kind == MetricKind::kDuration  ? "duration (e.g. 16ms)"
+                    : b.kind == MetricKind::kPercent ? "percentage (e.g. 1%)"
+                                                     : "whole number",
+                    value.column, found(toks.peek())));
   if (!toks.at_end()) {
     Token rest = toks.peek();
     return Status::Error(
@@ -651,7 +760,21 @@ bool holds(BudgetOp op, uint64_t v, uint64_t limit) {
 }
 
 std::string format_value(MetricKind kind, uint64_t v) {
+  if (kind == MetricKind::kPercent)
+    return fmt::format("{}.{:02}%", v / 100, v % 100);
   return kind == MetricKind::kDuration ? format_duration(v) : std::to_string(v);
+}
+
+const char* unit_name(MetricKind kind) {
+  switch (kind) {
+    case MetricKind::kDuration:
+      return "ns";
+    case MetricKind::kPercent:
+      return "basis_points";
+    case MetricKind::kCount:
+      break;
+  }
+  return "count";
 }
 
 }  // namespace
@@ -691,7 +814,7 @@ nlohmann::json budgets_to_json(const std::vector<BudgetOutcome>& outcomes) {
     out.push_back({{"expr", o.expr},
                    {"metric", o.metric},
                    {"op", budget_op_text(o.op)},
-                   {"unit", o.kind == MetricKind::kDuration ? "ns" : "count"},
+                   {"unit", unit_name(o.kind)},
                    {"limit", o.limit},
                    {"value", o.known ? json(o.value) : json(nullptr)},
                    {"known", o.known},

@@ -33,6 +33,7 @@ const char* budget_op_text(BudgetOp op);
 enum class MetricKind {
   kCount,     // a number of things; VALUE is a whole number
   kDuration,  // nanoseconds; VALUE is a duration with a unit
+  kPercent,   // hundredths of a percent; VALUE is a percentage ("1%", "0.5%")
 };
 
 // One metric a budget may name, for the docs and for messages.

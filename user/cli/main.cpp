@@ -94,9 +94,12 @@ void add_threshold_options(CLI::App* app, looptrace::ThresholdArgs* args,
                           looptrace::threshold_default_text(o.id));
     else if (o.id == ThresholdOption::kSlowIdle)
       help += " (default: --slow)";
-    else if (o.id != ThresholdOption::kSlowInput)
+    else if (o.id != ThresholdOption::kSlowInput &&
+             o.unit == looptrace::ThresholdUnit::kDuration)
       help += ", at or above the recorded one";
-    app->add_option(o.flag, (*args)[o.id], help)->type_name("DURATION");
+    app->add_option(o.flag, (*args)[o.id], help)
+        ->type_name(o.unit == looptrace::ThresholdUnit::kHz ? "HZ"
+                                                            : "DURATION");
   }
 }
 

@@ -514,6 +514,17 @@ namespace {
 
 // What each probe's kernel side reads and how: its keys, the keys the
 // kernel itself uses (by role), its input match.
+// A frame probe's names for the kernel to match (profiles check their
+// count and length; a recording's are not loaded).
+void set_frame_names(lt_probe_cfg& pc, const ProbeDef::FrameMatch& m) {
+  pc.frame_all = m.names.empty() ? 1 : 0;
+  for (const std::string& n : m.names) {
+    if (pc.frame_nnames >= LT_FRAME_NAMES || n.size() >= LT_FRAME_NAME_LEN)
+      continue;
+    std::memcpy(pc.frame_names[pc.frame_nnames++], n.data(), n.size());
+  }
+}
+
 Status configure_probes(const TraceOptions& opts, lt_config& cfg) {
   for (const ProbeDef& p : opts.probes) {
     if (p.id >= LT_MAX_PROBES || p.keys.size() > LT_MAX_KEYS)
@@ -544,6 +555,8 @@ Status configure_probes(const TraceOptions& opts, lt_config& cfg) {
       for (const auto& [v, kind] : p.input->kinds)
         if (v >= 0 && v < 64) pc.input_types |= 1ull << v;
     }
+    if (p.frame && (p.role == LT_ROLE_DISPATCH || p.role == LT_ROLE_IDLE))
+      set_frame_names(pc, *p.frame);
     pc.async_mask = p.async_mask;
     pc.flags = p.outermost ? LT_PROBE_OUTERMOST : 0;
     if (p.role != LT_ROLE_DISPATCH && p.role != LT_ROLE_ENQUEUE) pc.msg_key = 0;

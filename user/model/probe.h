@@ -104,6 +104,14 @@ struct ProbeDef {
     std::map<int64_t, std::string> kinds;  // value -> "key_press", ...
   };
   std::optional<InputMatch> input;
+  // Spans that draw a frame (profiles' "frame"; analysis/frames.h): every
+  // span of the probe, or those whose string key (format str) is one of
+  // `names` (GTK's frame-clock GSource). Recorded whatever their length; a
+  // due-time key (KeyRole kDueUs, kDueNs) is their tick.
+  struct FrameMatch {
+    std::vector<std::string> names;  // at most LT_FRAME_NAMES
+  };
+  std::optional<FrameMatch> frame;
   // Set when the probe's binary is one its profile's version gate names.
   std::optional<VersionGate> gate;
   // Filled in by resolution when gated: "GLib 2.74".

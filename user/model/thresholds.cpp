@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 
 #include "base/duration.h"
 
@@ -25,6 +27,10 @@ const std::array<ThresholdOptionInfo, kThresholdOptionCount> kThresholdOptions =
         {ThresholdOption::kBarrierStall, "--barrier-stall",
          "A sync barrier held this long is a stall, announced live",
          Thresholds::kBarrierStallNs},
+        {ThresholdOption::kRefreshRate, "--refresh-rate",
+         "Display refresh rate in Hz that frames are timed against when "
+         "the toolkit does not say",
+         Thresholds::kRefreshNs, ThresholdUnit::kHz},
     }};
 
 namespace {
@@ -42,7 +48,27 @@ constexpr ThresholdOption kRoleOption[LT_ROLE_MAX] = {
 
 std::string threshold_default_text(ThresholdOption o) {
   if (o == ThresholdOption::kSlowIdle) return info(ThresholdOption::kSlow).flag;
+  if (info(o).unit == ThresholdUnit::kHz)
+    return fmt::format("{}Hz", Thresholds::kRefreshHz);
   return format_duration(info(o).default_ns);
+}
+
+Result<uint64_t> parse_refresh_rate(const std::string& text) {
+  std::string_view s = text;
+  if (s.size() > 2 && (s.ends_with("Hz") || s.ends_with("hz")))
+    s.remove_suffix(2);
+  // Digits with at most one point: no sign, exponent, hex, inf or nan.
+  bool ok = !s.empty() && s.size() <= 16 &&
+            s.find_first_not_of("0123456789.") == std::string_view::npos &&
+            std::count(s.begin(), s.end(), '.') <= 1 && s != ".";
+  double hz = ok ? std::strtod(std::string(s).c_str(), nullptr) : 0;
+  if (!ok || hz < 1 || hz > 1000)
+    return Status::Error(
+        fmt::format("--refresh-rate: bad rate '{}': expected frames per "
+                    "second from 1 to 1000 (60, 59.94, 144)",
+                    text),
+        ErrorKind::kUsage);
+  return static_cast<uint64_t>(1e9 / hz + 0.5);
 }
 
 Result<ThresholdOverrides> parse_thresholds(const ThresholdArgs& args) {
@@ -50,6 +76,12 @@ Result<ThresholdOverrides> parse_thresholds(const ThresholdArgs& args) {
   for (const ThresholdOptionInfo& opt : kThresholdOptions) {
     const std::string& text = args[opt.id];
     if (text.empty()) continue;
+    if (opt.unit == ThresholdUnit::kHz) {
+      auto r = parse_refresh_rate(text);
+      if (!r.ok()) return r.status();
+      v[static_cast<size_t>(opt.id)] = *r;
+      continue;
+    }
     auto d = parse_duration(text);
     if (!d.ok())
       return Status::Error(
@@ -70,6 +102,7 @@ Result<ThresholdOverrides> parse_thresholds(const ThresholdArgs& args) {
   }
   o.slow_input_ns = at(ThresholdOption::kSlowInput);
   o.barrier_stall_ns = at(ThresholdOption::kBarrierStall);
+  o.refresh_ns = at(ThresholdOption::kRefreshRate);
   return o;
 }
 
@@ -91,6 +124,7 @@ Thresholds thresholds_for_record(const ThresholdOverrides& o) {
     if (o.slow_ns[r]) t.slow_ns[r] = *o.slow_ns[r];
   if (o.slow_input_ns) t.slow_input_ns = *o.slow_input_ns;
   if (o.barrier_stall_ns) t.barrier_stall_ns = *o.barrier_stall_ns;
+  if (o.refresh_ns) t.refresh_ns = *o.refresh_ns;
   t.sample_after_ns =
       std::min(t.slow_ns[LT_ROLE_DISPATCH], t.slow_ns[LT_ROLE_IDLE]) / 2;
   return t;
@@ -115,6 +149,8 @@ Result<Thresholds> apply_overrides(const Thresholds& recorded,
     t.slow_ns[r] = want;
   }
   if (o.slow_input_ns) t.slow_input_ns = *o.slow_input_ns;
+  // Frames are timed in userspace, from spans: any rate.
+  if (o.refresh_ns) t.refresh_ns = *o.refresh_ns;
   if (o.barrier_stall_ns) {
     // What waited behind a barrier (QueueEvent) was read when it had been
     // up the recorded threshold: a barrier stalled sooner would have no

@@ -8,6 +8,31 @@
 
 namespace looptrace {
 
+namespace {
+
+// The probes whose spans are frames, as the frame analysis reads them: the
+// names to match, and the key holding their tick (a due time).
+FrameOptions frame_options(const std::vector<ProbeDef>& probes,
+                           uint64_t refresh_ns) {
+  FrameOptions o;
+  o.refresh_ns = refresh_ns;
+  for (const ProbeDef& p : probes) {
+    if (!p.frame) continue;
+    FrameProbe f;
+    f.names = p.frame->names;
+    f.label = !p.label.empty() ? p.label : p.binary + ":" + p.symbol;
+    for (size_t k = 0; k < p.keys.size() && k < LT_MAX_KEYS; ++k)
+      if (uint32_t scale = due_scale(p.keys[k].role)) {
+        f.tick_key = static_cast<int>(k);
+        f.tick_scale = scale;
+      }
+    o.probes[p.id] = std::move(f);
+  }
+  return o;
+}
+
+}  // namespace
+
 Analysis::Analysis(Symbolizer* symbolizer, ThresholdOverrides overrides)
     : symbolizer_(symbolizer), overrides_(overrides) {}
 
@@ -39,6 +64,8 @@ void Analysis::configure(const SessionEvent& s) {
   has_barriers_ = std::any_of(
       session_.probes.begin(), session_.probes.end(),
       [](const ProbeDef& p) { return p.role == LT_ROLE_BARRIER_POST; });
+  frames_ = std::make_unique<FrameAnalyzer>(
+      frame_options(session_.probes, thresholds_.refresh_ns));
   if (session_.has_input) {
     InputOptions i;
     i.blame_ns = thresholds_.slow_input_ns;
@@ -122,6 +149,7 @@ void Analysis::consume(const Event& ev) {
   dispatch_->consume(ev);
   barriers_->consume(ev);
   if (input_) input_->consume(ev);
+  if (frames_->enabled()) frames_->consume(ev);
 }
 
 std::vector<std::pair<uint32_t, uint64_t>> Analysis::queues_to_check(
@@ -151,12 +179,17 @@ const Findings& Analysis::finish() {
   findings_.barriers = barriers_->finish(end_ns);
   findings_.has_barriers = has_barriers_;
   if (has_barriers_) note_barriers_up(findings_.analysis, findings_.barriers);
+  findings_.has_frames = frames_->enabled();
+  if (findings_.has_frames)
+    findings_.frames = frames_->finish(end_ns - session_.start_ns);
   findings_.has_input = input_ != nullptr;
   if (input_) {
     findings_.input = input_->finish();
     if (!findings_.input.spill_error.empty())
       log::warn("input stage durations kept in memory: {}",
                 findings_.input.spill_error);
+    if (findings_.has_frames)
+      mark_input_waiting(findings_.frames, findings_.input);
   }
   ctx_.probes = &session_.probes;
   ctx_.symbolizer = symbolizer_;

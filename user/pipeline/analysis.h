@@ -16,6 +16,7 @@
 #include "analysis/barrier.h"
 #include "analysis/dispatch.h"
 #include "analysis/findings.h"
+#include "analysis/frames.h"
 #include "analysis/input.h"
 #include "base/status.h"
 #include "symbolize/symbolizer.h"
@@ -92,6 +93,7 @@ class Analysis : public EventSink {
   std::unique_ptr<DispatchAnalyzer> dispatch_;
   std::unique_ptr<BarrierAnalyzer> barriers_;
   std::unique_ptr<InputAnalyzer> input_;
+  std::unique_ptr<FrameAnalyzer> frames_;
   // The last QueueEvent of each (pid, queue).
   std::map<std::pair<uint32_t, uint64_t>, QueueEvent> queues_;
   AlertListener* alerts_ = nullptr;

@@ -95,7 +95,10 @@ constexpr std::string_view kRefappProfile = R"json({
 // io_add_watch, ...) is PyGObject's closure, its user_data a PyGICClosure
 // { info; PyObject *function @8; ... } (pygi-closure.h, unchanged since
 // PyGObject 3.8): the kernel checks that what is there is a Python function
-// or bound method and reads its code object (format pyfunc).
+// or bound method and reads its code object (format pyfunc). GTK 3 and 4
+// paint each frame from a timeout their frame clock names
+// gdk_frame_clock_paint_idle (gdkframeclockidle.c): those spans are frames,
+// the timeout's due time their tick.
 constexpr std::string_view kGlibProfile = R"json({
   "name": "glib",
   "description": "GLib main loops (GTK, python3-gi): a span per source dispatch, by kind, naming its callback",
@@ -113,7 +116,9 @@ constexpr std::string_view kGlibProfile = R"json({
         {"name": "name", "expr": "*(arg0+80)", "format": "str"},
         {"name": "python", "expr": "*(arg2+8)", "format": "pyfunc"},
         {"name": "due_us", "expr": "*(*(arg0+88)+16)", "format": "int"}
-      ]
+      ],
+      "frame": {"names": ["[gtk+] gdk_frame_clock_paint_idle",
+                          "[gtk] gdk_frame_clock_paint_idle"]}
     },
     {
       "role": "idle",
@@ -631,6 +636,46 @@ class ProfileReader {
     return Status::Ok();
   }
 
+  // "frame": {} (every span is a frame) or {"names": [...]} (spans whose
+  // str key's string is one of them). The kernel matches the names, so
+  // their number and length are its (abi.h LT_FRAME_*).
+  Status frame(const Json& jp, const std::string& where, ProbeDef* def) const {
+    auto it = jp.find("frame");
+    if (it == jp.end()) return Status::Ok();
+    const std::string fr_at = at(where, "frame");
+    if (!it->is_object())
+      return error(fr_at,
+                   fmt::format("expected an object, got {}", it->type_name()));
+    LT_RETURN_IF_ERROR(only_known(*it, fr_at, {"names"}));
+    if (def->role != LT_ROLE_DISPATCH && def->role != LT_ROLE_IDLE)
+      return error(fr_at, "only for the dispatch and idle roles (spans)");
+    ProbeDef::FrameMatch m;
+    if (auto n = it->find("names"); n != it->end()) {
+      const std::string names_at = at(fr_at, "names");
+      if (!n->is_array() || n->empty() || n->size() > LT_FRAME_NAMES)
+        return error(names_at, fmt::format("expected an array of 1 to {} "
+                                           "strings",
+                                           LT_FRAME_NAMES));
+      for (size_t i = 0; i < n->size(); ++i) {
+        const Json& v = (*n)[i];
+        if (!v.is_string() || v.get_ref<const std::string&>().empty() ||
+            v.get_ref<const std::string&>().size() >= LT_FRAME_NAME_LEN)
+          return error(at(names_at, i),
+                       fmt::format("expected a string of 1 to {} bytes",
+                                   LT_FRAME_NAME_LEN - 1));
+        m.names.push_back(v.get<std::string>());
+      }
+      if (std::none_of(def->keys.begin(), def->keys.end(), [](const KeyDef& k) {
+            return k.format == KeyFormat::kString;
+          }))
+        return error(names_at,
+                     "the probe needs a key of format \"str\" to match "
+                     "names against");
+    }
+    def->frame = std::move(m);
+    return Status::Ok();
+  }
+
   // "async_mask" is lt_probe_cfg.async_mask, a __u32 in the ABI.
   Status async_mask(const Json& jp, const std::string& where,
                     ProbeDef* def) const {
@@ -713,7 +758,7 @@ class ProfileReader {
     LT_RETURN_IF_ERROR(
         only_known(jp, where,
                    {"role", "binary", "symbol", "label", "outermost",
-                    "async_mask", "buffer", "keys", "input"}));
+                    "async_mask", "buffer", "keys", "input", "frame"}));
     ProbeDef def;
     auto role_text = string(jp, where, "role", "dispatch");
     if (!role_text.ok()) return role_text.status();
@@ -753,6 +798,7 @@ class ProfileReader {
     }
     LT_RETURN_IF_ERROR(keys(jp, where, &def));
     LT_RETURN_IF_ERROR(input(jp, where, &def));
+    LT_RETURN_IF_ERROR(frame(jp, where, &def));
     return def;
   }
 

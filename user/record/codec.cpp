@@ -331,6 +331,7 @@ requires(std::is_same_v<T, MapEntry> || std::is_same_v<T, MappingsEvent> ||
          std::is_same_v<T, EndEvent> || std::is_same_v<T, Thresholds> ||
          std::is_same_v<T, SessionEvent> || std::is_same_v<T, KeyDef> ||
          std::is_same_v<T, ProbeDef::InputMatch> ||
+         std::is_same_v<T, ProbeDef::FrameMatch> ||
          std::is_same_v<T, ProbeDef>) constexpr bool kDoc<T> = true;
 
 template <typename T>
@@ -508,6 +509,7 @@ void doc_fields(F&& f, T& t) {
   f("delivery_drain_ns", t.delivery_drain_ns);
   f("slow_input_ns", t.slow_input_ns);
   f("barrier_stall_ns", t.barrier_stall_ns);
+  f("refresh_ns", t.refresh_ns, true);  // none before frames: 60 Hz
 }
 
 template <typename F, Is<SessionEvent> S>
@@ -543,6 +545,11 @@ void doc_fields(F&& f, M& m) {
   f("kinds", m.kinds);
 }
 
+template <typename F, Is<ProbeDef::FrameMatch> M>
+void doc_fields(F&& f, M& m) {
+  f("names", m.names);
+}
+
 template <typename F, Is<ProbeDef> P>
 void doc_fields(F&& f, P& p) {
   f("id", p.id);
@@ -558,6 +565,7 @@ void doc_fields(F&& f, P& p) {
   f("msghdr", p.msghdr);
   f("keys", p.keys);
   f("input", p.input, true);
+  f("frame", p.frame, true);  // none before frames
 }
 
 // What a field list cannot say: values checked, fields derived.
@@ -578,6 +586,8 @@ void after_read(ProbeDef& p) {
   if (p.input && (p.input->type_key == 0 || p.input->type_key > p.keys.size() ||
                   p.input->time_key > p.keys.size()))
     throw std::out_of_range("input key");
+  if (p.frame && p.frame->names.size() > LT_FRAME_NAMES)
+    throw std::out_of_range("frame names");
 }
 
 template <typename T>

@@ -5,6 +5,7 @@
 
 #include "base/output_file.h"
 #include "report/barrier_report.h"
+#include "report/frames_report.h"
 #include "report/input_report.h"
 #include "report/json_stream.h"
 
@@ -21,6 +22,10 @@ nlohmann::json findings_to_json(const Findings& found,
   if (found.has_input) {
     nlohmann::json ij = input_summary_to_json(found.input, found.analysis, ctx);
     for (auto& [k, v] : ij.items()) j[k] = std::move(v);
+  }
+  if (found.has_frames) {
+    nlohmann::json fj = frames_to_json(found.frames, ctx);
+    for (auto& [k, v] : fj.items()) j[k] = std::move(v);
   }
   return j;
 }
@@ -50,6 +55,7 @@ void write_text_reports(std::ostream& os, const Findings& found,
   write_text_report(os, found.analysis, ctx);
   if (found.has_barriers) write_barrier_report(os, found.barriers, ctx);
   if (found.has_input) write_input_report(os, found.input, found.analysis, ctx);
+  if (found.has_frames) write_frames_report(os, found.frames, ctx);
 }
 
 }  // namespace looptrace

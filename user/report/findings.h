@@ -28,7 +28,8 @@ Status write_json_report(OutputFile& f, const Findings& found,
 Status write_json_report(OutputFile& f, const Findings& found,
                          const ReportContext& ctx, nlohmann::json document);
 
-// The text report: dispatches, then barriers and input if the run had them.
+// The text report: dispatches, then barriers, input and frames if the run
+// had them.
 void write_text_reports(std::ostream& os, const Findings& found,
                         const ReportContext& ctx);
 

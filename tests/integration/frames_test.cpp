@@ -1,0 +1,234 @@
+// Frames of GTK 3 and GTK 4 under Xvfb (Debian's python3-gi,
+// tests/programs/gtk_frames.py): a window animating with a tick callback,
+// every 40th draw stalled 50 ms, traced with `looptrace record -p PID` and
+// no option. The frames looptrace finds (the frame clock's paint cycle)
+// are checked against the app's own CLOCK_MONOTONIC log of each frame,
+// taken from the frame clock's before-paint and after-paint signals.
+#include <fmt/format.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+#include "xvfb.h"
+
+namespace lt_test {
+namespace {
+
+// The issue's 2 ms for a janky frame's start and duration. The paint
+// idle's dispatch wraps the app's before-paint..after-paint by what GTK
+// does around them and the Python signal marshalling: measured on this
+// machine 0.02-0.5 ms before before-paint and 0.01-0.25 ms after
+// after-paint (GTK 3 and 4), so 2 ms leaves room for a loaded machine.
+constexpr int64_t kToleranceNs = 2'000'000;
+// The app's frames by the issue's rule: one over 20 ms is janky at 60 Hz
+// (over the 16.7 ms deadline even if it started on its tick and
+// looptrace's span is 2 ms shorter); one under 12 ms is not (a frame
+// starts at most about 5 ms after its tick when nothing held it back).
+// What may hold it back on a loaded machine is the scheduler: the time
+// the app's thread waited for a CPU since the previous frame's end (its
+// schedstat, logged by the app) counts as part of the frame, as the frame
+// was late by that much.
+constexpr int64_t kJankyNs = 20'000'000;
+constexpr int64_t kFineNs = 12'000'000;
+// The count: looptrace's frames are the paint idles it traced, the app's
+// the paint cycles logged after looptrace said "tracing". A frame at
+// either edge of tracing may fall to one side only.
+constexpr int64_t kCountSlack = 3;
+
+int64_t mono_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+bool have_gtk(int version) {
+  return access("/usr/bin/python3", X_OK) == 0 &&
+         access("/usr/bin/Xvfb", X_OK) == 0 &&
+         std::system(fmt::format("/usr/bin/python3 -c \"import gi; "
+                                 "gi.require_version('Gtk', '{}.0')\" "
+                                 ">/dev/null 2>&1",
+                                 version)
+                         .c_str()) == 0;
+}
+
+// Skips (fails when BPF tests are required) without GTK `v` under Xvfb.
+#define LT_REQUIRE_GTK_VERSION(v)                                   \
+  do {                                                              \
+    if (!have_gtk(v)) {                                             \
+      if (bpf_required())                                           \
+        FAIL() << "Xvfb or GTK " << (v)                             \
+               << " typelibs missing (scripts/setup.sh)";           \
+      GTEST_SKIP() << "Xvfb or GTK " << (v) << " typelibs missing"; \
+    }                                                               \
+  } while (0)
+
+struct FramesRun {
+  std::vector<nlohmann::json> frames;  // the app's, painted while traced
+  nlohmann::json report;
+  std::string log, err;  // the app's log, looptrace's stderr
+  int pid = 0;
+  int64_t tid = 0;    // the app's GUI thread
+  int64_t steal = 0;  // ns the host stole meanwhile
+};
+
+// gtk_frames.py --gtk `version` animating `duration_ms`, traced by
+// `looptrace record -p PID --json` from before the animation starts until
+// the app exits.
+void animate(const TempDir& dir, const Display& display, int version,
+             int duration_ms, FramesRun* out) {
+  out->log = dir.file("frames.jsonl");
+  const std::string json = dir.file("report.json");
+  Process app(
+      display.env({"/usr/bin/python3", tests_dir() + "/programs/gtk_frames.py",
+                   "--gtk", std::to_string(version), "--duration",
+                   std::to_string(duration_ms), "--stall-ms", "50",
+                   "--stall-every", "40", "--log", out->log}),
+      dir.file("app.out"), dir.file("app.err"));
+  out->pid = app.pid();
+  ASSERT_TRUE(wait_for_text(dir.file("app.err"), "gtk_frames: ready", 20000))
+      << read_file(dir.file("app.err"));
+  const int64_t steal_before = steal_ns();
+  Process lt({looptrace_bin(), "record", "-p", std::to_string(app.pid()),
+              "--json", json},
+             dir.file("lt.out"), dir.file("lt.err"));
+  ASSERT_TRUE(wait_for_text(dir.file("lt.err"), "tracing", 15000))
+      << read_file(dir.file("lt.err"));
+  const int64_t traced_ns = mono_ns();
+  app.signal(SIGUSR1);  // the tick callback starts
+  ASSERT_EQ(app.wait(duration_ms + 15000), 0) << read_file(dir.file("app.err"));
+  ASSERT_EQ(lt.wait(15000), 0) << read_file(dir.file("lt.err"));
+  out->steal = steal_ns() - steal_before;
+  out->err = read_file(dir.file("lt.err"));
+  for (const auto& f : events(read_jsonl(out->log), "frame"))
+    if (f["start_ns"].get<int64_t>() > traced_ns) out->frames.push_back(f);
+  ASSERT_FALSE(out->frames.empty()) << read_file(out->log);
+  out->tid = out->frames[0]["tid"].get<int64_t>();
+  out->report = read_json(json);
+}
+
+int64_t app_duration(const nlohmann::json& f) {
+  return f["end_ns"].get<int64_t>() - f["start_ns"].get<int64_t>();
+}
+
+// How long the app's thread waited for a CPU between the end of the frame
+// before `f` and the start of `f` (0 for the first).
+int64_t runq_before(const std::vector<nlohmann::json>& frames,
+                    const nlohmann::json& f) {
+  const nlohmann::json* prev = nullptr;
+  for (const auto& p : frames)
+    if (p["end_ns"].get<int64_t>() <= f["start_ns"].get<int64_t>()) prev = &p;
+  if (prev == nullptr) return 0;
+  return f["runq_start_ns"].get<int64_t>() -
+         (*prev)["runq_end_ns"].get<int64_t>();
+}
+
+// The app's frame a reported one is, by its start (nullptr: none).
+const nlohmann::json* app_frame_at(const std::vector<nlohmann::json>& frames,
+                                   int64_t start_ns, int64_t tol) {
+  const nlohmann::json* best = nullptr;
+  int64_t best_d = tol + 1;
+  for (const auto& f : frames) {
+    const int64_t d = std::llabs(f["start_ns"].get<int64_t>() - start_ns);
+    if (d < best_d) best = &f, best_d = d;
+  }
+  return best;
+}
+
+class GtkFrames : public ::testing::TestWithParam<int> {};
+
+// -p PID and no option: the frame clock's paint cycle is the frame. Per
+// the issue: the frame count within a few frames of the app's; every
+// frame the app saw take over 20 ms reported janky with its start and
+// duration within 2 ms; none reported janky where the app's frame took
+// under 12 ms; the refresh interval the one GDK's frame clock reports.
+TEST_P(GtkFrames, FramesAndJankMatchTheFrameClock) {
+  LT_REQUIRE_BPF();
+  LT_REQUIRE_GTK_VERSION(GetParam());
+  TempDir dir;
+  Display display(dir);
+  ASSERT_FALSE(display.name().empty()) << read_file(dir.file("xvfb.err"));
+  FramesRun r;
+  ASSERT_NO_FATAL_FAILURE(animate(dir, display, GetParam(), 3000, &r));
+  const int64_t tol = kToleranceNs + r.steal;
+  const auto& app = r.frames;
+  size_t slow = 0;
+  int64_t app_max = 0;
+  for (const auto& f : app) {
+    slow += app_duration(f) > kJankyNs;
+    app_max = std::max(app_max, app_duration(f));
+  }
+  // 3 s at 60 Hz, every 40th draw stalled: the app's own frames.
+  ASSERT_GE(app.size(), 120u) << read_file(r.log);
+  ASSERT_GE(slow, 3u) << read_file(r.log);
+
+  // One thread's frames: the app's GUI thread.
+  ASSERT_TRUE(r.report.contains("frames")) << r.err;
+  const nlohmann::json* t = nullptr;
+  for (const auto& f : r.report["frames"]) {
+    EXPECT_EQ(f["pid"], r.pid) << f.dump();
+    EXPECT_EQ(f["tid"], r.tid) << f.dump();
+    if (f["tid"] == r.tid) t = &f;
+  }
+  ASSERT_NE(t, nullptr) << r.report["frames"].dump();
+  EXPECT_EQ(r.report["frames"].size(), 1u) << r.report["frames"].dump();
+  const int64_t count = (*t)["count"].get<int64_t>();
+  EXPECT_LE(std::llabs(count - static_cast<int64_t>(app.size())), kCountSlack)
+      << "app painted " << app.size() << "\n"
+      << t->dump();
+  // GDK's frame clock reports 16667 us under Xvfb (no frame timings from
+  // the X server): looptrace's deadline interval is that, to the us.
+  const int64_t refresh = app[0]["refresh_us"].get<int64_t>() * 1000;
+  EXPECT_LE(std::llabs((*t)["refresh_ns"].get<int64_t>() - refresh), 1000)
+      << t->dump();
+  EXPECT_LE(std::llabs((*t)["max_ns"].get<int64_t>() - app_max), tol)
+      << t->dump();
+  EXPECT_EQ((*t)["frozen"], 0) << t->dump();
+
+  // Every janky frame reported is one the app saw take 12 ms or more,
+  // counting what its thread waited for a CPU since the previous frame.
+  const auto& janky = r.report["janky_frames"];
+  EXPECT_EQ(r.report["janky_frames_omitted"], 0);
+  for (const auto& j : janky) {
+    EXPECT_EQ(j["tid"], r.tid) << j.dump();
+    const nlohmann::json* f =
+        app_frame_at(app, j["start_ns"].get<int64_t>(), tol);
+    ASSERT_NE(f, nullptr) << "no frame of the app's there: " << j.dump();
+    EXPECT_GE(app_duration(*f) + runq_before(app, *f), kFineNs)
+        << j.dump() << "\n"
+        << f->dump()
+        << "\nwaited for a CPU before it: " << runq_before(app, *f);
+  }
+  EXPECT_EQ((*t)["janky"].get<size_t>(), janky.size()) << t->dump();
+  // Every frame the app saw take over 20 ms is there, as long as the app
+  // saw it, at least one vsync missed.
+  for (const auto& f : app) {
+    if (app_duration(f) <= kJankyNs) continue;
+    const nlohmann::json* m = nullptr;
+    for (const auto& j : janky)
+      if (std::llabs(j["start_ns"].get<int64_t>() -
+                     f["start_ns"].get<int64_t>()) <= tol)
+        m = &j;
+    ASSERT_NE(m, nullptr) << "not reported janky: " << f.dump() << "\n"
+                          << janky.dump();
+    EXPECT_LE(std::llabs((*m)["duration_ns"].get<int64_t>() - app_duration(f)),
+              tol)
+        << m->dump() << "\n"
+        << f.dump();
+    EXPECT_GE((*m)["missed_vsyncs"].get<int64_t>(), 1) << m->dump();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Gtk, GtkFrames, ::testing::Values(3, 4),
+                         [](const ::testing::TestParamInfo<int>& i) {
+                           return fmt::format("gtk{}", i.param);
+                         });
+
+}  // namespace
+}  // namespace lt_test
