@@ -29,6 +29,7 @@ RecordArgs adhoc() {
 TEST(Plan, ThresholdsAndKernelOptions) {
   RecordArgs a = adhoc();
   a.thresholds[ThresholdOption::kSlow] = "40ms";
+  a.thresholds[ThresholdOption::kRefreshRate] = "120";
   a.delivery_hysteresis = true;
   a.call_graph = "dwarf,4K";
   a.ringbuf_size = "16M";
@@ -37,6 +38,7 @@ TEST(Plan, ThresholdsAndKernelOptions) {
   EXPECT_EQ(p->opts.limits.slow_ns[LT_ROLE_DISPATCH], 40 * kMs);
   EXPECT_EQ(p->opts.limits.slow_ns[LT_ROLE_IDLE], 40 * kMs);
   EXPECT_EQ(p->opts.limits.sample_after_ns, 20 * kMs);
+  EXPECT_EQ(p->opts.limits.refresh_ns, 8'333'333u);  // recorded with them
   EXPECT_EQ(p->opts.limits.delivery_drain_ns, Thresholds::kDeliveryDrainNs);
   EXPECT_EQ(p->opts.stack_copy, 4096u);
   EXPECT_EQ(p->opts.call_graph, CallGraph::kDwarf);
@@ -74,6 +76,11 @@ TEST(Plan, BadValuesAreUsageErrorsNamingTheOption) {
          a.thresholds[ThresholdOption::kBarrierStall] = "0s";
        },
        "--barrier-stall: must be above 0"},
+      {[](RecordArgs& a) {
+         a.thresholds[ThresholdOption::kRefreshRate] = "16ms";
+       },
+       "--refresh-rate: bad rate '16ms': expected frames per second from 1 "
+       "to 1000 (60, 59.94, 144)"},
       {[](RecordArgs& a) { a.call_graph = "dwarf,3K"; },
        "--call-graph dwarf,3K: dwarf,BYTES with BYTES 1024, 2048, 4096 or "
        "8192 (1K..8K)"},
