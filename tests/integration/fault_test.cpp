@@ -293,11 +293,14 @@ TEST_F(Fault, TracerKilledLeavesTargetUntouched) {
   // Rates per CPU-second of the loop thread, so that other work on the
   // machine does not move them. Tracing must have slowed the loop (else
   // this test could not tell a leftover probe), and the rate after the
-  // kill is the untraced one within 25% (cache and frequency effects).
+  // kill is closer to the untraced one than to the traced one: a probe
+  // left behind would keep it at the traced rate, while cache and
+  // frequency effects on a shared VM moved it by up to 27% (CI).
   EXPECT_LT(traced, 0.5 * untraced)
       << "traced " << traced << "/s vs untraced " << untraced << "/s";
-  EXPECT_GT(after, 0.75 * untraced)
-      << "after the kill " << after << "/s vs untraced " << untraced << "/s";
+  EXPECT_GT(after, (traced + untraced) / 2)
+      << "after the kill " << after << "/s vs untraced " << untraced
+      << "/s, traced " << traced << "/s";
 }
 
 // ---- the target exits, is killed, loses its main thread ---------------------
