@@ -12,7 +12,25 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/lint.sh
 scripts/build.sh
-ctest --test-dir build --output-on-failure "$@"
+# The BPF tests time a live system against the traced programs' own
+# clocks on whatever machine runs them; on a shared VM one of ~200 now and
+# then misses a tolerance. A BPF test that fails is run once more; one that
+# passes then is named on stderr as FLAKY (and in build/flaky-tests.txt) for
+# its cause to be found, and does not fail the run. A unit test that
+# fails, or a BPF test that fails twice, does.
+if ! ctest --test-dir build --output-on-failure "$@"; then
+  failed_log=build/Testing/Temporary/LastTestsFailed.log
+  [[ -s $failed_log ]] || exit 1
+  mapfile -t failed < <(cut -d: -f2- "$failed_log")
+  # By number: "N:NAME" there, "Test #N: NAME" in the unit listing.
+  unit=" $(ctest --test-dir build -N -L unit | sed -n 's/^ *Test *#\([0-9]*\):.*/\1/p' | tr '\n' ' ')"
+  while IFS=: read -r n _; do
+    [[ $unit != *" $n "* ]] || { echo "test: a unit test failed (#$n)" >&2; exit 1; }
+  done <"$failed_log"
+  cp "$failed_log" build/flaky-tests.txt
+  ctest --test-dir build --output-on-failure --rerun-failed "$@"
+  printf 'test: FLAKY (failed, then passed when run again): %s\n' "${failed[@]}" >&2
+fi
 scripts/test-install.sh build
 if [[ $(id -u) -eq 0 ]]; then
   scripts/bench-smoke.sh
