@@ -241,6 +241,26 @@ TEST(RecordingCodec, ShortOrLongPayloadsAreRefused) {
   EXPECT_FALSE(rec::decode_event(200, nullptr, 0, &back));
 }
 
+// A document record (a session header) nested 100 000 arrays deep is
+// refused, not parsed by recursion until the stack overflows (the
+// record_decode fuzzer); one nested as deep as records ever are still
+// reads as far as its shape allows.
+TEST(RecordingCodec, DeeplyNestedDocumentsAreRefused) {
+  std::string deep(100000, '\x81');  // CBOR: an array of one item, ...
+  deep += '\x01';
+  Event back;
+  EXPECT_FALSE(rec::decode_event(rec::kSession,
+                                 reinterpret_cast<const uint8_t*>(deep.data()),
+                                 deep.size(), &back));
+  for (const Event& ev : sample_events()) {
+    std::string b = bytes_of(ev);
+    if (static_cast<uint8_t>(b[0]) != rec::kSession) continue;
+    EXPECT_TRUE(
+        rec::decode_event(b[0], reinterpret_cast<const uint8_t*>(b.data()) + 5,
+                          b.size() - 5, &back));
+  }
+}
+
 // Payloads as older releases wrote them, before fields were appended: a
 // span without its str key, a sample without how it was unwound, a probe
 // without label, outermost, enum names or input match, an end without
