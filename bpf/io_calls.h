@@ -140,20 +140,6 @@ static __always_inline void fill_io(struct lt_io_rec *rec, struct lt_thread *st,
 	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
 }
 
-/* Input records wake the reader once, as the bytes waiting in the ring
- * buffer cross lt_cfg.io_wakeup_bytes: below the mark its poll timeout
- * collects them, above it the reader is awake already (it drains the
- * buffer before it sleeps) or its timeout comes first. A wakeup per
- * record is an IPI each, an APIC write that is a VM exit under a
- * hypervisor: more than the record costs. `before` is what waited before
- * this record of `size` bytes. */
-static __always_inline __u64 io_wakeup(__u64 before, __u32 size)
-{
-	__u64 mark = lt_cfg.io_wakeup_bytes;
-
-	return before < mark && before + size >= mark ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
-}
-
 /* A framed read's record (X11's, Wayland's), built in a per-CPU scratch
  * whose call part is io: out as long as its messages make it. */
 static __always_inline void emit_framed(void *rec, struct lt_io_rec *io, __u32 size,
@@ -392,7 +378,6 @@ static __always_inline void io_record(struct lt_thread *st, const struct lt_io_p
 				      __s64 ret, __u64 now, const __u8 head[LT_IO_HEAD])
 {
 	struct lt_io_rec *rec = bpf_ringbuf_reserve(&lt_events, sizeof(*rec), 0);
-	__u64 avail;
 
 	if (!rec) {
 		count(LT_CNT_RB_FULL);
@@ -401,10 +386,7 @@ static __always_inline void io_record(struct lt_thread *st, const struct lt_io_p
 	fill_io(rec, st, p, ret, now, sizeof(*rec));
 	__builtin_memcpy(rec->head, head, sizeof(rec->head));
 	count(LT_CNT_IO);
-	/* Reserved already: the waiting bytes include it. */
-	avail = bpf_ringbuf_query(&lt_events, BPF_RB_AVAIL_DATA);
-	bpf_ringbuf_submit(
-	    rec, io_wakeup(avail > sizeof(*rec) ? avail - sizeof(*rec) : 0, sizeof(*rec)));
+	bpf_ringbuf_submit(rec, lazy_wakeup(sizeof(*rec)));
 }
 
 /* The first user buffer of a socket call into *buf: of a recvmsg/sendmsg

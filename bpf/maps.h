@@ -200,10 +200,36 @@ static __always_inline int span_thread_traced(void)
 }
 
 /* Submit flags for the rare records (slow spans, drops, points): input
- * records are submitted without a wakeup (io_calls.h), and a record behind
- * unconsumed ones does not wake the reader by itself, so with input on these
- * force one: a barrier post or a slow span is not held back behind them. */
-static __always_inline __u64 rb_flags(void) { return lt_cfg.input_on ? BPF_RB_FORCE_WAKEUP : 0; }
+ * records and fast spans (--record-all) are submitted without a wakeup
+ * (lazy_wakeup), and a record behind unconsumed ones does not wake the
+ * reader by itself, so with either on these force one: a barrier post or a
+ * slow span is not held back behind them. */
+static __always_inline __u64 rb_flags(void)
+{
+	return lt_cfg.input_on || lt_cfg.record_all ? BPF_RB_FORCE_WAKEUP : 0;
+}
+
+/* The frequent records (input calls, fast spans with --record-all) wake the
+ * reader once, as the bytes waiting in the ring buffer cross
+ * lt_cfg.io_wakeup_bytes: below the mark its poll timeout collects them,
+ * above it the reader is awake already (it drains the buffer before it
+ * sleeps) or its timeout comes first. A wakeup per record is an IPI each,
+ * an APIC write that is a VM exit under a hypervisor: more than the record
+ * costs. `before` is what waited before this record of `size` bytes. */
+static __always_inline __u64 io_wakeup(__u64 before, __u32 size)
+{
+	__u64 mark = lt_cfg.io_wakeup_bytes;
+
+	return before < mark && before + size >= mark ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
+/* io_wakeup for a record reserved already (the waiting bytes include it). */
+static __always_inline __u64 lazy_wakeup(__u32 size)
+{
+	__u64 avail = bpf_ringbuf_query(&lt_events, BPF_RB_AVAIL_DATA);
+
+	return io_wakeup(avail > size ? avail - size : 0, size);
+}
 
 /* Every ring-buffer record starts with the same header. */
 static __always_inline void fill_header(struct lt_rec_header *hdr, __u32 type, __u32 size, __u64 ts)

@@ -532,7 +532,12 @@ static __always_inline void submit_span(struct lt_span_rec *rec, struct lt_threa
 	__builtin_memcpy(rec->keys, f->keys, sizeof(rec->keys));
 	rec->flags |= read_key_str(rec->key_str, probe_id, f);
 	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
-	bpf_ringbuf_submit(rec, rb_flags());
+	/* A fast span is only there because of --record-all: nobody waits. */
+	if (lt_cfg.record_all && role < LT_ROLE_MAX && rec->duration_ns < lt_cfg.slow_ns[role] &&
+	    !flags)
+		bpf_ringbuf_submit(rec, lazy_wakeup(sizeof(*rec)));
+	else
+		bpf_ringbuf_submit(rec, rb_flags());
 }
 
 /*

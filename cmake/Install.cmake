@@ -42,6 +42,9 @@ install(TARGETS refapp RUNTIME DESTINATION ${LOOPTRACE_PKG_LIBEXECDIR})
 install(FILES ${CMAKE_SOURCE_DIR}/scripts/completion/looptrace.bash
         DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
         RENAME looptrace)
+# `looptrace monitor` as a service (docs/looptrace.md, MONITOR).
+install(FILES ${CMAKE_SOURCE_DIR}/scripts/looptrace-monitor.service
+        DESTINATION lib/systemd/system)
 install(FILES ${CMAKE_SOURCE_DIR}/README.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs/

@@ -29,6 +29,7 @@ root=$tmp/root
 for f in ./usr/bin/looptrace ./usr/libexec/looptrace/refapp \
   ./usr/share/man/man1/looptrace.1 \
   ./usr/share/bash-completion/completions/looptrace \
+  ./usr/lib/systemd/system/looptrace-monitor.service \
   ./usr/share/doc/looptrace/looptrace.md ./usr/share/doc/looptrace/README.md; do
   grep -qxF "$f" "$tmp/tree" || fail "cmake --install did not install $f"
 done

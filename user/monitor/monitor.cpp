@@ -1,6 +1,7 @@
 #include "monitor/monitor.h"
 
 #include <fmt/format.h>
+#include <time.h>
 
 #include "base/log.h"
 #include "base/output_file.h"
@@ -10,6 +11,16 @@
 #include "record/recording.h"
 
 namespace looptrace {
+namespace {
+
+uint64_t now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull +
+         static_cast<uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace
 
 Monitor::Monitor(MonitorOptions o, Symbolizer* symbols, ProcSymbolizer* proc,
                  std::ostream& log)
@@ -101,7 +112,9 @@ void Monitor::fire(const Firing& f, const Event& ev) {
   uint64_t realtime =
       session_.start_realtime_ns + (f.ts_ns - session_.start_ns);
   std::string path = o_.dumps->path_for(f.pid, procs_[f.pid].comm, realtime);
-  Status st = write_dump(path, f, ev);
+  const uint64_t t0 = now_ns();
+  DumpStats stats;
+  Status st = write_dump(path, f, ev, &stats);
   if (!st.ok()) {
     dump_failures_++;
     log_ << fmt::format("looptrace: dump pid {} ({}): {}\n", f.pid, comm,
@@ -112,8 +125,10 @@ void Monitor::fire(const Firing& f, const Event& ev) {
   dumps_++;
   size_t trimmed = o_.dumps->trim();
   log_ << fmt::format(
-      "looptrace: dump pid {} ({}): {}: {}{}\n", f.pid, comm, f.why, path,
-      trimmed ? fmt::format(" ({} oldest removed)", trimmed) : "");
+      "looptrace: dump pid {} ({}): {}: {} ({} events, {} KiB, {} ms{})\n",
+      f.pid, comm, f.why, path, stats.events, (stats.bytes + 1023) >> 10,
+      (now_ns() - t0) / 1'000'000,
+      trimmed ? fmt::format("; {} oldest removed", trimmed) : "");
   log_.flush();
   if (on_dump) on_dump();
 }
@@ -122,7 +137,7 @@ void Monitor::fire(const Firing& f, const Event& ev) {
 // start the window's), the process's mappings and events with the symbols
 // they need, a hang's span in flight, and an end that says what fired.
 Status Monitor::write_dump(const std::string& path, const Firing& f,
-                           const Event& ev) {
+                           const Event& ev, DumpStats* stats) {
   auto file = OutputFile::Create("--dump-dir", path);
   if (!file.ok()) return file.status();
   RecordingWriter writer(std::move(*file));
@@ -148,7 +163,10 @@ Status Monitor::write_dump(const std::string& path, const Firing& f,
   end.end_ns = f.ts_ns;
   end.stop_reason = "monitor dump: " + f.why;
   sink.consume(Event(std::move(end)));
-  return sink.close();
+  Status st = sink.close();
+  stats->events = writer.events();
+  stats->bytes = writer.bytes_written();
+  return st;
 }
 
 }  // namespace looptrace

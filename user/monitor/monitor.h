@@ -58,7 +58,12 @@ class Monitor : public EventSink {
   };
   std::map<uint32_t, Proc>::iterator attach(uint32_t pid, const Event& ev);
   void fire(const Firing& f, const Event& ev);
-  Status write_dump(const std::string& path, const Firing& f, const Event& ev);
+  struct DumpStats {
+    uint64_t events = 0;
+    uint64_t bytes = 0;
+  };
+  Status write_dump(const std::string& path, const Firing& f, const Event& ev,
+                    DumpStats* stats);
 
   MonitorOptions o_;
   Symbolizer* symbols_;

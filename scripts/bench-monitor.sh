@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# What leaving `looptrace monitor` on costs, one tool at a time, the whole
+# process: the reference app dispatching --rate cheap messages/s
+# (`refapp --messages`, each one call of refapp::trigger) for --seconds, alone
+# and under `looptrace monitor --profile refapp` (system-wide, started
+# first, as a service would be); for each run the app's CPU (user + system
+# of the whole process, from the kernel's rusage of the child), and for the
+# monitor its own CPU over the same time, its resident memory sampled every
+# --every seconds (flat or not) and its peak; then the time to write one
+# dump (a 300 ms stall, `--dump-if 'dispatch > 250ms'`, from the monitor's
+# own dump line). Interleaved alone/monitored over --repeats runs.
+#
+# Usage: sudo scripts/bench-monitor.sh [-B BUILD] [--rate N] [--seconds S]
+#        [--repeats N] [--every S]
+set -euo pipefail
+build=build rate=1000 seconds=20 repeats=3 every=5
+while (($#)); do
+  case $1 in
+    -B) build=$2; shift 2 ;;
+    --rate) rate=$2; shift 2 ;;
+    --seconds) seconds=$2; shift 2 ;;
+    --repeats) repeats=$2; shift 2 ;;
+    --every) every=$2; shift 2 ;;
+    *) echo "usage: $0 [-B BUILD] [--rate N] [--seconds S] [--repeats N] [--every S]" >&2; exit 2 ;;
+  esac
+done
+lt=$build/looptrace app=$build/refapp/refapp
+[[ -x $lt && -x $app ]] || { echo "bench-monitor: build $lt and $app first" >&2; exit 2; }
+tmp=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
+hz=$(getconf CLK_TCK)
+
+# CPU seconds (user + system) the app's process used, from its rusage.
+app_cpu() {
+  /usr/bin/python3 - "$app" --rate "$rate" --messages "$((rate * seconds))" <<'PY'
+import resource, subprocess, sys
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL,
+               stderr=subprocess.DEVNULL, check=True)
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(f"{r.ru_utime + r.ru_stime:.3f}")
+PY
+}
+proc_cpu() { awk -v hz="$hz" '{print ($14 + $15) / hz}' "/proc/$1/stat"; }
+rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+hwm_kib() { awk '/^VmHWM/ {print $2}' "/proc/$1/status"; }
+
+start_monitor() {
+  "$lt" monitor --profile refapp "$@" 2>"$tmp/mon.err" &
+  mon=$!
+  for _ in $(seq 200); do
+    grep -q 'SIGINT or SIGTERM to stop' "$tmp/mon.err" && return
+    sleep 0.1
+  done
+  echo "bench-monitor: the monitor did not start: $(cat "$tmp/mon.err")" >&2
+  exit 1
+}
+
+printf 'refapp --messages at %s dispatches/s for %s s, %s runs each\n\n' "$rate" "$seconds" "$repeats"
+printf '%-4s %12s %14s %14s %12s %12s  %s\n' run "alone cpu s" "monitored cpu s" \
+  "monitor cpu s" "rss KiB" "peak KiB" "rss every ${every} s (KiB)"
+for r in $(seq "$repeats"); do
+  alone=$(app_cpu)
+  start_monitor
+  c0=$(proc_cpu "$mon")
+  samples=""
+  ( while kill -0 "$mon" 2>/dev/null; do rss_kib "$mon"; sleep "$every"; done ) >"$tmp/rss" &
+  sampler=$!
+  traced=$(app_cpu)
+  c1=$(proc_cpu "$mon")
+  kill "$sampler" 2>/dev/null || true
+  samples=$(tr '\n' ' ' <"$tmp/rss")
+  printf '%-4s %12s %14s %14.3f %12s %12s  %s\n' "$r" "$alone" "$traced" \
+    "$(awk -v a="$c0" -v b="$c1" 'BEGIN {print b - a}')" "$(rss_kib "$mon")" "$(hwm_kib "$mon")" "$samples"
+  kill -INT "$mon"
+  wait "$mon" || true
+done
+
+# One dump: the window of a process at --rate, written when a 300 ms stall
+# ends.
+mkdir -p "$tmp/dumps"
+start_monitor --dump-dir "$tmp/dumps" --dump-if 'dispatch > 250ms'
+"$app" --rate "$rate" --messages "$((rate * 13))" --stall busy:300@12000 \
+  >/dev/null 2>&1
+kill -INT "$mon"
+wait "$mon" || true
+echo
+grep 'looptrace: dump pid' "$tmp/mon.err" | sed 's/.*: \(.*\) (\(.*\))$/dump: \2/' || echo "no dump written"
