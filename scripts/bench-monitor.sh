@@ -11,17 +11,21 @@
 # own dump line). Interleaved alone/monitored over --repeats runs.
 #
 # Usage: sudo scripts/bench-monitor.sh [-B BUILD] [--rate N] [--seconds S]
-#        [--repeats N] [--every S]
+#        [--repeats N] [--every S] [--smoke]
+#   --smoke   2 s runs, one each, a 3 s dump run: every step, no figure
 set -euo pipefail
-build=build rate=1000 seconds=20 repeats=3 every=5
+build=build rate=1000 seconds=20 repeats=3 every=5 dump_s=13
+usage="usage: $0 [-B BUILD] [--rate N] [--seconds S] [--repeats N] [--every S] [--smoke]"
 while (($#)); do
   case $1 in
+    -h | --help) echo "$usage"; exit 0 ;;
+    --smoke) seconds=2 repeats=1 every=1 dump_s=3; shift ;;
     -B) build=$2; shift 2 ;;
     --rate) rate=$2; shift 2 ;;
     --seconds) seconds=$2; shift 2 ;;
     --repeats) repeats=$2; shift 2 ;;
     --every) every=$2; shift 2 ;;
-    *) echo "usage: $0 [-B BUILD] [--rate N] [--seconds S] [--repeats N] [--every S]" >&2; exit 2 ;;
+    *) echo "$usage" >&2; exit 2 ;;
   esac
 done
 lt=$build/looptrace app=$build/refapp/refapp
@@ -79,9 +83,10 @@ done
 # ends.
 mkdir -p "$tmp/dumps"
 start_monitor --dump-dir "$tmp/dumps" --dump-if 'dispatch > 250ms'
-"$app" --rate "$rate" --messages "$((rate * 13))" --stall busy:300@12000 \
-  >/dev/null 2>&1
+"$app" --rate "$rate" --messages "$((rate * dump_s))" \
+  --stall "busy:300@$(((dump_s - 1) * 1000))" >/dev/null 2>&1
 kill -INT "$mon"
 wait "$mon" || true
 echo
-grep 'looptrace: dump pid' "$tmp/mon.err" | sed 's/.*: \(.*\) (\(.*\))$/dump: \2/' || echo "no dump written"
+grep 'looptrace: dump pid' "$tmp/mon.err" | sed 's/.*: \(.*\) (\(.*\))$/dump: \2/' ||
+  { echo "bench-monitor: no dump written: $(cat "$tmp/mon.err")" >&2; exit 1; }
