@@ -77,9 +77,9 @@ TEST(Monitor, DumpHoldsTheStallAndEveryDispatchOfItsWindow) {
       {refapp_bin(), "--rate", "200", "--start-delay", "3000", "--duration",
        "5000", "--stall", "busy:400@3500", "--log-slow", "0.01", "--log", log},
       dir.file("app.out"), dir.file("app.err"));
-  Monitor mon(dir,
-              {"-p", std::to_string(app.pid()), "--window", "2s", "--dump-dir",
-               dir.file("dumps"), "--dump-if", "dispatch > 300ms"});
+  Monitor mon(dir, {"-p", std::to_string(app.pid()), "--window", "2s",
+                    "--dump-dir", dir.file("dumps"), "--dump-if",
+                    "dispatch > 300ms", "--dump-pprof"});
   ASSERT_TRUE(mon.ready()) << mon.log();
   ASSERT_EQ(app.wait(30000), 0);
   ASSERT_EQ(mon.stop(), 0) << mon.log();
@@ -121,6 +121,23 @@ TEST(Monitor, DumpHoldsTheStallAndEveryDispatchOfItsWindow) {
   EXPECT_NEAR(static_cast<double>(got), static_cast<double>(truth), 1.0)
       << "dispatches in the dump";
   EXPECT_GT(truth, 300u);
+
+  // Its stacks as pprof beside it, which pprof itself reads: the stall's
+  // function is there.
+  std::string pb = dumps[0].substr(0, dumps[0].size() - 3) + ".pb.gz";
+  ASSERT_EQ(stat(pb.c_str(), &st), 0)
+      << pb << "\n"
+      << mon.log() << run({"/bin/ls", "-la", dir.file("dumps")}).out;
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  if (access("/usr/bin/go", X_OK) != 0) {
+    if (bpf_required()) FAIL() << "golang-go missing (scripts/setup.sh)";
+    return;
+  }
+  RunResult top =
+      run({"/usr/bin/env", "HOME=" + dir.path(), "PPROF_TMPDIR=" + dir.path(),
+           "/usr/bin/go", "tool", "pprof", "-symbolize=none", "-top", pb});
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  EXPECT_NE(top.out.find("refapp::busyStall"), std::string::npos) << top.out;
 }
 
 TEST(Monitor, TwoStallsWithinDumpEveryGiveOneDumpAndACount) {
@@ -257,10 +274,10 @@ TEST(Monitor, FollowsProcessesThatComeAndGoAndKeepsNothingOfThem) {
   ASSERT_EQ(summary.size(), 1u);
   std::string pid = std::to_string(summary[0]["pid"].get<int>());
   std::smatch m;
-  ASSERT_TRUE(
-      std::regex_search(text, m,
-                        std::regex("detach pid " + pid +
-                                   R"( \(refapp\): exited after (\d+) spans)")))
+  ASSERT_TRUE(std::regex_search(
+      text, m,
+      std::regex("detach pid " + pid +
+                 R"( \(refapp\): exited after (\d+) dispatches)")))
       << text;
   EXPECT_EQ(std::stoull(m[1]), summary[0]["dispatches"].get<uint64_t>());
 }

@@ -336,6 +336,9 @@ CLI::App* add_monitor_command(CLI::App& app, looptrace::MonitorArgs& ma) {
   mon->add_option("--dump-every", ma.dump_every,
                   "At most one dump per process this often")
       ->capture_default_str();
+  mon->add_flag("--dump-pprof", ma.dump_pprof,
+                "Write each dump's stacks beside it as a pprof profile "
+                "(.pb.gz)");
   mon->add_option("--dump-max-bytes", ma.dump_max_bytes,
                   "The dumps in --dump-dir together; the oldest are removed")
       ->capture_default_str();

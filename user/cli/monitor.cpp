@@ -46,9 +46,10 @@ Result<MonitorOptions> parse_monitor_options(const MonitorArgs& a) {
     o.triggers.push_back(*trig);
   }
   if (a.dump_dir.empty()) {
-    if (a.dump_every != "60s" || a.dump_max_bytes != "1G")
-      return Status::Error("--dump-every and --dump-max-bytes need --dump-dir",
-                           ErrorKind::kUsage);
+    if (a.dump_every != "60s" || a.dump_max_bytes != "1G" || a.dump_pprof)
+      return Status::Error(
+          "--dump-every, --dump-max-bytes and --dump-pprof need --dump-dir",
+          ErrorKind::kUsage);
     return o;
   }
   // What an incident is by default: a hang, or a dispatch a user sees.
@@ -75,6 +76,7 @@ Result<MonitorOptions> parse_monitor_options(const MonitorArgs& a) {
   auto dir = DumpDir::Open(d);
   if (!dir.ok()) return dir.status();
   o.dumps.emplace(std::move(*dir));
+  o.dump_pprof = a.dump_pprof;
   return o;
 }
 

@@ -21,6 +21,7 @@ struct MonitorArgs {
   std::string dump_dir;
   std::string dump_every = "60s";
   std::string dump_max_bytes = "1G";
+  bool dump_pprof = false;
   std::string metrics;  // ADDR:PORT; empty: none
   bool metrics_per_pid = false;
 };

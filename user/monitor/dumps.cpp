@@ -19,11 +19,18 @@ namespace {
 
 constexpr std::string_view kPrefix = "looptrace-";
 constexpr std::string_view kSuffix = ".lt";
+// What a dump may have beside it (--dump-pprof).
+constexpr std::string_view kPprofSuffix = ".pb.gz";
 
-bool is_dump_name(std::string_view n) {
-  return n.size() > kPrefix.size() + kSuffix.size() &&
-         n.substr(0, kPrefix.size()) == kPrefix &&
-         n.substr(n.size() - kSuffix.size()) == kSuffix;
+// The dump a file of ours belongs to (its name without the suffix), or
+// "" for a file that is not ours.
+std::string_view dump_stem(std::string_view n) {
+  if (n.substr(0, kPrefix.size()) != kPrefix) return "";
+  for (std::string_view suffix : {kSuffix, kPprofSuffix})
+    if (n.size() > kPrefix.size() + suffix.size() &&
+        n.substr(n.size() - suffix.size()) == suffix)
+      return n.substr(0, n.size() - suffix.size());
+  return "";
 }
 
 }  // namespace
@@ -88,7 +95,7 @@ size_t DumpDir::trim() const {
   if (!d) return 0;
   uint64_t total = 0;
   while (dirent* e = readdir(d)) {
-    if (!is_dump_name(e->d_name)) continue;
+    if (dump_stem(e->d_name).empty()) continue;
     struct stat st {};
     if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
         !S_ISREG(st.st_mode))
@@ -100,7 +107,10 @@ size_t DumpDir::trim() const {
   std::sort(dumps.begin(), dumps.end(),
             [](const Dump& a, const Dump& b) { return a.name < b.name; });
   size_t removed = 0;
-  for (size_t i = 0; i + 1 < dumps.size() && total > o_.max_bytes; ++i) {
+  const std::string newest =
+      dumps.empty() ? "" : std::string(dump_stem(dumps.back().name));
+  for (size_t i = 0; i < dumps.size() && total > o_.max_bytes; ++i) {
+    if (dump_stem(dumps[i].name) == newest) break;
     if (unlinkat(dirfd(d), dumps[i].name.c_str(), 0) != 0) continue;
     total -= dumps[i].bytes;
     removed++;

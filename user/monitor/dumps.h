@@ -33,8 +33,9 @@ class DumpDir {
   // pid and the comm (only [A-Za-z0-9_.-] of it, 15 bytes at most).
   std::string path_for(uint32_t pid, const std::string& comm,
                        uint64_t realtime_ns) const;
-  // Removes the oldest of this directory's dumps until the rest fit
-  // max_bytes (the newest always stays); how many went.
+  // Removes the oldest of this directory's dumps (and their pprof files)
+  // until the rest fit max_bytes (the newest always stays); how many
+  // files went.
   size_t trim() const;
 
   const DumpOptions& options() const { return o_; }

@@ -9,6 +9,7 @@
 #include "pipeline/analysis.h"
 #include "proc/process.h"
 #include "record/recording.h"
+#include "report/pprof_report.h"
 
 namespace looptrace {
 namespace {
@@ -59,8 +60,9 @@ void Monitor::consume(const Event& ev) {
     it = attach(pid, ev);
   }
   window_.add(ev);
-  if (const auto* s = std::get_if<SpanEvent>(&ev); s && !s->unfinished())
-    it->second.spans++;
+  if (const auto* s = std::get_if<SpanEvent>(&ev);
+      s && !s->unfinished() && s->role == LT_ROLE_DISPATCH)
+    it->second.dispatches++;
   if (!check_) return;
   if (std::optional<Firing> f = check_->check(ev)) fire(*f, ev);
 }
@@ -89,9 +91,9 @@ void Monitor::process_gone(uint32_t pid) {
   pending_maps_.erase(pid);
   auto it = procs_.find(pid);
   if (it == procs_.end()) return;
-  log_ << fmt::format("looptrace: detach pid {} ({}): exited after {} spans\n",
-                      pid, log::printable(it->second.comm, 32),
-                      it->second.spans);
+  log_ << fmt::format(
+      "looptrace: detach pid {} ({}): exited after {} dispatches\n", pid,
+      log::printable(it->second.comm, 32), it->second.dispatches);
   log_.flush();
   procs_.erase(it);
   window_.forget(pid);
@@ -166,7 +168,29 @@ Status Monitor::write_dump(const std::string& path, const Firing& f,
   Status st = sink.close();
   stats->events = writer.events();
   stats->bytes = writer.bytes_written();
-  return st;
+  if (!st.ok() || !o_.dump_pprof) return st;
+  return write_dump_pprof(path, f, ev, s);
+}
+
+// The dump's slow spans' stacks as a pprof profile beside it: the window
+// replayed through the analysis, as `report --pprof` would.
+Status Monitor::write_dump_pprof(const std::string& path, const Firing& f,
+                                 const Event& ev, const SessionEvent& s) {
+  std::string pb = path.substr(0, path.size() - 3) + ".pb.gz";
+  auto file = OutputFile::Create("--dump-pprof", pb);
+  if (!file.ok()) return file.status();
+  Analysis analysis(symbols_);
+  analysis.consume(Event(s));
+  for (const Event* e : window_.window(f.pid)) analysis.consume(*e);
+  if (const auto* h = std::get_if<HangEvent>(&ev))
+    analysis.consume(Event(h->span));
+  EndEvent end;
+  end.end_ns = f.ts_ns;
+  analysis.consume(Event(std::move(end)));
+  const Findings& found = analysis.finish();
+  Status st = write_pprof((*file)->stream(), found, analysis.context());
+  Status closed = (*file)->close();
+  return st.ok() ? closed : st;
 }
 
 }  // namespace looptrace

@@ -25,6 +25,7 @@ struct MonitorOptions {
   WindowOptions window;
   std::vector<DumpTrigger> triggers;
   std::optional<DumpDir> dumps;  // none: triggers only announced
+  bool dump_pprof = false;       // each dump's stacks also as pprof
   uint64_t refresh_ns = 0;       // frames' interval (0: 60 Hz)
   // The profile a process's mappings show ("" if none): for its line.
   std::function<std::string(const std::vector<MapEntry>&)> profile_of;
@@ -54,7 +55,7 @@ class Monitor : public EventSink {
  private:
   struct Proc {
     std::string comm;
-    uint64_t spans = 0;
+    uint64_t dispatches = 0;  // finished
   };
   std::map<uint32_t, Proc>::iterator attach(uint32_t pid, const Event& ev);
   void fire(const Firing& f, const Event& ev);
@@ -64,6 +65,8 @@ class Monitor : public EventSink {
   };
   Status write_dump(const std::string& path, const Firing& f, const Event& ev,
                     DumpStats* stats);
+  Status write_dump_pprof(const std::string& path, const Firing& f,
+                          const Event& ev, const SessionEvent& s);
 
   MonitorOptions o_;
   Symbolizer* symbols_;
