@@ -768,11 +768,6 @@ void InputAnalyzer::settle(uint64_t idx) {
   if (lit == live_.end()) return;
   InputEventInfo& e = lit->second;
   if (is_display_chan(e.chan_kind) && e.sent_ns == 0) find_display_send(e);
-  if (options_.on_final) options_.on_final(e);
-  if (options_.stream_only) {
-    ++stats_.total;
-    return;
-  }
   // Whatever it waited behind ended before its handling began, on its own
   // thread, so reached the stream before its FINISHED did. Only the
   // handling dispatch itself comes later: wait for it when it could be
