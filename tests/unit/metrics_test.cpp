@@ -284,6 +284,9 @@ TEST(MetricsTest, InputEventsFillTheirStages) {
                   "looptrace_input_latency_seconds_count{stage="
                   "\"total_latency_dur\"}"),
             0);
+  // Counted once, however far the stream goes on.
+  m.consume(span(1 * kMs, "xclient", 300));
+  EXPECT_EQ(value(m.text(), h), 1);
 }
 
 TEST(MetricsTest, InputEventsNeverConsumedAreDroppedPastTheCap) {
