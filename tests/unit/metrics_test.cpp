@@ -312,9 +312,9 @@ TEST(MetricsTest, ListenAddress) {
   EXPECT_EQ(*metrics_listen_address("9100"), "127.0.0.1:9100");
   EXPECT_EQ(*metrics_listen_address(":9100"), "127.0.0.1:9100");
   EXPECT_EQ(*metrics_listen_address("0.0.0.0:80"), "0.0.0.0:80");
-  EXPECT_EQ(*metrics_listen_address("[::1]:9100"), "[::1]:9100");
-  for (const char* bad : {"", ":", "host:9100", "1.2.3.4:0", "1.2.3.4:65536",
-                          "9100x", "::1:9100", "1.2.3:9100", "[::1]:-1"}) {
+  for (const char* bad :
+       {"", ":", "host:9100", "1.2.3.4:0", "1.2.3.4:65536", "9100x", "::1:9100",
+        "[::1]:9100", "1.2.3:9100", "[::1]:-1"}) {
     auto r = metrics_listen_address(bad);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.status().kind(), ErrorKind::kUsage) << bad;

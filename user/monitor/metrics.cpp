@@ -80,30 +80,16 @@ Status listen_error(const std::string& value, const std::string& why) {
 // not (civetweb itself only says that it could not start).
 Status try_bind(const std::string& value, const std::string& host,
                 uint16_t port) {
-  sockaddr_storage ss{};
-  socklen_t len = 0;
-  int family = AF_INET;
-  if (auto* in = reinterpret_cast<sockaddr_in*>(&ss);
-      inet_pton(AF_INET, host.c_str(), &in->sin_addr) == 1) {
-    in->sin_family = AF_INET;
-    in->sin_port = htons(port);
-    len = sizeof(*in);
-  } else {
-    auto* in6 = reinterpret_cast<sockaddr_in6*>(&ss);
-    if (inet_pton(AF_INET6, host.c_str(), &in6->sin6_addr) != 1)
-      return listen_error(value,
-                          "expected a numeric IPv4 address or an "
-                          "IPv6 one in brackets");
-    in6->sin6_family = AF_INET6;
-    in6->sin6_port = htons(port);
-    len = sizeof(*in6);
-    family = AF_INET6;
-  }
-  int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in in{};
+  in.sin_family = AF_INET;
+  in.sin_port = htons(port);
+  if (inet_pton(AF_INET, host.c_str(), &in.sin_addr) != 1)
+    return listen_error(value, "expected a numeric IPv4 address");
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Status::Errno("--metrics: socket", errno);
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  int rc = bind(fd, reinterpret_cast<sockaddr*>(&ss), len);
+  int rc = bind(fd, reinterpret_cast<sockaddr*>(&in), sizeof(in));
   int err = errno;
   close(fd);
   if (rc != 0)
@@ -129,8 +115,6 @@ Result<std::string> metrics_listen_address(const std::string& value) {
     port_text = value.substr(colon + 1);
     if (host.empty()) host = "127.0.0.1";
   }
-  bool v6 = host.size() >= 2 && host.front() == '[' && host.back() == ']';
-  if (v6) host = host.substr(1, host.size() - 2);
   unsigned port = 0;
   auto [end, ec] = std::from_chars(port_text.data(),
                                    port_text.data() + port_text.size(), port);
@@ -139,14 +123,13 @@ Result<std::string> metrics_listen_address(const std::string& value) {
     return listen_error(value,
                         "expected ADDR:PORT, :PORT or PORT with a "
                         "port from 1 to 65535");
-  in6_addr a6;
+  // Debian's civetweb, prometheus-cpp's server, listens on IPv4 only.
   in_addr a4;
-  if (v6 ? inet_pton(AF_INET6, host.c_str(), &a6) != 1
-         : inet_pton(AF_INET, host.c_str(), &a4) != 1)
+  if (inet_pton(AF_INET, host.c_str(), &a4) != 1)
     return listen_error(value,
-                        "expected a numeric IPv4 address or an IPv6 "
-                        "one in brackets");
-  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+                        "expected a numeric IPv4 address (no host "
+                        "names, no IPv6)");
+  return host + ":" + std::to_string(port);
 }
 
 MetricsSink::MetricsSink(const MetricsOptions& options)
@@ -203,7 +186,6 @@ Result<std::unique_ptr<MetricsSink>> MetricsSink::Start(
   if (!addr.ok()) return addr.status();
   const size_t colon = addr->rfind(':');
   std::string host = addr->substr(0, colon);
-  if (host.front() == '[') host = host.substr(1, host.size() - 2);
   LT_RETURN_IF_ERROR(
       try_bind(options.listen, host,
                static_cast<uint16_t>(std::stoi(addr->substr(colon + 1)))));

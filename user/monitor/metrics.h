@@ -35,8 +35,7 @@ class Family;
 namespace looptrace {
 
 struct MetricsOptions {
-  // ADDR:PORT, [IPV6]:PORT, :PORT or PORT (address 127.0.0.1); empty: no
-  // server (a sink scraped with text() only, as the unit tests do).
+  // ADDR:PORT (numeric IPv4), :PORT or PORT (address 127.0.0.1).
   std::string listen;
   // A pid label on the span metrics (one series per process and comm).
   bool per_pid = false;
@@ -53,8 +52,8 @@ struct MetricsOptions {
 // The span histograms' and the input histogram's bucket bounds (seconds).
 const std::vector<double>& metrics_buckets();
 
-// The address civetweb is to listen on ("127.0.0.1:9100", "[::1]:9100")
-// for an option's value; a usage error naming it otherwise.
+// The address civetweb is to listen on ("127.0.0.1:9100") for an
+// option's value; a usage error naming it otherwise.
 Result<std::string> metrics_listen_address(const std::string& value);
 
 class MetricsSink : public EventSink {
@@ -63,7 +62,7 @@ class MetricsSink : public EventSink {
   // bad address is one error line.
   static Result<std::unique_ptr<MetricsSink>> Start(
       const MetricsOptions& options);
-  // Without a server.
+  // Without a server (scraped with text() only, as the unit tests do).
   explicit MetricsSink(const MetricsOptions& options);
   ~MetricsSink() override;
   MetricsSink(const MetricsSink&) = delete;
