@@ -36,6 +36,9 @@ struct ReportContext {
   std::array<uint64_t, LT_ROLE_MAX> slow_ns{};
   uint64_t duration_ns = 0;  // how long the trace ran
   std::string command_line;
+  // A monitor's dump: what fired ("monitor dump: dispatch 152ms > 100ms");
+  // empty for a run.
+  std::string dump_reason;
   // CLOCK_MONOTONIC when tracing began; the text report shows span starts
   // relative to it. 0: relative to the first event in the stream.
   uint64_t start_ns = 0;

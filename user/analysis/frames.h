@@ -170,6 +170,11 @@ class FrameAnalyzer {
   // The run lasted run_ns (for FPS).
   FrameAnalysis finish(uint64_t run_ns);
 
+  // The source that makes `s` a frame, or nullopt.
+  std::optional<std::string> frame_source(const SpanEvent& s) const;
+  // The frame's own tick (its vsync or due time), if its probe has one.
+  std::optional<uint64_t> tick(const SpanEvent& s) const;
+
  private:
   using ThreadKey = std::pair<uint32_t, uint32_t>;
   struct Thread {
@@ -179,9 +184,6 @@ class FrameAnalyzer {
     std::vector<SpanEvent> recent;  // other spans, by arrival
   };
 
-  // The source that makes `s` a frame, or nullopt.
-  std::optional<std::string> frame_source(const SpanEvent& s) const;
-  std::optional<uint64_t> tick(const SpanEvent& s) const;
   void on_frame(Thread& t, const SpanEvent& s, std::string source);
   FrameCause explain(const Thread& t, const SpanEvent& s,
                      uint64_t expected_ns) const;

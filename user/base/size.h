@@ -9,7 +9,11 @@
 
 namespace looptrace {
 
-// "<digits>[K|M|G]" (binary units, either case) into bytes: a power of two
+// "<digits>[K|M|G]" (binary units, either case) into bytes, at most 1T.
+// Errors are ErrorKind::kUsage and quote the input.
+Result<uint64_t> parse_size(const std::string& s);
+
+// The same, and a power of two
 // from 4K to 1G, the sizes a BPF ring buffer can have. Errors are
 // ErrorKind::kUsage and quote the input.
 Result<uint32_t> parse_ringbuf_size(const std::string& s);

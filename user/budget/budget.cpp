@@ -469,18 +469,19 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 
 // The known metric closest to a misspelt one, if any is close: a few edits
 // away, more for long names ("input.total_latency.max").
-std::string closest_metric(std::string_view name) {
+std::string closest_metric(std::string_view name,
+                           const std::vector<BudgetMetric>& table) {
   // A name cut short: "slow" -> "slow.count", "lost.ringbuf" -> "..._full".
-  for (const MetricImpl& m : metrics())
-    if (m.info.name.size() > name.size() &&
-        m.info.name.compare(0, name.size(), name) == 0 &&
-        (m.info.name[name.size()] == '.' || m.info.name[name.size()] == '_'))
-      return m.info.name;
+  for (const BudgetMetric& m : table)
+    if (m.name.size() > name.size() &&
+        m.name.compare(0, name.size(), name) == 0 &&
+        (m.name[name.size()] == '.' || m.name[name.size()] == '_'))
+      return m.name;
   std::string best;
   size_t best_d = std::max<size_t>(3, name.size() / 5) + 1;
-  for (const MetricImpl& m : metrics()) {
-    size_t d = edit_distance(name, m.info.name);
-    if (d < best_d) best_d = d, best = m.info.name;
+  for (const BudgetMetric& m : table) {
+    size_t d = edit_distance(name, m.name);
+    if (d < best_d) best_d = d, best = m.name;
   }
   return best;
 }
@@ -583,24 +584,23 @@ namespace {
 // Each step of reading a budget takes its token from `toks` into `b`, or
 // says what is wrong with it (parse_budget quotes the expression).
 
-Status read_metric(Tokens& toks, Budget& b) {
+Status read_metric(Tokens& toks, const ConditionGrammar& g, Budget& b) {
   Token metric = toks.take(is_metric_char);
   if (metric.text.empty())
     return Status::Error(fmt::format("expected a metric at column {}, found {}",
                                      metric.column, found(toks.peek())));
-  const MetricImpl* m = find_metric(metric.text);
-  if (m == nullptr) {
-    std::string near = closest_metric(metric.text);
+  auto m = std::find_if(
+      g.metrics.begin(), g.metrics.end(),
+      [&](const BudgetMetric& x) { return x.name == metric.text; });
+  if (m == g.metrics.end()) {
+    std::string near = closest_metric(metric.text, g.metrics);
     Status st = Status::Error(fmt::format(
         "unknown metric '{}' at column {}{}", metric.text, metric.column,
         near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near)));
-    return st.with_hint(
-        "metrics: dispatch|idle|delivery.{count,slow,sum,p50,p90,p99,max}, "
-        "slow.count, input.*, frames.*, barrier.*, lost, lost.* "
-        "(docs/looptrace.md, BUDGETS)");
+    return st.with_hint(g.hint);
   }
-  b.metric = m->info.name;
-  b.kind = m->info.kind;
+  b.metric = m->name;
+  b.kind = m->kind;
   return Status::Ok();
 }
 
@@ -711,37 +711,47 @@ Status read_value(Tokens& toks, Budget& b) {
 }  // namespace
 
 Result<Budget> parse_budget(const std::string& text) {
-  auto error = [&text](const Status& what) {
+  static const ConditionGrammar kBudgets{
+      "--fail-if", budget_metrics(),
+      "metrics: dispatch|idle|delivery.{count,slow,sum,p50,p90,p99,max}, "
+      "slow.count, input.*, frames.*, barrier.*, lost, lost.* "
+      "(docs/looptrace.md, BUDGETS)",
+      "dispatch.p99 > 16ms"};
+  return parse_condition(text, kBudgets);
+}
+
+Result<Budget> parse_condition(const std::string& text,
+                               const ConditionGrammar& g) {
+  auto error = [&text, &g](const Status& what) {
     // The message stays one line whatever was typed.
     std::string quoted;
     for (char c : text)
       quoted += c == '\n' ? "\\n" : c == '\r' ? "\\r" : std::string(1, c);
-    Status st =
-        Status::Error(fmt::format("--fail-if '{}': {}", quoted, what.message()),
-                      ErrorKind::kUsage);
+    Status st = Status::Error(
+        fmt::format("{} '{}': {}", g.option, quoted, what.message()),
+        ErrorKind::kUsage);
     if (!what.hint().empty()) st.with_hint(what.hint());
     return st;
   };
   if (text.find_first_of("\n\r") != std::string::npos)
-    return error(Status::Error("one expression per --fail-if, on one line"));
+    return error(Status::Error(
+        fmt::format("one expression per {}, on one line", g.option)));
   Tokens toks(text);
   if (toks.at_end())
     return error(Status::Error(
-        "empty; expected METRIC OP VALUE, e.g. 'dispatch.p99 > 16ms'"));
+        fmt::format("empty; expected METRIC OP VALUE, e.g. '{}'", g.example)));
 
   Budget b;
-  for (auto step : {read_metric, read_op, read_value}) {
-    Status st = step(toks, b);
-    if (!st.ok()) return error(st);
-  }
+  Status st = read_metric(toks, g, b);
+  if (st.ok()) st = read_op(toks, b);
+  if (st.ok()) st = read_value(toks, b);
+  if (!st.ok()) return error(st);
   b.text =
       fmt::format("{} {} {}", b.metric, budget_op_text(b.op), b.limit_text);
   return b;
 }
 
-namespace {
-
-bool holds(BudgetOp op, uint64_t v, uint64_t limit) {
+bool budget_holds(BudgetOp op, uint64_t v, uint64_t limit) {
   switch (op) {
     case BudgetOp::kGt:
       return v > limit;
@@ -758,6 +768,8 @@ bool holds(BudgetOp op, uint64_t v, uint64_t limit) {
   }
   return false;
 }
+
+namespace {
 
 std::string format_value(MetricKind kind, uint64_t v) {
   if (kind == MetricKind::kPercent)
@@ -797,7 +809,7 @@ std::vector<BudgetOutcome> evaluate_budgets(const std::vector<Budget>& budgets,
     o.detail = std::move(v.detail);
     // Nothing measured is not a pass: the lab run did not see what it
     // asked about.
-    o.broken = !o.known || holds(b.op, o.value, b.limit);
+    o.broken = !o.known || budget_holds(b.op, o.value, b.limit);
     out.push_back(std::move(o));
   }
   return out;

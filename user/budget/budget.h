@@ -58,6 +58,20 @@ struct Budget {
 // that quotes the expression and names the column and token at fault.
 Result<Budget> parse_budget(const std::string& text);
 
+// The same grammar over another set of metrics (`monitor --dump-if`): the
+// option named in errors, its metrics, the hint listing them, an example.
+struct ConditionGrammar {
+  std::string option;
+  std::vector<BudgetMetric> metrics;
+  std::string hint;
+  std::string example;
+};
+Result<Budget> parse_condition(const std::string& text,
+                               const ConditionGrammar& g);
+
+// Whether `v OP limit`.
+bool budget_holds(BudgetOp op, uint64_t v, uint64_t limit);
+
 struct BudgetOutcome {
   std::string expr;    // Budget::text
   std::string metric;  // Budget::metric

@@ -15,6 +15,7 @@
 #include "base/duration.h"
 #include "base/log.h"
 #include "cli/inspect.h"
+#include "cli/monitor.h"
 #include "cli/record.h"
 #include "model/thresholds.h"
 #include "proc/pid.h"
@@ -169,18 +170,24 @@ void add_probe_options(CLI::App* rec, looptrace::RecordArgs& ra) {
   // non-positive pid would mean every process.
 }
 
+// -p PID, parsed strictly: CLI11 would take "0x10" as 16, and an empty or
+// non-positive pid would mean every process.
+void add_trace_pid_option(CLI::App* sub, pid_t* out, const char* help) {
+  sub->add_option_function<std::string>(
+         "-p,--pid",
+         [out](const std::string& text) {
+           auto pid = looptrace::proc::parse_pid(text);
+           if (!pid.ok()) throw CLI::ValidationError(pid.status().message());
+           *out = *pid;
+         },
+         help)
+      ->type_name("PID");
+}
+
 // Where and when: the target, the thresholds, sampling, the kernel's
 // tables and thread filters.
 void add_target_options(CLI::App* rec, looptrace::RecordArgs& ra) {
-  rec->add_option_function<std::string>(
-         "-p,--pid",
-         [&ra](const std::string& text) {
-           auto pid = looptrace::proc::parse_pid(text);
-           if (!pid.ok()) throw CLI::ValidationError(pid.status().message());
-           ra.pid = *pid;
-         },
-         "Trace this process")
-      ->type_name("PID");
+  add_trace_pid_option(rec, &ra.pid, "Trace this process");
   rec->add_flag("-a,--system-wide", ra.system_wide,
                 "Trace every process that maps the binaries (the default "
                 "without -p or a command)");
@@ -297,6 +304,61 @@ CLI::App* add_record_command(CLI::App& app, looptrace::RecordArgs& ra) {
   return rec;
 }
 
+// `monitor`: record's target, profile and kernel options that make sense
+// for a run that lasts, and the monitor's own.
+CLI::App* add_monitor_command(CLI::App& app, looptrace::MonitorArgs& ma) {
+  CLI::App* mon = app.add_subcommand(
+      "monitor",
+      "Always on: follow every process of a known runtime, keep a window of "
+      "its events, dump it when a trigger fires, serve metrics");
+  looptrace::RecordArgs& ra = ma.rec;
+  add_trace_pid_option(mon, &ra.pid, "Only this process");
+  mon->add_option("--comm", ra.comms, "Only threads of this name (repeatable)");
+  mon->add_option("--profile", ra.profile,
+                  "Only this profile's runtime (`looptrace profiles`) or a "
+                  "JSON profile file");
+  add_threshold_options(mon, &ra.thresholds, true);
+  mon->add_option("--window", ma.window,
+                  "What the flight recorder keeps of each process")
+      ->capture_default_str();
+  mon->add_option("--window-max", ma.window_max,
+                  "Memory for every window together (the oldest events go "
+                  "first, counted)")
+      ->capture_default_str();
+  mon->add_option("--dump-if", ma.dump_if,
+                  "When to dump a window: 'dispatch > 100ms', 'frame > 50ms', "
+                  "'frame.missed_vsyncs >= 6', 'hang' (repeatable; default "
+                  "with --dump-dir: hang and dispatch > 100ms)")
+      ->allow_extra_args(false)
+      ->type_name("EXPR");
+  mon->add_option("--dump-dir", ma.dump_dir,
+                  "Write each dump there, as a recording (`looptrace report`)");
+  mon->add_option("--dump-every", ma.dump_every,
+                  "At most one dump per process this often")
+      ->capture_default_str();
+  mon->add_option("--dump-max-bytes", ma.dump_max_bytes,
+                  "The dumps in --dump-dir together; the oldest are removed")
+      ->capture_default_str();
+  mon->add_option("--hang", ra.hang,
+                  "A span running this long is a hang (0: never)")
+      ->capture_default_str();
+  mon->add_option("--call-graph", ra.call_graph,
+                  "How user stacks are unwound: fp, dwarf[,BYTES], "
+                  "auto[,BYTES]")
+      ->capture_default_str();
+  mon->add_option("--sample-freq", ra.sample_freq,
+                  "Stack samples per second and CPU (0: off)")
+      ->capture_default_str();
+  mon->add_option("--ringbuf-size", ra.ringbuf_size,
+                  "Ring buffer size (power of two: 8M)")
+      ->capture_default_str();
+  mon->add_flag("--no-off-cpu", ra.no_off_cpu,
+                "Do not record where threads in spans block");
+  // metrics: --metrics, --metrics-per-pid
+  refuse_empty_values(mon);
+  return mon;
+}
+
 CLI::App* add_report_command(CLI::App& app, looptrace::ReportArgs& args) {
   CLI::App* rep = app.add_subcommand(
       "report", "Replay a recording (record -o FILE) into reports");
@@ -406,6 +468,18 @@ int run_list_command(looptrace::InspectArgs& args) {
 
 }  // namespace
 
+// -v and --debug also after the subcommand; each --help ends with where
+// the manual says the rest (its sections are named after the commands).
+static void point_to_manual(std::initializer_list<CLI::App*> subs) {
+  for (CLI::App* sub : subs) {
+    sub->fallthrough();
+    std::string section = sub->get_name();
+    for (char& c : section) c = static_cast<char>(std::toupper(c));
+    sub->footer(sub->get_footer() + "\nIn detail: man looptrace, section " +
+                section + "\n");
+  }
+}
+
 int main(int argc, char** argv) {
   CLI::App app{"looptrace: find where an event loop loses time"};
   // At most one command; none, an unknown one and --version are handled
@@ -426,6 +500,9 @@ int main(int argc, char** argv) {
   looptrace::RecordArgs ra;
   ra.self_dir = self_dir();
   CLI::App* rec = add_record_command(app, ra);
+  looptrace::MonitorArgs mon_args;
+  mon_args.rec.self_dir = ra.self_dir;
+  CLI::App* mon = add_monitor_command(app, mon_args);
   looptrace::ReportArgs rep_args;
   CLI::App* rep = add_report_command(app, rep_args);
   CLI::App* profiles = app.add_subcommand(
@@ -440,16 +517,8 @@ int main(int argc, char** argv) {
                                       "looptrace and compare with its own log");
   demo->add_option("--json", demo_json, "Also write the JSON report to FILE");
 
-  // -v and --debug also after the subcommand; each --help ends with where
-  // the manual says the rest (its sections are named after the commands).
   app.footer(std::string(kExamples) + "\nThe manual: man looptrace\n");
-  for (CLI::App* sub : {rec, rep, profiles, list, check, demo}) {
-    sub->fallthrough();
-    std::string section = sub->get_name();
-    for (char& c : section) c = static_cast<char>(std::toupper(c));
-    sub->footer(sub->get_footer() + "\nIn detail: man looptrace, section " +
-                section + "\n");
-  }
+  point_to_manual({rec, mon, rep, profiles, list, check, demo});
   // An unknown command is kept, to be named (set after the subcommands:
   // they would inherit it).
   app.allow_extras();
@@ -480,6 +549,7 @@ int main(int argc, char** argv) {
   if (*list) return run_list_command(list_args);
   if (*check) return looptrace::run_check(check_args);
   if (*rec) return looptrace::run_record(ra);
+  if (*mon) return looptrace::run_monitor(mon_args);
   if (*rep) return looptrace::run_report(rep_args);
   if (*demo) return looptrace::run_demo(ra.self_dir, demo_json);
   return 2;

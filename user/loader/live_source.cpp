@@ -26,6 +26,8 @@ namespace {
 volatile sig_atomic_t g_stop_signal = 0;
 
 void on_stop_signal(int sig) { g_stop_signal = sig; }
+volatile sig_atomic_t g_hangup = 0;
+void on_hangup(int) { g_hangup = 1; }
 
 }  // namespace
 
@@ -39,8 +41,12 @@ void on_stop_signal(int sig) { g_stop_signal = sig; }
 class MappingsTracker {
  public:
   MappingsTracker(EventSink& out, Tracer& tracer, python::PyFrames* py,
-                  CallGraph call_graph)
-      : out_(out), tracer_(tracer), py_(py), call_graph_(call_graph) {}
+                  CallGraph call_graph, bool skip_unknown_exec)
+      : out_(out),
+        tracer_(tracer),
+        py_(py),
+        call_graph_(call_graph),
+        skip_unknown_exec_(skip_unknown_exec) {}
   ~MappingsTracker() {
     if (unwound_ == 0) return;
     log::debug("unwind",
@@ -57,6 +63,13 @@ class MappingsTracker {
     // Records come in runs from one thread: the sets are only consulted
     // when the thread changes (a flood of input records is a million a
     // second).
+    // A run that lasts (follow_exits) sees every exec of the system: one
+    // of a process never seen says nothing yet (its first span will).
+    if (skip_unknown_exec_ && std::holds_alternative<ExecEvent>(ev) &&
+        !pids_.count(pid)) {
+      out_.consume(ev);
+      return;
+    }
     if (last_thread_ != std::make_pair(pid, tid)) {
       last_thread_ = {pid, tid};
       threads_.emplace(pid, tid);
@@ -102,6 +115,20 @@ class MappingsTracker {
     p->frames = std::move(st.frames);
   }
   std::set<std::pair<uint32_t, uint32_t>>& threads() { return threads_; }
+  const std::set<uint32_t>& pids() const { return pids_; }
+
+  // A process gone: nothing of it kept (a long run sees thousands).
+  void forget(uint32_t pid) {
+    pids_.erase(pid);
+    std::erase_if(threads_, [pid](const auto& t) { return t.first == pid; });
+    proc_maps_.erase(pid);
+    unwinder_.forget(pid);
+    if (last_thread_.first == pid) last_thread_ = {0, 0};
+    if (py_watched_.erase(pid) && py_) {
+      py_->forget(pid);
+      (void)tracer_.set_python(pid, nullptr);
+    }
+  }
 
   // The Python callables the kernel read as code objects: each stands as
   // the address of its Python frame (its function's first line), which
@@ -218,6 +245,7 @@ class MappingsTracker {
   Tracer& tracer_;
   python::PyFrames* py_;
   const CallGraph call_graph_;
+  const bool skip_unknown_exec_;
   std::set<uint32_t> py_watched_;  // since their last exec
   DwarfUnwinder unwinder_;
   uint64_t unwound_ = 0;    // stacks unwound by CFI
@@ -237,7 +265,7 @@ class MappingsTracker {
   std::set<std::pair<uint32_t, uint32_t>> threads_;
 };
 
-void install_stop_handlers() {
+void install_stop_handlers(bool hangup_stops) {
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
@@ -245,6 +273,7 @@ void install_stop_handlers() {
   sigaction(SIGTERM, &sa, nullptr);
   // A closed terminal or a dropped ssh session: stop and report, as for
   // Ctrl-C, rather than die with nothing written.
+  if (!hangup_stops) sa.sa_handler = on_hangup;
   sigaction(SIGHUP, &sa, nullptr);
   // A reader that went away (a pipe, a FIFO for --events, the terminal's
   // ssh channel) is a write error to report, not a silent death.
@@ -330,10 +359,38 @@ void LiveSource::check(uint64_t now, MappingsTracker& tracker,
       sink(Event(std::move(h)));
     }
   }
+  if (opts_.follow_exits && now - last_exit_check_ >= 1'000'000'000) {
+    last_exit_check_ = now;
+    check_exits(now, tracker);
+  }
+  if (g_hangup && client_) {
+    g_hangup = 0;
+    client_->hangup();
+  }
   if (client_ && now - last_progress_ >= 250'000'000) {
     last_progress_ = now;
     client_->progress(now, tracer_);
   }
+}
+
+// Processes of the stream that exited: forgotten a second after they were
+// seen dead (their last records, the spans their exit cut short, are read
+// by then).
+void LiveSource::check_exits(uint64_t now, MappingsTracker& tracker) {
+  for (auto it = dying_.begin(); it != dying_.end();) {
+    if (now - it->second < 1'000'000'000) {
+      ++it;
+      continue;
+    }
+    const uint32_t pid = it->first;
+    tracker.forget(pid);
+    std::erase_if(hung_,
+                  [pid](const auto& h) { return std::get<0>(h) == pid; });
+    if (client_) client_->process_gone(pid);
+    it = dying_.erase(it);
+  }
+  for (uint32_t pid : tracker.pids())
+    if (!proc::pid_running(pid)) dying_.try_emplace(pid, now);
 }
 
 // Everything is measured to this instant: recording stops, and the spans
@@ -364,7 +421,8 @@ void LiveSource::finish(MappingsTracker& tracker, const Tracer::Sink& sink,
 }
 
 Status LiveSource::run(EventSink& out) {
-  MappingsTracker tracker(out, tracer_, opts_.py_frames, opts_.call_graph);
+  MappingsTracker tracker(out, tracer_, opts_.py_frames, opts_.call_graph,
+                          opts_.follow_exits);
   // -p's process: its first samples already read its Python frames.
   if (opts_.pid > 0 && opts_.py_frames)
     if (auto maps = proc::read_maps(opts_.pid); maps.ok())

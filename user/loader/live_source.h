@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <tuple>
@@ -33,6 +34,11 @@ class LiveClient {
   // About four times a second while tracing (the status line, flushing a
   // recording).
   virtual void progress(uint64_t now_ns, const Tracer& tracer) = 0;
+  // With LiveOptions::follow_exits: a process seen in the stream exited,
+  // and every record of it was handed on; nothing of it is kept since.
+  virtual void process_gone(uint32_t /*pid*/) {}
+  // SIGHUP, when it does not stop the run (install_stop_handlers(false)).
+  virtual void hangup() {}
 };
 
 struct LiveEnd {
@@ -44,8 +50,10 @@ struct LiveEnd {
 
 inline constexpr const char* kCommandExited = "command exited";
 
-// Installs the SIGINT/SIGTERM/SIGHUP handlers that stop a live run.
-void install_stop_handlers();
+// Installs the SIGINT/SIGTERM handlers that stop a live run, and SIGHUP's:
+// a stop too (a closed terminal), or with hangup_stops false a call of
+// LiveClient::hangup() (a service's "say how you are").
+void install_stop_handlers(bool hangup_stops = true);
 
 uint64_t monotonic_ns();
 
@@ -63,6 +71,9 @@ struct LiveOptions {
   python::PyFrames* py_frames = nullptr;
   // How user stacks are unwound (the tracer copies stacks unless fp).
   CallGraph call_graph = CallGraph::kFramePointer;
+  // A process that exits is forgotten a second later (a run that lasts:
+  // `monitor`), and LiveClient::process_gone says so.
+  bool follow_exits = false;
 };
 
 class MappingsTracker;
@@ -87,13 +98,17 @@ class LiveSource : public EventSource {
   void emit_queues(uint64_t now, bool all, const Tracer::Sink& sink);
   void finish(MappingsTracker& tracker, const Tracer::Sink& sink,
               EventSink& out);
+  void check_exits(uint64_t now, MappingsTracker& tracker);
 
   Tracer& tracer_;
   LiveOptions opts_;
   LiveClient* client_;
   LiveEnd end_;
   uint64_t last_alive_check_ = 0, last_stall_check_ = 0, last_progress_ = 0;
-  uint64_t last_hang_check_ = 0;
+  uint64_t last_hang_check_ = 0, last_exit_check_ = 0;
+  // Processes seen dead (pid -> when): forgotten a second later, once the
+  // records they left in the ring buffer are read.
+  std::map<uint32_t, uint64_t> dying_;
   std::set<std::tuple<uint32_t, uint32_t, uint64_t>> hung_;  // announced
 };
 

@@ -8,8 +8,6 @@
 
 namespace looptrace {
 
-namespace {
-
 // The probes whose spans are frames, as the frame analysis reads them: the
 // names to match, and the key holding their tick (a due time).
 FrameOptions frame_options(const std::vector<ProbeDef>& probes,
@@ -30,8 +28,6 @@ FrameOptions frame_options(const std::vector<ProbeDef>& probes,
   }
   return o;
 }
-
-}  // namespace
 
 Analysis::Analysis(Symbolizer* symbolizer, ThresholdOverrides overrides)
     : symbolizer_(symbolizer), overrides_(overrides) {}
@@ -196,6 +192,8 @@ const Findings& Analysis::finish() {
   ctx_.slow_ns = thresholds_.slow_ns;
   ctx_.duration_ns = end_ns - session_.start_ns;
   ctx_.command_line = session_.command_line;
+  if (ended_ && end_.stop_reason.rfind("monitor dump: ", 0) == 0)
+    ctx_.dump_reason = end_.stop_reason;
   ctx_.start_ns = session_.start_ns;
   ctx_.barrier_stall_ns = thresholds_.barrier_stall_ns;
   ctx_.sample_hz = thresholds_.sample_hz;

@@ -37,6 +37,11 @@ class AlertListener {
   virtual void hang(const HangAlert& h) = 0;
 };
 
+// The probes whose spans are frames (ProbeDef::frame), as the frame
+// analysis reads them, at a refresh interval of refresh_ns.
+FrameOptions frame_options(const std::vector<ProbeDef>& probes,
+                           uint64_t refresh_ns);
+
 class Analysis : public EventSink {
  public:
   // `symbolizer` names addresses for the analysers and the outputs: the

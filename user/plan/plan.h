@@ -61,6 +61,11 @@ Status plan_input(const RecordArgs& a, const ResolveContext& rctx, pid_t target,
 SessionEvent session_header(const RecordArgs& a, const Plan& plan,
                             const std::string& input_hook, pid_t target);
 
+namespace plan {
+// The built-in profile whose runtime `maps` show ("" if none).
+std::string profile_of_maps(const std::vector<MapEntry>& maps);
+}  // namespace plan
+
 // "a b c": the command line as the report shows it.
 std::string join_command(const std::vector<std::string>& argv);
 

@@ -25,7 +25,7 @@ bool any_probe_option(const RecordArgs& a) {
 Result<std::string> choose_profile(const RecordArgs& a,
                                    std::vector<ProbeDef>* probes,
                                    std::string* note) {
-  if (!any_probe_option(a) && !a.command.empty())
+  if (!any_probe_option(a) && (!a.command.empty() || a.every_runtime))
     LT_RETURN_IF_ERROR(command_profiles(a, probes, note));
   // An input option alone still picks the process's runtime: its input is
   // consumed by the loop the profile traces.

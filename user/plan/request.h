@@ -42,6 +42,8 @@ struct RecordArgs {
   std::vector<std::string> keys;  // NAME=EXPR[:FORMAT], for ad-hoc probes
   pid_t pid = -1;
   bool system_wide = false;
+  // No probe option and no target: every runtime installed here (monitor).
+  bool every_runtime = false;
   std::vector<std::string> command;
   ThresholdArgs thresholds;  // --slow, --slow-idle, ... (empty: default)
   bool delivery_hysteresis = false;

@@ -28,6 +28,12 @@ constexpr Detector kDetectors[] = {
 
 }  // namespace
 
+std::string profile_of_maps(const std::vector<MapEntry>& maps) {
+  for (const Detector& d : kDetectors)
+    if (proc::find_mapped_file(maps, d.library)) return d.profile;
+  return "";
+}
+
 // With -p PID and no probe given: the profile of the runtime its libraries
 // show, and a line saying so; "" when none is known.
 Result<std::string> detect_profile(uint32_t pid, std::string* note) {
@@ -51,7 +57,8 @@ Result<std::string> detect_profile(uint32_t pid, std::string* note) {
 // command and what it starts (the kernel filters by process).
 Status command_profiles(const RecordArgs& a, std::vector<ProbeDef>* probes,
                         std::string* note) {
-  bool names_node = false;
+  // A monitor of the whole system traces node too.
+  bool names_node = a.every_runtime;
   for (const std::string& arg : a.command) {
     std::string base = arg.substr(arg.rfind('/') + 1);
     names_node = names_node || base == "node" || base == "nodejs";
@@ -86,10 +93,15 @@ Status command_profiles(const RecordArgs& a, std::vector<ProbeDef>* probes,
                     "--dispatch BINARY:SYMBOL",
                     join_builtin_names()),
         ErrorKind::kUsage);
-  *note = fmt::format(
-      "looptrace: no probe given: the runtimes installed here, in what {} "
-      "starts: {}",
-      a.command[0], fmt::join(chosen, ", "));
+  *note = a.command.empty()
+              ? fmt::format(
+                    "looptrace: no probe given: every process of the runtimes "
+                    "installed here: {}",
+                    fmt::join(chosen, ", "))
+              : fmt::format(
+                    "looptrace: no probe given: the runtimes installed here, "
+                    "in what {} starts: {}",
+                    a.command[0], fmt::join(chosen, ", "));
   return Status::Ok();
 }
 

@@ -66,6 +66,7 @@ void write_header(std::ostream& os, const ReportContext& ctx) {
   }
   put(os, line);
   if (!ctx.command_line.empty()) put(os, "command: " + ctx.command_line);
+  if (!ctx.dump_reason.empty()) put(os, ctx.dump_reason);
 }
 
 void write_threads(std::ostream& os, const DispatchAnalysis& a, uint32_t role) {

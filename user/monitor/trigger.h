@@ -1,0 +1,69 @@
+// `monitor --dump-if EXPR`: when a traced process's window is written out.
+// The budget grammar (METRIC OP VALUE) over one span as it ends, or the
+// word `hang` (a span still running past --hang). docs/looptrace.md,
+// MONITOR.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analysis/frames.h"
+#include "base/status.h"
+#include "budget/budget.h"
+#include "trace/events.h"
+
+namespace looptrace {
+
+struct DumpTrigger {
+  bool hang = false;
+  Budget cond;       // unless hang: dispatch, idle, delivery, frame, ...
+  std::string text;  // normalized, as messages quote it
+};
+
+// The metrics a trigger may name, for the manual and messages.
+const ConditionGrammar& trigger_grammar();
+
+Result<DumpTrigger> parse_dump_trigger(const std::string& text);
+
+// A trigger that fired: which, on what, and why in words.
+struct Firing {
+  const DumpTrigger* trigger = nullptr;
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint64_t ts_ns = 0;  // the span's end, or the hang's alert
+  std::string why;     // "dispatch 152ms > 100ms"
+};
+
+// Judges each event against the triggers. Frames are timed as the frame
+// analysis does (deadline from the previous frame), with what a thread
+// ran since its last frame kept only as far as needed.
+class TriggerCheck {
+ public:
+  TriggerCheck(std::vector<DumpTrigger> triggers, FrameOptions frames);
+  // The first trigger `ev` fires, if any.
+  std::optional<Firing> check(const Event& ev);
+  void forget(uint32_t pid);
+  size_t threads() const { return threads_.size(); }
+
+ private:
+  struct Thread {
+    std::optional<PreviousFrame> prev;
+    // Spans that ended since its last frame (start, end), the newest few.
+    std::deque<std::pair<uint64_t, uint64_t>> ran;
+  };
+  std::optional<Firing> check_span(const SpanEvent& s);
+  // The missed vsyncs of a frame (and the thread's books for the next).
+  uint64_t frame_missed(Thread& t, const SpanEvent& s);
+
+  std::vector<DumpTrigger> triggers_;
+  FrameAnalyzer frames_;  // only says which spans are frames, and ticks
+  uint64_t refresh_ns_;
+  std::map<std::pair<uint32_t, uint32_t>, Thread> threads_;
+};
+
+}  // namespace looptrace
