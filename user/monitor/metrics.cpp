@@ -47,7 +47,9 @@ const char* role_label(uint32_t role) {
 
 // The loss counters that say events are missing, by the reason the JSON
 // report names them with (report_common.cpp lost_items), and the sink's
-// own.
+// own. Not the returns and dispatches whose entry or enqueue came before
+// the attach (unmatched_returns, delivery_unmatched): every attach has
+// some, and an alert on this metric is to mean a loss.
 struct LostReason {
   const char* name;
   int counter;  // LT_CNT_*, or one of these:
@@ -57,12 +59,10 @@ constexpr LostReason kLostReasons[] = {
     {"ringbuf_full", LT_CNT_RB_FULL},
     {"hist_full", LT_CNT_HIST_FULL},
     {"depth_overflow", LT_CNT_DEPTH_OVERFLOW},
-    {"unmatched_returns", LT_CNT_RET_UNMATCHED},
     {"abandoned", LT_CNT_ABANDONED},
     {"storage_fail", LT_CNT_STORAGE_FAIL},
     {"stack_failures", LT_CNT_STACK_FAIL},
     {"blocks_capped", LT_CNT_OFFCPU_CAPPED},
-    {"delivery_unmatched", LT_CNT_DELIVERY_UNMATCHED},
     {"watch_full", LT_CNT_WATCH_FULL},
     {"hook_misses", kHookMisses},
     {"decode_errors", kDecodeErrors},
