@@ -30,6 +30,8 @@ packages=(
   dpkg-dev file man-db # scripts/package.sh (dpkg-shlibdeps) and its test
   libprotobuf-dev protobuf-compiler # --pprof: pprof's profile.proto
   golang-go # `go tool pprof`: the pprof test's independent reader
+  prometheus-cpp-dev # looptrace monitor --metrics (user/monitor/metrics)
+  prometheus # the metrics test's scraper (and its promtool)
 )
 
 missing=()

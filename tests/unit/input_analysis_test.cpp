@@ -574,6 +574,31 @@ TEST(InputAnalysisTest, RawReadInsideADispatchEndsWithIt) {
   EXPECT_EQ(a.channels[0].unfinished, 0u);
 }
 
+// stream_only: each event goes to on_final once, when final (the stream
+// 2 s past its last stage), and nothing of it stays for finish().
+TEST(InputAnalysisTest, StreamOnlyHandsEachFinalEventOnAndKeepsNone) {
+  std::vector<InputEventInfo> seen;
+  InputOptions o;
+  o.stream_only = true;
+  o.on_final = [&seen](const InputEventInfo& e) { seen.push_back(e); };
+  InputAnalyzer an(o);
+  an.consume(raw_read(500, 10 * kMs, 3000, /*depth=*/1, 9 * kMs, 7));
+  an.consume(span(3000, 7, 9 * kMs, 14 * kMs, 0, LT_SPAN_INPUT, 3000));
+  EXPECT_TRUE(seen.empty());
+  EXPECT_EQ(an.pending(), 1u);
+  an.consume(span(3000, 8, 3000 * kMs, 3001 * kMs, 0, 0, 3000));
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(an.pending(), 0u);
+  EXPECT_EQ(seen[0].stage(InputStage::kHandlingLatency), 4 * kMs);
+  an.consume(raw_read(500, 4000 * kMs, 3000));  // never consumed
+  InputAnalysis a = an.finish();
+  EXPECT_EQ(seen.size(), 2u);
+  EXPECT_EQ(a.total, 2u);
+  EXPECT_TRUE(a.events.empty());
+  EXPECT_TRUE(a.channels.empty());
+  EXPECT_TRUE(a.timeline.empty());
+}
+
 TEST(InputAnalysisTest, RawReadOutsideDispatchesGoesToTheNextFlaggedOne) {
   InputAnalyzer an({});
   // seq 1: read inside span 7.

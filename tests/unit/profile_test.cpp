@@ -34,6 +34,7 @@ TEST(Profile, BuiltinGlibProbesEachSourceKindByItsTable) {
   std::vector<std::string> tables;
   for (const ProbeDef& d : p->probes) {
     EXPECT_EQ(d.binary, "libglib-2.0.so.0");
+    EXPECT_EQ(d.profile, "glib");  // the metrics' profile label
     EXPECT_EQ(d.label.rfind("GLib ", 0), 0u) << d.label;
     ASSERT_FALSE(d.keys.empty());
     EXPECT_EQ(d.keys[0].name, "callback");

@@ -41,6 +41,7 @@ std::vector<Event> sample_events() {
   p.binary = "refapp";
   p.symbol = "dispatch";
   p.label = "refapp dispatch";
+  p.profile = "refapp";
   p.path = "/x/refapp";
   p.resolved_symbol = "refapp::Looper::dispatchMessage(refapp::Message*)";
   p.file_offset = 0x1234;
@@ -209,6 +210,7 @@ TEST(RecordingCodec, EveryEventTypeRoundTrips) {
   EXPECT_EQ(s.probes[0].keys[0].format, KeyFormat::kVtable);
   EXPECT_EQ(s.probes[0].keys[0].spec.size, 8);
   EXPECT_TRUE(s.probes[0].outermost);
+  EXPECT_EQ(s.probes[0].profile, "refapp");
   ASSERT_TRUE(s.probes[0].frame);
   EXPECT_EQ(s.probes[0].frame->names,
             std::vector<std::string>{"[gtk+] gdk_frame_clock_paint_idle"});
@@ -355,6 +357,7 @@ TEST(RecordingCodec, OlderPayloadsStillDecode) {
                                      [](json& j) {
                                        json& p = j["probes"][0];
                                        p.erase("label");
+                                       p.erase("profile");
                                        p.erase("outermost");
                                        p.erase("input");
                                        p.erase("frame");
@@ -367,6 +370,7 @@ TEST(RecordingCodec, OlderPayloadsStillDecode) {
   EXPECT_EQ(std::get<SessionEvent>(back).ringbuf_bytes, 0u);
   const ProbeDef& p = std::get<SessionEvent>(back).probes.at(0);
   EXPECT_EQ(p.label, "");
+  EXPECT_EQ(p.profile, "");  // before the monitor's metrics
   EXPECT_FALSE(p.outermost);
   EXPECT_FALSE(p.input.has_value());
   // Before frames: none, timed at 60 Hz if any.

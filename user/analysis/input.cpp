@@ -844,6 +844,11 @@ void InputAnalyzer::finalize(uint64_t idx) {
     return;
   }
   if (is_display_chan(e.chan_kind) && e.sent_ns == 0) find_display_send(e);
+  if (options_.on_final) options_.on_final(e);
+  if (options_.stream_only) {
+    ++stats_.total;
+    return;
+  }
   static const std::vector<SpanEvent> kNone;
   auto sit = spans_.find({e.pid, e.tid});
   e.blame = select_blame(e, sit == spans_.end() ? kNone : sit->second,

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -224,6 +225,13 @@ struct InputOptions {
   size_t spill_buffer = 8192;
   // Dispatch probes that handle display input events, by probe id.
   std::map<uint32_t, ProbeDef::InputMatch> display_dispatch;
+  // Called with each event as it becomes final: a live consumer's view
+  // (the monitor's metrics).
+  std::function<void(const InputEventInfo&)> on_final;
+  // Keep of final events their count only, not their blames, stage values,
+  // groups or lists (which grow with the run): for an on_final consumer
+  // that runs for days. finish() then lists no events and no channels.
+  bool stream_only = false;
 };
 
 class InputAnalyzer {
@@ -235,6 +243,9 @@ class InputAnalyzer {
   // Input events seen so far, each once, when its first message or read
   // came: at the end, InputAnalysis::total.
   uint64_t events_seen() const { return next_idx_; }
+  // Events not final yet: waiting for their consumption, acknowledgement
+  // or the stream to move on (never consumed: until finish()).
+  size_t pending() const { return live_.size(); }
   // Call once, after the last event (spans still in flight included).
   InputAnalysis finish();
 

@@ -357,7 +357,12 @@ CLI::App* add_monitor_command(CLI::App& app, looptrace::MonitorArgs& ma) {
       ->capture_default_str();
   mon->add_flag("--no-off-cpu", ra.no_off_cpu,
                 "Do not record where threads in spans block");
-  // metrics: --metrics, --metrics-per-pid
+  mon->add_option("--metrics", ma.metrics,
+                  "Serve Prometheus metrics at http://ADDR:PORT/metrics "
+                  "(PORT alone: on 127.0.0.1)")
+      ->type_name("ADDR:PORT");
+  mon->add_flag("--metrics-per-pid", ma.metrics_per_pid,
+                "A pid label on the span metrics");
   refuse_empty_values(mon);
   return mon;
 }

@@ -15,6 +15,7 @@
 #include "cli/status.h"
 #include "loader/live_source.h"
 #include "loader/tracer.h"
+#include "monitor/metrics.h"
 #include "monitor/monitor.h"
 #include "pipeline/symbols.h"
 #include "plan/plan.h"
@@ -110,6 +111,7 @@ class MonitorSession : public LiveClient {
   LiveEnd end_;
   Counters counters_;
   uint64_t last_counters_ = 0;
+  std::unique_ptr<MetricsSink> metrics_;
 };
 
 Status MonitorSession::prepare() {
@@ -124,6 +126,14 @@ Status MonitorSession::prepare() {
   if (!mo.ok()) return mo.status();
   mo->refresh_ns = plan_.opts.limits.refresh_ns;
   mo->profile_of = plan::profile_of_maps;
+  if (a_.metrics_per_pid && a_.metrics.empty())
+    return Status::Error("--metrics-per-pid needs --metrics",
+                         ErrorKind::kUsage);
+  if (!a_.metrics.empty()) {
+    auto m = MetricsSink::Start({a_.metrics, a_.metrics_per_pid});
+    if (!m.ok()) return m.status();
+    metrics_ = std::move(*m);
+  }
   ResolveContext rctx;
   rctx.self_dir = rec_.self_dir;
   rctx.pid = rec_.pid;
@@ -138,6 +148,7 @@ Status MonitorSession::prepare() {
   session_ = session_header(rec_, plan_, tracer_->input_hook(), target_.pid());
   monitor_ = std::make_unique<Monitor>(std::move(*mo), &symbols_.live,
                                        &symbols_.proc, std::cerr);
+  if (metrics_) monitor_->on_dump = [m = metrics_.get()] { m->count_dump(); };
   return Status::Ok();
 }
 
@@ -156,13 +167,16 @@ void MonitorSession::progress(uint64_t now, const Tracer& tracer) {
   if (now - last_counters_ < 1'000'000'000) return;
   last_counters_ = now;
   counters_ = tracer.read_counters();
-  // metrics: the counters and the process count, once a second
+  if (metrics_) {
+    metrics_->set_lost(counters_);
+    metrics_->set_traced_processes(monitor_->traced());
+  }
 }
 
 Status MonitorSession::run() {
   MappingsFeed feed(&symbols_.proc);
   std::vector<EventSink*> sinks{&feed, monitor_.get()};
-  // metrics: one more sink
+  if (metrics_) sinks.push_back(metrics_.get());
   FanOut stream(sinks);
   LiveOptions o;
   o.t0 = session_.start_ns = monotonic_ns();

@@ -81,6 +81,9 @@ struct ProbeDef {
   // What the report calls the probe's spans, before their keys ("GLib
   // timeout"); empty: the keys alone, or the symbol.
   std::string label;
+  // The profile it comes from ("glib"; a profile file's name); empty for
+  // --dispatch and the like.
+  std::string profile;
   std::vector<KeyDef> keys;
   // Filled in by resolution:
   std::string path;             // absolute path of the ELF file

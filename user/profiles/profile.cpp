@@ -870,6 +870,7 @@ class ProfileReader {
       auto def = probe((*it)[i], at("probes", i));
       if (!def.ok()) return def.status();
       if (gate && def->binary == gate->binary) def->gate = gate;
+      def->profile = p.name;
       p.probes.push_back(std::move(*def));
     }
     // More than the kernel's probe table holds can never be attached (a

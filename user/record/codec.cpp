@@ -557,7 +557,8 @@ void doc_fields(F&& f, P& p) {
   f("role", p.role);
   f("binary", p.binary);
   f("symbol", p.symbol);
-  f("label", p.label, true);  // none before labels
+  f("label", p.label, true);      // none before labels
+  f("profile", p.profile, true);  // none before the monitor's metrics
   f("path", p.path);
   f("resolved_symbol", p.resolved_symbol);
   f("file_offset", p.file_offset);
