@@ -163,5 +163,8 @@ int BPF_PROG(lt_exec, struct task_struct *p)
 	st->delivery_quiet = 0;
 	st->input_next = 0;
 	st->io.chan = 0;
+	/* The names remembered were the old program's callbacks'. */
+	for (i = 0; i < LT_FRAME_MEMO; i++)
+		st->frame_memo[i].probe = 0;
 	return 0;
 }

@@ -49,23 +49,20 @@ static __always_inline int handles_input(const volatile struct lt_probe_cfg *cfg
 	return v < 64 && ((cfg->input_types >> v) & 1);
 }
 
-/* A span that draws a frame: every span of a frame_all probe, or one whose
- * str key's string is one of the probe's frame_names. Recorded whatever its
- * length (userspace times every frame). Only probes with frame names pay
- * for the string read, and only for spans below their threshold. */
-static __always_inline int is_frame(const volatile struct lt_probe_cfg *cfg, struct lt_frame *f)
+/* Whether span f's str key's string is one of the probe's frame_names:
+ * 1 or 0, -1 when it could not be read. */
+static __always_inline int name_is_frame(const volatile struct lt_probe_cfg *cfg,
+					 struct lt_frame *f)
 {
 	char name[LT_FRAME_NAME_LEN];
 	__u32 k = cfg->str_key, nn = cfg->frame_nnames, j, i;
 	__u64 ptr;
 
-	if (cfg->frame_all)
-		return 1;
-	if (!nn || !k || k > LT_MAX_KEYS || (f->key_fault_mask & (1u << (k - 1))))
-		return 0;
+	if (!k || k > LT_MAX_KEYS || (f->key_fault_mask & (1u << (k - 1))))
+		return -1;
 	ptr = f->keys[(k - 1) & (LT_MAX_KEYS - 1)];
 	if (!ptr || bpf_probe_read_user_str(name, sizeof(name), (void *)ptr) <= 0)
-		return 0;
+		return -1;
 	for (j = 0; j < LT_FRAME_NAMES && j < nn; j++) {
 		for (i = 0; i < LT_FRAME_NAME_LEN; i++) {
 			if (name[i] != cfg->frame_names[j][i])
@@ -75,6 +72,50 @@ static __always_inline int is_frame(const volatile struct lt_probe_cfg *cfg, str
 		}
 	}
 	return 0;
+}
+
+/* The value of frame_by key k (index + 1) of span f; 0 for none. */
+static __always_inline __u64 frame_by_value(__u32 k, struct lt_frame *f)
+{
+	if (!k || k > LT_MAX_KEYS)
+		return 0;
+	return f->keys[(k - 1) & (LT_MAX_KEYS - 1)];
+}
+
+/* A span that draws a frame: every span of a frame_all probe, or one whose
+ * str key's string is one of the probe's frame_names. Recorded whatever its
+ * length (userspace times every frame). Only probes with frame names pay,
+ * only for spans below their threshold, and with frame_by keys the name is
+ * read once per distinct pair of their values on a thread (the answer
+ * remembered in the thread's frame_memo): a dispatch that is no frame pays
+ * a few compares. */
+static __always_inline int is_frame(struct lt_thread *st, const volatile struct lt_probe_cfg *cfg,
+				    struct lt_frame *f, __u32 probe_id)
+{
+	__u64 a, b;
+	__u32 slot;
+	int r;
+
+	if (cfg->frame_all)
+		return 1;
+	if (!cfg->frame_nnames)
+		return 0;
+	if (!cfg->frame_by[0])
+		return name_is_frame(cfg, f) > 0;
+	a = frame_by_value(cfg->frame_by[0], f);
+	b = frame_by_value(cfg->frame_by[1], f);
+	slot = (__u32)((a >> 4) ^ (b >> 4) ^ probe_id) & (LT_FRAME_MEMO - 1);
+	if (st->frame_memo[slot].probe == probe_id + 1 && st->frame_memo[slot].by[0] == a &&
+	    st->frame_memo[slot].by[1] == b)
+		return st->frame_memo[slot].frame;
+	r = name_is_frame(cfg, f);
+	if (r < 0)
+		return 0; /* unread: not remembered */
+	st->frame_memo[slot].by[0] = a;
+	st->frame_memo[slot].by[1] = b;
+	st->frame_memo[slot].probe = probe_id + 1;
+	st->frame_memo[slot].frame = r;
+	return r;
 }
 
 /* An enqueue: remember the message's due time until it is dispatched. */
@@ -603,10 +644,12 @@ static __always_inline struct lt_frame *pop_frame(struct pt_regs *ctx, struct lt
 /* Whether span `f` of probe_id, role and length dur is recorded: a slow
  * one, or any with --record-all, or one that handles input or draws a
  * frame. */
-static __always_inline int span_recorded(struct lt_frame *f, __u32 probe_id, __u32 role, __u64 dur)
+static __always_inline int span_recorded(struct lt_thread *st, struct lt_frame *f, __u32 probe_id,
+					 __u32 role, __u64 dur)
 {
 	return dur >= lt_cfg.slow_ns[role] || lt_cfg.record_all || (f->flags & LT_SPAN_INPUT) ||
-	       handles_input(&lt_cfg.probes[probe_id], f) || is_frame(&lt_cfg.probes[probe_id], f);
+	       handles_input(&lt_cfg.probes[probe_id], f) ||
+	       is_frame(st, &lt_cfg.probes[probe_id], f, probe_id);
 }
 
 SEC("uretprobe")
@@ -651,7 +694,7 @@ int BPF_KRETPROBE(lt_span_return)
 	h = thread_hist(st, probe_id, role);
 	hist_add(h, dur);
 
-	if (!span_recorded(f, probe_id, role, dur)) {
+	if (!span_recorded(st, f, probe_id, role, dur)) {
 		if (!h)
 			count(LT_CNT_HIST_FULL);
 		if (f->sampled)

@@ -39,6 +39,18 @@
 #                        (--profile glib: callback, name and source keys),
 #                        lt-no-keys (--idle on the same function), and
 #                        lt-no-sample, lt-no-offcpu; no bpftrace
+#   --glib-timeout       the same with a GLib timeout named as GTK names its
+#                        frame clock's flush idle (lt_bench_target --func
+#                        glib_timeout, *(g_timeout_funcs+16)): the glib
+#                        profile's frame test on a source that is no frame;
+#                        lt-no-frames is the glib profile's timeout probe
+#                        without its "frame" (a profile file: the same keys,
+#                        no frame test)
+#   --glib-frame         the same named as its paint idle: every dispatch
+#                        a frame, recorded (--func glib_frame)
+#   --bpf-stats          also one more looptrace run with
+#                        kernel.bpf_stats_enabled=1: ns per run of
+#                        lt_span_entry and lt_span_return
 #   (--smoke: one run of each configuration, 2 rounds of 2000 calls, no bpftrace)
 # Exit status: 0 done, 1 a run failed, 2 usage, 3 not root.
 set -euo pipefail
@@ -56,6 +68,10 @@ bench_opt --rounds ROUNDS posint
 bench_opt --cpu CPU
 bench_flag --no-bpftrace USE_BPFTRACE=0
 bench_flag --glib GLIB=1 USE_BPFTRACE=0
+bench_flag --glib-timeout GLIB=2 USE_BPFTRACE=0
+bench_flag --glib-frame GLIB=3 USE_BPFTRACE=0
+BPF_STATS=0
+bench_flag --bpf-stats BPF_STATS=1
 bench_parse "$@"
 bench_smoke REPEATS=1 CALLS=2000 ROUNDS=2 USE_BPFTRACE=0
 
@@ -71,12 +87,31 @@ FUNC=lt_bench_dispatch
 PROBE_BIN=$TGT
 PROBE_SYM=$FUNC
 CONFIGS=(untraced floor looptrace lt-no-sample lt-no-offcpu)
-if [[ $GLIB -eq 1 ]]; then
+if [[ $GLIB -ge 1 ]]; then
   FUNC=glib_idle
-  PROBE_BIN=$(ldconfig -p | awk '$1 == "libglib-2.0.so.0" && /x86-64/ { print $NF; exit }')
+  # No exit in awk: ldconfig would die of SIGPIPE, and pipefail with it.
+  PROBE_BIN=$(ldconfig -p | awk '$1 == "libglib-2.0.so.0" && /x86-64/ && !p { p = $NF } END { print p }')
   [[ -n $PROBE_BIN ]] || die "libglib-2.0.so.0 not found (ldconfig -p)"
   PROBE_SYM='*(g_idle_funcs+16)'
   CONFIGS=(untraced floor looptrace lt-no-keys lt-no-sample lt-no-offcpu)
+fi
+if [[ $GLIB -ge 2 ]]; then
+  FUNC=glib_timeout
+  [[ $GLIB -eq 3 ]] && FUNC=glib_frame
+  PROBE_SYM='*(g_timeout_funcs+16)'
+  CONFIGS=(untraced floor looptrace lt-no-frames)
+  cat >"$WORK/no-frames.json" <<'JSON'
+{"name": "glib-no-frames",
+ "version": {"binary": "libglib-2.0.so.0", "name": "GLib",
+             "major": "glib_major_version", "minor": "glib_minor_version",
+             "checked": ["2.74"]},
+ "probes": [{"role": "dispatch", "binary": "libglib-2.0.so.0",
+   "symbol": "*(g_timeout_funcs+16)", "label": "GLib timeout",
+   "keys": [{"name": "callback", "expr": "arg1", "format": "sym"},
+            {"name": "name", "expr": "*(arg0+80)", "format": "str"},
+            {"name": "python", "expr": "*(arg2+8)", "format": "pyfunc"},
+            {"name": "due_us", "expr": "*(*(arg0+88)+16)", "format": "int"}]}]}
+JSON
 fi
 [[ $USE_BPFTRACE -eq 1 ]] && CONFIGS+=(bpftrace)
 
@@ -95,10 +130,11 @@ run_one() {
     floor)
       "$FLOOR" "$PROBE_BIN" "$PROBE_SYM" -p "$tpid" </dev/null >"$d.log" 2>&1 &
       holder=$!; ready=ready ;;
-    looptrace|lt-no-sample|lt-no-offcpu|lt-no-keys)
+    looptrace|lt-no-sample|lt-no-offcpu|lt-no-keys|lt-no-frames)
       local extra=() probes=(--dispatch "$TGT:$FUNC")
-      [[ $GLIB -eq 1 ]] && probes=(--profile glib)
+      [[ $GLIB -ge 1 ]] && probes=(--profile glib)
       [[ $cfg == lt-no-keys ]] && probes=(--idle "$PROBE_BIN:$PROBE_SYM")
+      [[ $cfg == lt-no-frames ]] && probes=(--profile "$WORK/no-frames.json")
       [[ $cfg == lt-no-sample ]] && extra=(--sample-freq 0)
       [[ $cfg == lt-no-offcpu ]] && extra=(--no-off-cpu)
       "$LT" record "${probes[@]}" -p "$tpid" --json "$d.json" "${extra[@]}" \
@@ -121,6 +157,8 @@ run_one() {
   # scheduler's ns of every thread (/proc/PID/task/*/schedstat).
   cpu_ns=$(cat /proc/"$tpid"/task/*/schedstat | awk '{ s += $1 } END { print s }')
   total=$(sed -n 's/.* total_calls=\([0-9]*\).*/\1/p' "$d.txt" | head -1)
+  # The tracer's programs' counters while it holds (--bpf-stats runs).
+  [[ $STATS_RUN -eq 0 || $ready != "looptrace: tracing" ]] || prog_stats "$holder" "$cfg" >"$d.stats"
   echo "done" >&8
   wait "$tpid" || die "$cfg: the target failed: $(cat "$d.tlog")"
   exec 8>&-
@@ -134,6 +172,7 @@ run_one() {
 $(calc "$cpu_ns / $total" 1)" >>"$WORK/results"
 }
 
+STATS_RUN=0
 echo "$BENCH: $REPEATS runs of each of ${CONFIGS[*]}; $ROUNDS x $CALLS calls each, CPU $CPU" >&2
 for ((n = 0; n < REPEATS; n++)); do
   k=${#CONFIGS[@]}
@@ -165,4 +204,19 @@ awk -v reps="$REPEATS" '
         c == "untraced" ? "-" : sprintf("%.2f", med(rb, reps))
     }
   }' "$WORK/results" | tee "$WORK/table"
+
+if [[ $BPF_STATS -eq 1 ]]; then
+  STATS_WAS=$(sysctl -n kernel.bpf_stats_enabled)
+  sysctl -q -w kernel.bpf_stats_enabled=1
+  STATS_RUN=1
+  for cfg in "${CONFIGS[@]}"; do
+    [[ $cfg == untraced || $cfg == floor || $cfg == bpftrace ]] && continue
+    run_one "$cfg" stats
+    awk -v c="$cfg" '$2 ~ /^lt_span_(entry|return)#/ && $3 > 0 {
+      split($2, n, "#"); printf "%s: %s %.1f ns/run (%d runs)\n", c, n[1], $4 / $3, $3 }' \
+      "$WORK/$cfg.stats.stats"
+  done
+  STATS_RUN=0
+  sysctl -q -w kernel.bpf_stats_enabled="$STATS_WAS"
+fi
 bench_exit

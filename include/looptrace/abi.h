@@ -63,6 +63,10 @@
  * 34 bytes at most. */
 #define LT_FRAME_NAMES 2
 #define LT_FRAME_NAME_LEN 40
+/* Keys whose values decide a span's name (lt_probe_cfg.frame_by), and the
+ * answers a thread remembers (lt_thread.frame_memo, direct-mapped). */
+#define LT_FRAME_BY 2
+#define LT_FRAME_MEMO 4
 /* Threads --tid and --comm can select. */
 #define LT_MAX_FILTER_TIDS 16
 #define LT_MAX_FILTER_COMMS 4
@@ -165,6 +169,11 @@ struct lt_probe_cfg {
 	__u32 frame_all;
 	__u32 frame_nnames;
 	char frame_names[LT_FRAME_NAMES][LT_FRAME_NAME_LEN];
+	/* Key indexes + 1 (0: none) whose values together decide the name
+	 * (GLib: the callback and its Python function): a thread reads and
+	 * matches the name once per distinct pair (lt_thread.frame_memo),
+	 * not at every span. None: matched at every span. */
+	__u32 frame_by[LT_FRAME_BY];
 };
 
 /* A message enqueued and not yet dispatched (LRU hash lt_pending). */
@@ -758,6 +767,14 @@ struct lt_thread {
 	 * and not found (0: not known): a loop callback of a process without
 	 * CPython costs no lookup until the loader adds a process. */
 	__u32 py_absent;
+	/* Frame tests by name (lt_probe_cfg.frame_by), remembered: the
+	 * values of the probe's frame_by keys, probe + 1 (0: empty) and
+	 * whether the name was a frame's. Cleared at exec. */
+	struct {
+		__u64 by[LT_FRAME_BY];
+		__u32 probe;
+		__u32 frame;
+	} frame_memo[LT_FRAME_MEMO];
 };
 
 /* A call of a point-role probe (barrier post/remove). ts_ns = its entry. */

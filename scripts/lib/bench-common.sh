@@ -211,9 +211,10 @@ lost_events() {
   jq -c '.lost | with_entries(select(.value != 0 and .key != "unseen_switches"
                                      and .key != "blocks_capped"))' "$1"
 }
-# thread_count JSON PID: the spans looptrace counted for PID's threads.
+# thread_count JSON PID: the spans looptrace counted for PID's threads (not
+# their delivery lags: a GLib timeout is counted in both).
 thread_count() {
-  jq --argjson p "$2" '[.threads[] | select(.pid == $p) | .count] | add // 0' "$1"
+  jq --argjson p "$2" '[.threads[] | select(.pid == $p and .role != "delivery") | .count] | add // 0' "$1"
 }
 # check_json JSON WHAT: looptrace wrote JSON that jq can read.
 check_json() {

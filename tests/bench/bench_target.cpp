@@ -19,6 +19,10 @@
 //                          main context with one idle source, whose
 //                          dispatch (g_idle_dispatch, *(g_idle_funcs+16) in
 //                          libglib) the glib profile probes.
+//   glib_timeout, glib_frame  the same with a timeout source
+//                          (g_timeout_dispatch, *(g_timeout_funcs+16))
+//                          named as GTK names its frame clock's flush idle
+//                          (no frame) or paint idle (a frame).
 //
 // Modes:
 //   tight (default)  --func F: warm-up, then --rounds timed rounds of
@@ -141,23 +145,40 @@ void call_n(uint64_t n) {
   for (uint64_t i = 0; i < n; ++i) Fn(&g_counter);
 }
 
-// GLib's idle dispatch, as the glib profile probes it: one idle source on
-// a context of its own, whose callback bumps the counter; each call is one
-// g_main_context_iteration (prepare, a poll with no timeout, check, and
-// g_idle_dispatch -> the callback). GLib is opened with dlopen, so the
-// benchmark needs no GLib headers.
+// GLib's dispatch, as the glib profile probes it: one source on a context
+// of its own, whose callback bumps the counter; each call is one
+// g_main_context_iteration (prepare, a poll with no timeout, check, and the
+// source's dispatch -> the callback). An idle source (g_idle_dispatch), or
+// a timeout of interval 0 (g_timeout_dispatch, due again at once) named as
+// GTK names its frame clock's sources: "[gtk+] gdk_frame_clock_flush_idle",
+// not a frame, or "[gtk+] gdk_frame_clock_paint_idle", a frame to the glib
+// profile (the same length: their names differ only from byte 24 on). GLib
+// is opened with dlopen, so the benchmark needs no GLib headers.
 using GMainContextNew = void* (*)();
 using GIdleSourceNew = void* (*)();
+using GTimeoutSourceNew = void* (*)(unsigned);
 using GSourceSetCallback = void (*)(void*, int (*)(void*), void*, void*);
+using GSourceSetName = void (*)(void*, const char*);
 using GSourceAttach = unsigned (*)(void*, void*);
 using GMainContextIteration = int (*)(void*, int);
 
-int glib_idle_callback(void* arg) {
+int glib_callback(void* arg) {
   *static_cast<uint64_t*>(arg) += 1;
   return 1;  // G_SOURCE_CONTINUE
 }
 
-void run_glib_idle(uint64_t n) {
+void* glib_sym(void* lib, const char* name) {
+  void* f = dlsym(lib, name);
+  if (!f) {
+    std::fprintf(stderr, "lt_bench_target: no %s in GLib\n", name);
+    std::exit(1);
+  }
+  return f;
+}
+
+// name: nullptr for an idle source, else a timeout's name.
+template <const char* const* Name>
+void run_glib(uint64_t n) {
   static void* ctx = nullptr;
   static GMainContextIteration iterate = nullptr;
   if (!ctx) {
@@ -166,24 +187,30 @@ void run_glib_idle(uint64_t n) {
       std::fprintf(stderr, "lt_bench_target: %s\n", dlerror());
       std::exit(1);
     }
-    auto sym = [&](const char* name) {
-      void* f = dlsym(lib, name);
-      if (!f) {
-        std::fprintf(stderr, "lt_bench_target: no %s in GLib\n", name);
-        std::exit(1);
-      }
-      return f;
-    };
-    ctx = reinterpret_cast<GMainContextNew>(sym("g_main_context_new"))();
-    void* idle = reinterpret_cast<GIdleSourceNew>(sym("g_idle_source_new"))();
-    reinterpret_cast<GSourceSetCallback>(sym("g_source_set_callback"))(
-        idle, glib_idle_callback, &g_counter, nullptr);
-    reinterpret_cast<GSourceAttach>(sym("g_source_attach"))(idle, ctx);
+    ctx = reinterpret_cast<GMainContextNew>(
+        glib_sym(lib, "g_main_context_new"))();
+    void* src = nullptr;
+    if (*Name) {
+      src = reinterpret_cast<GTimeoutSourceNew>(
+          glib_sym(lib, "g_timeout_source_new"))(0);
+      reinterpret_cast<GSourceSetName>(glib_sym(lib, "g_source_set_name"))(
+          src, *Name);
+    } else {
+      src = reinterpret_cast<GIdleSourceNew>(
+          glib_sym(lib, "g_idle_source_new"))();
+    }
+    reinterpret_cast<GSourceSetCallback>(glib_sym(
+        lib, "g_source_set_callback"))(src, glib_callback, &g_counter, nullptr);
+    reinterpret_cast<GSourceAttach>(glib_sym(lib, "g_source_attach"))(src, ctx);
     iterate = reinterpret_cast<GMainContextIteration>(
-        sym("g_main_context_iteration"));
+        glib_sym(lib, "g_main_context_iteration"));
   }
   for (uint64_t i = 0; i < n; ++i) iterate(ctx, 0);
 }
+
+constexpr const char* kIdle = nullptr;
+constexpr const char* kFlushIdle = "[gtk+] gdk_frame_clock_flush_idle";
+constexpr const char* kPaintIdle = "[gtk+] gdk_frame_clock_paint_idle";
 
 struct Func {
   const char* name;
@@ -202,7 +229,9 @@ constexpr Func kFuncs[] = {
     {"lt_bench_dispatch_xol_b", call_n<lt_bench_dispatch_xol_b>},
     {"lt_bench_dispatch_xol_c", call_n<lt_bench_dispatch_xol_c>},
     {"lt_bench_dispatch_endbr", call_n<lt_bench_dispatch_endbr>},
-    {"glib_idle", run_glib_idle},
+    {"glib_idle", run_glib<&kIdle>},
+    {"glib_timeout", run_glib<&kFlushIdle>},
+    {"glib_frame", run_glib<&kPaintIdle>},
 };
 
 struct Args {

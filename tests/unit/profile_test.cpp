@@ -211,6 +211,10 @@ TEST(Profile, BuiltinGlibTimeoutsNamedForGtksFrameClockAreFrames) {
     EXPECT_TRUE(std::any_of(d.keys.begin(), d.keys.end(), [](const KeyDef& k) {
       return k.role == KeyRole::kDueUs;
     }));
+    // The name is matched once per callback and Python function.
+    std::vector<std::string> by;
+    for (uint32_t k : d.frame->by) by.push_back(d.keys.at(k - 1).name);
+    EXPECT_EQ(by, (std::vector<std::string>{"callback", "python"}));
   }
   EXPECT_EQ(frames, 1u);
 }
@@ -230,6 +234,14 @@ TEST(ProfileTypes, FrameNamesAreCheckedAsTheKernelMatchesThem) {
   auto named = parse(str_key + R"("frame": {"names": ["paint"]})");
   ASSERT_TRUE(named.ok()) << named.status().message();
   EXPECT_EQ(named->probes[0].frame->names, std::vector<std::string>{"paint"});
+  EXPECT_TRUE(named->probes[0].frame->by.empty());
+  const std::string two_keys =
+      R"x("keys": [{"name": "cb", "expr": "arg1", "format": "sym"},)x"
+      R"x( {"name": "name", "expr": "*(arg0+80)", "format": "str"}], )x";
+  auto by =
+      parse(two_keys + R"("frame": {"names": ["p"], "by": ["name", "cb"]})");
+  ASSERT_TRUE(by.ok()) << by.status().message();
+  EXPECT_EQ(by->probes[0].frame->by, (std::vector<uint32_t>{2, 1}));
   struct Case {
     std::string fields;
     const char* message;
@@ -239,7 +251,22 @@ TEST(ProfileTypes, FrameNamesAreCheckedAsTheKernelMatchesThem) {
        "probes[0].frame: only for the dispatch and idle roles (spans)"},
       {R"("frame": true)", "probes[0].frame: expected an object, got boolean"},
       {R"("frame": {"name": "x"})",
-       "probes[0].frame: unknown field \"name\" (expected \"names\")"},
+       "probes[0].frame: unknown field \"name\" (expected \"names\", "
+       "\"by\")"},
+      {two_keys + R"("frame": {"by": ["cb"]})",
+       "probes[0].frame.by: only with \"names\""},
+      {two_keys + R"("frame": {"names": ["p"], "by": []})",
+       "probes[0].frame.by: expected an array of 1 to 2 key names"},
+      {two_keys + R"("frame": {"names": ["p"], "by": ["cb", "name", "cb"]})",
+       "probes[0].frame.by: expected an array of 1 to 2 key names"},
+      {two_keys + R"("frame": {"names": ["p"], "by": "cb"})",
+       "probes[0].frame.by: expected an array of 1 to 2 key names"},
+      {two_keys + R"("frame": {"names": ["p"], "by": ["what"]})",
+       "probes[0].frame.by[0]: expected the name of one of the probe's keys"},
+      {two_keys + R"("frame": {"names": ["p"], "by": [3]})",
+       "probes[0].frame.by[0]: expected the name of one of the probe's keys"},
+      {two_keys + R"("frame": {"names": ["p"], "by": ["cb", "cb"]})",
+       "probes[0].frame.by[1]: a key named twice"},
       {R"("frame": {"names": ["paint"]})",
        "probes[0].frame.names: the probe needs a key of format \"str\" to "
        "match names against"},

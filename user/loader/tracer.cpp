@@ -523,6 +523,8 @@ void set_frame_names(lt_probe_cfg& pc, const ProbeDef::FrameMatch& m) {
       continue;
     std::memcpy(pc.frame_names[pc.frame_nnames++], n.data(), n.size());
   }
+  for (size_t i = 0; i < m.by.size() && i < LT_FRAME_BY; ++i)
+    if (m.by[i] <= LT_MAX_KEYS) pc.frame_by[i] = m.by[i];
 }
 
 Status configure_probes(const TraceOptions& opts, lt_config& cfg) {

@@ -113,6 +113,10 @@ struct ProbeDef {
   // due-time key (KeyRole kDueUs, kDueNs) is their tick.
   struct FrameMatch {
     std::vector<std::string> names;  // at most LT_FRAME_NAMES
+    // Key indexes + 1 whose values decide the name ("by"; at most
+    // LT_FRAME_BY): the kernel matches the name once per distinct values
+    // on a thread. The kernel's alone: not recorded.
+    std::vector<uint32_t> by = {};
   };
   std::optional<FrameMatch> frame;
   // Set when the probe's binary is one its profile's version gate names.

@@ -98,7 +98,9 @@ constexpr std::string_view kRefappProfile = R"json({
 // or bound method and reads its code object (format pyfunc). GTK 3 and 4
 // paint each frame from a timeout their frame clock names
 // gdk_frame_clock_paint_idle (gdkframeclockidle.c): those spans are frames,
-// the timeout's due time their tick.
+// the timeout's due time their tick. Its name is read once per callback
+// (and Python function) on a thread, not at each dispatch ("by"): GTK
+// names the sources of gdk_frame_clock_paint_idle alike.
 constexpr std::string_view kGlibProfile = R"json({
   "name": "glib",
   "description": "GLib main loops (GTK, python3-gi): a span per source dispatch, by kind, naming its callback",
@@ -118,7 +120,8 @@ constexpr std::string_view kGlibProfile = R"json({
         {"name": "due_us", "expr": "*(*(arg0+88)+16)", "format": "int"}
       ],
       "frame": {"names": ["[gtk+] gdk_frame_clock_paint_idle",
-                          "[gtk] gdk_frame_clock_paint_idle"]}
+                          "[gtk] gdk_frame_clock_paint_idle"],
+                "by": ["callback", "python"]}
     },
     {
       "role": "idle",
@@ -637,8 +640,9 @@ class ProfileReader {
   }
 
   // "frame": {} (every span is a frame) or {"names": [...]} (spans whose
-  // str key's string is one of them). The kernel matches the names, so
-  // their number and length are its (abi.h LT_FRAME_*).
+  // str key's string is one of them), with "by": [...] the keys whose
+  // values decide the name. The kernel matches the names, so their number
+  // and length are its (abi.h LT_FRAME_*).
   Status frame(const Json& jp, const std::string& where, ProbeDef* def) const {
     auto it = jp.find("frame");
     if (it == jp.end()) return Status::Ok();
@@ -646,7 +650,7 @@ class ProfileReader {
     if (!it->is_object())
       return error(fr_at,
                    fmt::format("expected an object, got {}", it->type_name()));
-    LT_RETURN_IF_ERROR(only_known(*it, fr_at, {"names"}));
+    LT_RETURN_IF_ERROR(only_known(*it, fr_at, {"names", "by"}));
     if (def->role != LT_ROLE_DISPATCH && def->role != LT_ROLE_IDLE)
       return error(fr_at, "only for the dispatch and idle roles (spans)");
     ProbeDef::FrameMatch m;
@@ -672,7 +676,40 @@ class ProfileReader {
                      "the probe needs a key of format \"str\" to match "
                      "names against");
     }
+    LT_RETURN_IF_ERROR(frame_by(*it, fr_at, *def, &m));
     def->frame = std::move(m);
+    return Status::Ok();
+  }
+
+  // "by": 1 to LT_FRAME_BY names of the probe's keys, with "names".
+  Status frame_by(const Json& jf, const std::string& fr_at, const ProbeDef& def,
+                  ProbeDef::FrameMatch* m) const {
+    auto b = jf.find("by");
+    if (b == jf.end()) return Status::Ok();
+    const std::string by_at = at(fr_at, "by");
+    if (m->names.empty()) return error(by_at, "only with \"names\"");
+    if (!b->is_array() || b->empty() || b->size() > LT_FRAME_BY)
+      return error(by_at, fmt::format("expected an array of 1 to {} key "
+                                      "names",
+                                      LT_FRAME_BY));
+    for (size_t i = 0; i < b->size(); ++i) {
+      const Json& v = (*b)[i];
+      auto k = v.is_string()
+                   ? std::find_if(def.keys.begin(), def.keys.end(),
+                                  [&](const KeyDef& kd) {
+                                    return kd.name ==
+                                           v.get_ref<const std::string&>();
+                                  })
+                   : def.keys.end();
+      if (k == def.keys.end())
+        return error(at(by_at, i),
+                     "expected the name of one of the "
+                     "probe's keys");
+      auto idx = static_cast<uint32_t>(k - def.keys.begin() + 1);
+      if (std::find(m->by.begin(), m->by.end(), idx) != m->by.end())
+        return error(at(by_at, i), "a key named twice");
+      m->by.push_back(idx);
+    }
     return Status::Ok();
   }
 
