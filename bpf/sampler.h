@@ -7,15 +7,15 @@
 
 /* A sample for unwinding in userspace: the frame-pointer frames (used as
  * they are where they are whole) and the copy of the user stack; then the
- * Python frames in a CPython process (py). */
+ * Python frames in a CPython process (pys, walked by py_stack). */
 static __noinline int sample_ustack(struct bpf_perf_event_data *ctx, struct lt_thread *st,
-				    struct lt_frame *f, __u64 now, const struct lt_py_proc *py)
+				    struct lt_frame *f, __u64 now, const struct lt_pystack *pys)
 {
 	__u32 size = sizeof(struct lt_ustack_rec);
 	struct lt_ustack_rec *rec;
 	long n;
 
-	if (py) {
+	if (pys) {
 		size = sizeof(struct lt_py_ustack_rec);
 		rec = bpf_ringbuf_reserve(&lt_events, sizeof(struct lt_py_ustack_rec), 0);
 	} else {
@@ -32,8 +32,8 @@ static __noinline int sample_ustack(struct bpf_perf_event_data *ctx, struct lt_t
 		bpf_ringbuf_discard(rec, 0);
 		return 0;
 	}
-	if (py)
-		py_walk(&((struct lt_py_ustack_rec *)rec)->py, py);
+	if (pys)
+		py_copy(&((struct lt_py_ustack_rec *)rec)->py, pys);
 	fill_header(&rec->s.hdr, LT_REC_USTACK, size, now);
 	rec->s.span_id = f->span_id;
 	rec->s.probe_id = f->probe_id;
@@ -48,6 +48,7 @@ SEC("perf_event")
 int lt_sample(struct bpf_perf_event_data *ctx)
 {
 	const struct lt_py_proc *py;
+	struct lt_pystack *pys = 0;
 	struct lt_sample_rec *rec;
 	struct lt_thread *st;
 	__u32 size;
@@ -68,11 +69,13 @@ int lt_sample(struct bpf_perf_event_data *ctx)
 	now = bpf_ktime_get_ns();
 	if (now - f->start_ns < lt_cfg.sample_after_ns)
 		return 0;
-	py = py_proc();
-	if (lt_cfg.stack_copy)
-		return sample_ustack(ctx, st, f, now, py);
-	size = py ? sizeof(struct lt_py_sample_rec) : sizeof(*rec);
+	py = py_proc_cached(st);
 	if (py)
+		pys = py_stack(py, LT_PY_SLOT_SAMPLE);
+	if (lt_cfg.stack_copy)
+		return sample_ustack(ctx, st, f, now, pys);
+	size = pys ? sizeof(struct lt_py_sample_rec) : sizeof(*rec);
+	if (pys)
 		rec = bpf_ringbuf_reserve(&lt_events, sizeof(struct lt_py_sample_rec), 0);
 	else
 		rec = bpf_ringbuf_reserve(&lt_events, sizeof(*rec), 0);
@@ -86,8 +89,8 @@ int lt_sample(struct bpf_perf_event_data *ctx)
 		bpf_ringbuf_discard(rec, 0);
 		return 0;
 	}
-	if (py)
-		py_walk(&((struct lt_py_sample_rec *)rec)->py, py);
+	if (pys)
+		py_copy(&((struct lt_py_sample_rec *)rec)->py, pys);
 	fill_header(&rec->hdr, LT_REC_SAMPLE, size, now);
 	rec->span_id = f->span_id;
 	rec->probe_id = f->probe_id;

@@ -81,6 +81,7 @@ static __always_inline __u32 offcpu_base(void)
  */
 static __always_inline void on_block(void *ctx, struct lt_thread *st, __u64 now)
 {
+	struct lt_pystack *pys = 0;
 	const struct lt_py_proc *py;
 	struct lt_offcpu_rec *rec;
 	__u32 d = st->depth;
@@ -96,7 +97,9 @@ static __always_inline void on_block(void *ctx, struct lt_thread *st, __u64 now)
 		count(LT_CNT_OFFCPU_CAPPED);
 		return;
 	}
-	py = py_proc();
+	py = py_proc_cached(st);
+	if (py)
+		pys = py_stack(py, LT_PY_SLOT_SCHED);
 	if (py)
 		rec = bpf_ringbuf_reserve(&lt_events, offcpu_base() + sizeof(struct lt_pystack), 0);
 	else
@@ -112,7 +115,7 @@ static __always_inline void on_block(void *ctx, struct lt_thread *st, __u64 now)
 	if (lt_cfg.stack_copy)
 		fill_ucopy(&((struct lt_offcpu_copy_rec *)rec)->u, st);
 	if (py)
-		py_walk((struct lt_pystack *)((char *)rec + offcpu_base()), py);
+		py_copy((struct lt_pystack *)((char *)rec + offcpu_base()), pys);
 	fill_header(&rec->hdr, LT_REC_OFFCPU, offcpu_base() + (py ? sizeof(struct lt_pystack) : 0),
 		    now);
 	rec->span_id = f->span_id;
@@ -257,14 +260,61 @@ int BPF_PROG(lt_sched_wakeup, struct task_struct *p)
  * per-CPU variable BPF finds only through kallsyms, which kernels without
  * KALLSYMS_ALL lack).
  */
+/* The size of a wakeup record before the waker's Python frames: the stack
+ * copy or not (one size per run). */
+static __always_inline __u32 wake_base(void)
+{
+	return lt_cfg.stack_copy ? sizeof(struct lt_wake_copy_rec) : sizeof(struct lt_wake_rec);
+}
+
+/* The waker's interpreter, if it runs CPython: a traced thread keeps the
+ * answer (py_proc_cached); the idle task, from an interrupt, has none. */
+static __always_inline const struct lt_py_proc *waker_py(void)
+{
+	struct lt_thread *w;
+
+	if (!bpf_get_current_pid_tgid())
+		return 0;
+	w = thread_state(0);
+	return w ? py_proc_cached(w) : py_proc();
+}
+
+/* The waker's user stack into its wakeup record (and the copy of it, and
+ * its Python frames pys when the record has room for them: py): none from
+ * an interrupt (a stranger's) or a kernel thread. */
+static __always_inline void waker_user_stacks(void *ctx, struct lt_wake_rec *rec, int irq,
+					      const struct lt_pystack *pys, int py)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+	int user = !irq && !(cur->flags & LT_PF_KTHREAD);
+	long n;
+
+	rec->nframes = 0;
+	if (user) {
+		n = bpf_get_stack(ctx, rec->frames, sizeof(rec->frames), BPF_F_USER_STACK);
+		rec->nframes = n > 0 ? n / sizeof(__u64) : 0;
+	}
+	if (lt_cfg.stack_copy) {
+		struct lt_ucopy *u = &((struct lt_wake_copy_rec *)rec)->u;
+
+		if (user)
+			fill_ucopy(u, thread_state(0));
+		else
+			u->stack_len = u->nret = 0;
+	}
+	if (py)
+		py_copy((struct lt_pystack *)((char *)rec + wake_base()), user ? pys : 0);
+}
+
 SEC("tp_btf/sched_waking")
 int BPF_PROG(lt_sched_waking, struct task_struct *p)
 {
-	struct task_struct *cur;
+	const struct lt_py_proc *py;
+	struct lt_pystack *pys = 0;
 	struct lt_wake_rec *rec;
 	struct lt_thread *st;
 	__u64 pid_tgid, ids;
-	__u32 i, id;
+	__u32 i, id, size;
 	int irq;
 	long n;
 
@@ -278,16 +328,22 @@ int BPF_PROG(lt_sched_waking, struct task_struct *p)
 	/* Taken even if the record is lost: its LT_REC_WOKEN must not name an
 	 * older wakeup. */
 	id = ++st->wake_seq;
-	rec = bpf_ringbuf_reserve(
-	    &lt_events,
-	    lt_cfg.stack_copy ? sizeof(struct lt_wake_copy_rec) : sizeof(struct lt_wake_rec), 0);
+	/* A waker in a CPython process: its Python frames (dropped below if
+	 * it turns out to be an interrupt's stranger). */
+	py = waker_py();
+	if (py)
+		pys = py_stack(py, LT_PY_SLOT_SCHED);
+	size = wake_base() + (py ? sizeof(struct lt_pystack) : 0);
+	if (py)
+		rec = bpf_ringbuf_reserve(&lt_events, wake_base() + sizeof(struct lt_pystack), 0);
+	else
+		rec = bpf_ringbuf_reserve(&lt_events, wake_base(), 0);
 	if (!rec) {
 		count(LT_CNT_RB_FULL);
 		return 0;
 	}
 	rec->hdr.type = LT_REC_WAKE;
-	rec->hdr.size =
-	    lt_cfg.stack_copy ? sizeof(struct lt_wake_copy_rec) : sizeof(struct lt_wake_rec);
+	rec->hdr.size = size;
 	rec->hdr.ts_ns = bpf_ktime_get_ns();
 	ids = task_ids(p);
 	rec->hdr.pid = ids >> 32;
@@ -314,21 +370,7 @@ int BPF_PROG(lt_sched_waking, struct task_struct *p)
 		}
 	}
 	rec->flags = irq ? LT_WAKE_IRQ : 0;
-	rec->nframes = 0;
-	cur = bpf_get_current_task_btf();
-	/* A kernel thread has no user stack; an interrupt's is a stranger's. */
-	if (!irq && !(cur->flags & LT_PF_KTHREAD)) {
-		n = bpf_get_stack(ctx, rec->frames, sizeof(rec->frames), BPF_F_USER_STACK);
-		rec->nframes = n > 0 ? n / sizeof(__u64) : 0;
-	}
-	if (lt_cfg.stack_copy) {
-		struct lt_ucopy *u = &((struct lt_wake_copy_rec *)rec)->u;
-
-		if (!irq && !(cur->flags & LT_PF_KTHREAD))
-			fill_ucopy(u, thread_state(0));
-		else
-			u->stack_len = u->nret = 0;
-	}
+	waker_user_stacks(ctx, rec, irq, py ? pys : 0, py != 0);
 	bpf_ringbuf_submit(rec, 0);
 	return 0;
 }

@@ -246,6 +246,7 @@ static __always_inline void emit_point(void *ctx, struct lt_frame *f, __u32 role
 				       int with_stack)
 {
 	const struct lt_py_proc *py = with_stack ? py_proc() : 0;
+	struct lt_pystack *pys = py ? py_stack(py, LT_PY_SLOT_PROBE) : 0;
 	struct lt_point_rec *rec;
 	long n = 0;
 
@@ -273,7 +274,7 @@ static __always_inline void emit_point(void *ctx, struct lt_frame *f, __u32 role
 	}
 	rec->nframes = n / sizeof(__u64);
 	if (py)
-		py_walk((struct lt_pystack *)(rec + 1), py);
+		py_copy((struct lt_pystack *)(rec + 1), pys);
 	bpf_ringbuf_submit(rec, rb_flags());
 }
 

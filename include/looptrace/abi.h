@@ -103,6 +103,7 @@ enum lt_record_type {
 	LT_REC_WAKE = 9,      /* who is waking a thread inside a span */
 	LT_REC_WOKEN = 10,    /* which LT_REC_WAKE ended which LT_REC_OFFCPU */
 	LT_REC_STOP = 11,     /* a traced thread was stopped or frozen: when */
+	LT_REC_PYCODE = 12,   /* a Python code object's names, first seen */
 };
 
 /* Base of a key expression. */
@@ -285,7 +286,11 @@ enum lt_counter {
 	/* Python stacks deeper than LT_MAX_PYFRAMES: their outermost Python
 	 * frames are missing (the stack is marked truncated). */
 	LT_CNT_PY_CUT = 16,
-	LT_CNT_MAX = 17,
+	/* Python code objects whose qualname, file name or line table was
+	 * longer than LT_REC_PYCODE carries: cut (a name ends in "...", lines
+	 * past the table's cut are the function's first). */
+	LT_CNT_PY_NAME_CUT = 17,
+	LT_CNT_MAX = 18,
 };
 
 struct lt_rec_header {
@@ -400,12 +405,81 @@ struct lt_py_offsets {
  * from it), frame_is_entry (3.12 marks entries by a shim frame). */
 #define LT_PY_NONE 0xffff
 
+/* Where a code object's names are, for the kernel to send them
+ * (LT_REC_PYCODE): byte offsets of the code object's fields and of the str
+ * and bytes objects they point to. The kernel tells a code object from
+ * another one freed at the same address by its first line, qualname and
+ * line table pointers, read with one copy: the key_window_len bytes at
+ * code + key_window (at most LT_PY_CODE_WINDOW; the loader checks). */
+struct lt_py_code_offsets {
+	__u16 ob_type;
+	__u16 firstlineno; /* int */
+	__u16 filename;	   /* str * */
+	__u16 qualname;	   /* str * */
+	__u16 linetable;   /* bytes * */
+	__u16 bytes_size;  /* PyVarObject.ob_size */
+	__u16 bytes_sval;  /* PyBytesObject.ob_sval */
+	__u16 unicode_length;
+	__u16 unicode_state;
+	__u16 ascii_size;   /* sizeof(PyASCIIObject): ASCII text after it */
+	__u16 compact_size; /* sizeof(PyCompactUnicodeObject) */
+	__u16 key_window;
+	__u16 key_window_len;
+	__u16 pad[3];
+};
+/* Bytes of a code object read per frame and sample to key it (a power of
+ * two: the kernel masks indices with it). */
+#define LT_PY_CODE_WINDOW 128
+
 /* A process running CPython (BPF hash lt_py_procs, tgid -> this). */
 struct lt_py_proc {
 	__u64 runtime;	     /* address of _PyRuntime */
 	__u64 function_type; /* &PyFunction_Type */
 	__u64 method_type;   /* &PyMethod_Type */
+	__u64 code_type;     /* &PyCode_Type */
 	struct lt_py_offsets off;
+	struct lt_py_code_offsets code;
+};
+
+/* A code object the kernel names (BPF LRU hash lt_py_codes): it sends its
+ * LT_REC_PYCODE once per key, before the record whose frames hold it. */
+struct lt_py_code_key {
+	__u32 tgid;
+	__s32 firstlineno;
+	__u64 code;
+	__u64 qualname;
+	__u64 linetable;
+};
+
+/* Bytes of a str (its characters as stored: 1, 2 or 4 bytes each) or of a
+ * line table an LT_REC_PYCODE carries; the rest is cut. */
+#define LT_PY_NAME_BYTES 256
+#define LT_PY_FILE_BYTES 512
+#define LT_PY_TABLE_BYTES 4096
+
+/* A str object as read: its length in characters and its state bits
+ * (PyASCIIObject), and how many bytes of its characters follow. */
+struct lt_py_str {
+	__s64 length;
+	__u32 state;
+	__u32 nbytes; /* 0 when not a compact str the kernel can read */
+};
+
+/* A Python code object's names, read by the kernel the first time a frame
+ * of the process runs it (lt_py_code_key): sent before the sample,
+ * blocking point or barrier post that holds the frame, so that userspace
+ * names it even when the object is freed soon after. */
+struct lt_py_code_rec {
+	struct lt_rec_header hdr; /* ts_ns = when read; pid: the process */
+	__u64 code;
+	__s32 firstlineno;
+	__u32 table_nbytes; /* bytes of table[] read */
+	__s64 table_size;   /* the line table's whole size */
+	struct lt_py_str qualname;
+	struct lt_py_str filename;
+	__u8 qualname_bytes[LT_PY_NAME_BYTES];
+	__u8 filename_bytes[LT_PY_FILE_BYTES];
+	__u8 table[LT_PY_TABLE_BYTES];
 };
 
 /* Python frames per sample; the rest is cut (LT_PY_CUT). */
@@ -471,7 +545,8 @@ struct lt_offcpu_copy_rec {
  * its CPU yet, or may not leave it at all (woken on its way to sleep):
  * which blocking point this wakeup ends, if any, comes with LT_REC_WOKEN.
  * With stack_copy, an lt_ucopy of the waker follows (hdr.size =
- * sizeof(struct lt_wake_copy_rec)). */
+ * sizeof(struct lt_wake_copy_rec)); then, from a thread of a process in
+ * lt_py_procs, its lt_pystack (no frames from an interrupt). */
 struct lt_wake_rec {
 	struct lt_rec_header hdr; /* ts_ns = waking; pid/tid: the woken one */
 	__u32 wake_id;		  /* per woken thread */

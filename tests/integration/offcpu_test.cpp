@@ -482,6 +482,10 @@ TEST(OffCpuPython, GlibCallbackWaitingOnLockNamesThePythonThread) {
   EXPECT_TRUE(has_frame(w["frames"], "sem_post")) << dump_frames(w["frames"]);
   EXPECT_TRUE(has_frame(w["frames"], "_PyEval_EvalFrameDefault"))
       << dump_frames(w["frames"]);
+  // And its Python frames: the holder thread's own function, as the
+  // program's source names it.
+  EXPECT_TRUE(has_frame(w["frames"], "Holder.run (glib_lock.py:"))
+      << dump_frames(w["frames"]);
 
   const int64_t run_delay = std::max<int64_t>(0, summary[0]["run_delay_ns"]);
   const int64_t blocked = b["blocked_ns"];

@@ -17,8 +17,16 @@ static_assert(offsetof(lt_key_spec, op) == 3);
 static_assert(sizeof(lt_py_offsets) == 32);
 static_assert(offsetof(lt_py_offsets, frame_window) == 26);
 static_assert(offsetof(lt_py_offsets, frame_window_len) == 28);
-static_assert(sizeof(lt_py_proc) == 56);
-static_assert(offsetof(lt_py_proc, off) == 24);
+static_assert(sizeof(lt_py_proc) == 96);
+static_assert(offsetof(lt_py_proc, off) == 32);
+static_assert(offsetof(lt_py_proc, code) == 64);
+static_assert(sizeof(lt_py_code_offsets) == 32);
+static_assert(sizeof(lt_py_code_key) == 32);
+// A code record: the header, then fields 8-byte aligned, then the bytes.
+static_assert(offsetof(lt_py_code_rec, qualname) == 48);
+static_assert(offsetof(lt_py_code_rec, qualname_bytes) == 80);
+static_assert(sizeof(lt_py_code_rec) ==
+              80 + LT_PY_NAME_BYTES + LT_PY_FILE_BYTES + LT_PY_TABLE_BYTES);
 static_assert(sizeof(lt_span_rec) % 8 == 0);
 static_assert(offsetof(lt_span_rec, keys) % 8 == 0);
 static_assert(sizeof(lt_sample_rec) == 24 + 16 + 8 * LT_MAX_STACK);

@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -206,6 +207,59 @@ TEST(PyLayout, KernelReadsEachFrameInOneWindow) {
   EXPECT_EQ(k->frame_window, 0);
   EXPECT_EQ(k->frame_window_len, 64);
   EXPECT_EQ(k->frame_is_entry, LT_PY_NONE);
+}
+
+// The kernel keys a code object by its first line, qualname and line
+// table pointers, read in one window; it takes them back with the masks of
+// bpf/python.h py_code_key (indices masked by the window's size, a power
+// of two).
+TEST(PyLayout, KernelKeysEachCodeObjectFromOneWindow) {
+  static_assert((LT_PY_CODE_WINDOW & (LT_PY_CODE_WINDOW - 1)) == 0);
+  const Layout* l = layout_for(0x030b02f0);
+  ASSERT_NE(l, nullptr);
+  auto k = code_offsets(*l);
+  ASSERT_TRUE(k.ok()) << k.status().message();
+  const CodeLayout& c = l->code;
+  EXPECT_EQ(k->key_window, c.co_firstlineno);  // 72: the first of them
+  EXPECT_EQ(k->key_window_len, c.co_linetable + 8 - c.co_firstlineno);
+  EXPECT_LE(k->key_window_len, LT_PY_CODE_WINDOW);
+  EXPECT_EQ(k->qualname, c.co_qualname);
+  EXPECT_EQ(k->filename, c.co_filename);
+  EXPECT_EQ(k->compact_size, c.compact_size);
+
+  uint8_t code[256] = {};
+  const uint64_t qualname = 0x7f0000101230, table = 0x7f0000202340;
+  const int32_t first = 1234;
+  std::memcpy(code + c.co_qualname, &qualname, 8);
+  std::memcpy(code + c.co_linetable, &table, 8);
+  std::memcpy(code + c.co_firstlineno, &first, 4);
+  uint64_t w[LT_PY_CODE_WINDOW / 8] = {};
+  std::memcpy(w, code + k->key_window, k->key_window_len);
+  auto word = [&](uint16_t off) {
+    return w[((off - k->key_window) >> 3) & (LT_PY_CODE_WINDOW / 8 - 1)];
+  };
+  EXPECT_EQ(word(k->qualname), qualname);
+  EXPECT_EQ(word(k->linetable), table);
+  int32_t got = 0;
+  std::memcpy(&got,
+              reinterpret_cast<const int32_t*>(w) +
+                  (((k->firstlineno - k->key_window) >> 2) &
+                   (LT_PY_CODE_WINDOW / 4 - 1)),
+              4);
+  EXPECT_EQ(got, first);
+
+  // Fields too far apart, or unaligned: refused in one line.
+  Layout wide = *l;
+  wide.code.co_linetable = 72 + 200;
+  auto bad = code_offsets(wide);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("208 bytes"), std::string::npos)
+      << bad.status().message();
+  Layout unaligned = *l;
+  unaligned.code.co_qualname = 124;
+  bad = code_offsets(unaligned);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("aligned"), std::string::npos);
 }
 
 // A layout whose frame the kernel could not read in one window is refused
@@ -467,6 +521,214 @@ TEST(PyDecode, BarrierPostCarriesItsPythonFrames) {
   r.p.hdr.size = sizeof(lt_point_rec);
   ASSERT_TRUE(decode_record(&r, sizeof(lt_point_rec), &ev));
   EXPECT_EQ(std::get<PointEvent>(ev).py, nullptr);
+}
+
+TEST(PyDecode, WakerCarriesItsPythonFrames) {
+  struct {
+    lt_wake_rec r;
+    lt_pystack py;
+  } w{};
+  w.r.hdr.type = LT_REC_WAKE;
+  w.r.hdr.size = sizeof(w);
+  w.r.waker_pid = 7;
+  w.r.nframes = 1;
+  w.r.frames[0] = 0x401000;
+  fill_py(&w.py);
+  Event ev;
+  ASSERT_TRUE(decode_record(&w, sizeof(w), &ev));
+  expect_py(std::get<WakeEvent>(ev).stack.py);
+  w.py.nframes = LT_MAX_PYFRAMES + 1;
+  EXPECT_FALSE(decode_record(&w, sizeof(w), &ev));
+  w.r.hdr.size = sizeof(lt_wake_rec);
+  ASSERT_TRUE(decode_record(&w, sizeof(lt_wake_rec), &ev));
+  EXPECT_EQ(std::get<WakeEvent>(ev).stack.py, nullptr);
+}
+
+// A str as the kernel copies it into LT_REC_PYCODE: the str's length and
+// state, and its characters as stored, at most `max` bytes of them.
+void put_kernel_str(lt_py_str* s, uint8_t* bytes, size_t max,
+                    const std::u16string& text, bool ascii) {
+  const uint32_t kind = ascii ? 1 : 2;
+  s->length = static_cast<int64_t>(text.size());
+  s->state = kind << 2 | 1u << 5 | (ascii ? 1u << 6 : 0);
+  std::string b;
+  for (char16_t c : text) {
+    if (ascii)
+      b += static_cast<char>(c);
+    else
+      b.append(reinterpret_cast<const char*>(&c), 2);
+  }
+  s->nbytes = static_cast<uint32_t>(std::min(b.size(), max));
+  std::memcpy(bytes, b.data(), s->nbytes);
+}
+
+std::unique_ptr<lt_py_code_rec> code_rec(uint64_t code, const char16_t* name,
+                                         int first) {
+  auto r = std::make_unique<lt_py_code_rec>();
+  std::memset(r.get(), 0, sizeof(*r));
+  r->hdr.type = LT_REC_PYCODE;
+  r->hdr.size = sizeof(*r);
+  r->hdr.pid = 1;
+  r->code = code;
+  r->firstlineno = first;
+  put_kernel_str(&r->qualname, r->qualname_bytes, LT_PY_NAME_BYTES, name, true);
+  put_kernel_str(&r->filename, r->filename_bytes, LT_PY_FILE_BYTES,
+                 u"/tmp/caf\u00e9\n.py", false);
+  // f's table above: line 2 at offset 0, line 3 from offset 2.
+  const std::string table("\x80\x00\xd8\x02", 4);
+  r->table_size = r->table_nbytes = table.size();
+  std::memcpy(r->table, table.data(), table.size());
+  return r;
+}
+
+TEST(PyCodeRecord, DecodesNamesFileAndLineTable) {
+  auto r = code_rec(0x10000, u"Loop.on_timeout", 2);
+  auto k = decode_code_record(r.get(), sizeof(*r));
+  ASSERT_TRUE(k);
+  EXPECT_EQ(k->pid, 1u);
+  EXPECT_EQ(k->code, 0x10000u);
+  ASSERT_TRUE(k->info.ok);
+  EXPECT_EQ(k->info.qualname, "Loop.on_timeout");
+  EXPECT_EQ(k->info.filename, "/tmp/caf\xc3\xa9\\x0a.py");  // UTF-8, escaped
+  EXPECT_EQ(k->info.firstlineno, 2);
+  EXPECT_EQ(k->info.linetable, std::string("\x80\x00\xd8\x02", 4));
+  EXPECT_EQ(line_at(k->info.linetable, 2, 2), 3);
+}
+
+TEST(PyCodeRecord, LongNamesAndTablesAreCut) {
+  auto r = code_rec(0x10000, u"f", 2);
+  // 300 characters, of which the kernel copied its 256 bytes.
+  put_kernel_str(&r->qualname, r->qualname_bytes, LT_PY_NAME_BYTES,
+                 std::u16string(300, u'q'), true);
+  // A table of 10 KiB of which 4 KiB came: the lines it has are read.
+  r->table_size = 10240;
+  r->table_nbytes = LT_PY_TABLE_BYTES;
+  auto k = decode_code_record(r.get(), sizeof(*r));
+  ASSERT_TRUE(k && k->info.ok);
+  EXPECT_EQ(k->info.qualname, std::string(256, 'q') + "...");
+  EXPECT_EQ(k->info.linetable.size(), size_t{LT_PY_TABLE_BYTES});
+  // UCS-2: 128 characters in the 256 bytes.
+  put_kernel_str(&r->qualname, r->qualname_bytes, LT_PY_NAME_BYTES,
+                 std::u16string(200, u'\u00e9'), false);
+  k = decode_code_record(r.get(), sizeof(*r));
+  ASSERT_TRUE(k && k->info.ok);
+  EXPECT_EQ(k->info.qualname.size(), 128u * 2 + 3);
+}
+
+TEST(PyCodeRecord, HostileRecordsAreRefused) {
+  auto r = code_rec(0x10000, u"f", 2);
+  auto decodes = [&] {
+    return decode_code_record(r.get(), sizeof(*r)).has_value();
+  };
+  ASSERT_TRUE(decodes());
+  EXPECT_FALSE(decode_code_record(r.get(), sizeof(*r) - 1));
+  r->hdr.size = sizeof(*r) + 8;
+  EXPECT_FALSE(decodes());
+  r = code_rec(0x10000, u"f", 2);
+  r->table_nbytes = LT_PY_TABLE_BYTES + 1;
+  r->table_size = 1 << 20;
+  EXPECT_FALSE(decodes());
+  r = code_rec(0x10000, u"f", 2);
+  r->table_nbytes = 4;
+  r->table_size = 3;  // more read than there is
+  EXPECT_FALSE(decodes());
+  r = code_rec(0, u"f", 2);
+  EXPECT_FALSE(decodes());
+  // A str the kernel could not read (not compact, more bytes than it
+  // holds, a negative length): decoded, but its names are not trusted.
+  for (auto spoil : std::vector<std::function<void(lt_py_str*)>>{
+           [](lt_py_str* s) { s->state &= ~(1u << 5); },
+           [](lt_py_str* s) { s->nbytes = LT_PY_NAME_BYTES + 1; },
+           [](lt_py_str* s) { s->length = -1; },
+           [](lt_py_str* s) { s->nbytes = 0; }}) {
+    r = code_rec(0x10000, u"f", 2);
+    spoil(&r->qualname);
+    auto k = decode_code_record(r.get(), sizeof(*r));
+    ASSERT_TRUE(k);
+    EXPECT_FALSE(k->info.ok);
+  }
+}
+
+// A PyFrames whose process 1 runs a 3.11 interpreter over `mem`.
+struct Named {
+  FakeMemory mem;
+  PyFrames py{mem.reader()};
+  static constexpr uint64_t kEval = 0xe0, kType = 0x5000;
+  Named() {
+    Interpreter in;
+    in.layout = layout_for(0x030b02f0);
+    in.code_type = kType;
+    in.eval_start = in.eval_end = kEval;
+    py.add(1, in);
+  }
+  // The name of the Python frame of code `code` in a one-frame stack; the
+  // stack's flags as merge leaves them.
+  std::string name(uint64_t code, uint32_t flags = 0, Stack* out = nullptr) {
+    Stack st;
+    st.frames = {1, kEval, 2};
+    auto ps = std::make_shared<PyStack>();
+    ps->frames = {{code | LT_PYFRAME_ENTRY, 0}};
+    ps->flags = flags;
+    st.py = ps;
+    py.merge(1, &st);
+    if (out) *out = st;
+    return st.frames.size() == 4 ? py.frame(st.frames[1]).function : "";
+  }
+};
+
+TEST(PyFramesNames, TheKernelsRecordBeatsTheMemoryAndAReusedAddressIsRenamed) {
+  Named n;
+  // What the memory now holds at 0x10000 (another code object since).
+  const CodeLayout& l = layout_for(0x030b02f0)->code;
+  std::string obj(l.co_code_adaptive, '\0');
+  uint64_t v = Named::kType;
+  std::memcpy(&obj[l.ob_type], &v, 8);
+  v = 0x20000;
+  std::memcpy(&obj[l.co_qualname], &v, 8);
+  std::memcpy(&obj[l.co_filename], &v, 8);
+  v = 0x40000;
+  std::memcpy(&obj[l.co_linetable], &v, 8);
+  n.mem.put(0x10000, obj.data(), obj.size());
+  put_str(&n.mem, l, 0x20000, u"now_there", true);
+  std::string table(l.bytes_sval, '\0');
+  n.mem.put(0x40000, table.data(), table.size());
+
+  auto k = decode_code_record(code_rec(0x10000, u"cb_1", 2).get(),
+                              sizeof(lt_py_code_rec));
+  ASSERT_TRUE(k);
+  n.py.learn(*k);
+  EXPECT_EQ(n.name(0x10000), "cb_1 (caf\xc3\xa9\\x0a.py:2)");
+  // Another code object at the same address, sent by the kernel: its
+  // frames get its name, the frames named before keep theirs.
+  Stack before;
+  n.name(0x10000, 0, &before);
+  k = decode_code_record(code_rec(0x10000, u"cb_2", 3).get(),
+                         sizeof(lt_py_code_rec));
+  n.py.learn(*k);
+  EXPECT_EQ(n.name(0x10000), "cb_2 (caf\xc3\xa9\\x0a.py:3)");
+  EXPECT_EQ(n.py.frame(before.frames[1]).function,
+            "cb_1 (caf\xc3\xa9\\x0a.py:2)");
+  EXPECT_EQ(n.py.kernel_names(), 2u);
+  EXPECT_EQ(n.py.late_reads(), 0u);
+  // No record: read from the memory after the fact, and counted.
+  EXPECT_EQ(n.name(0x10000 + 0x1000), "(unknown)");
+  EXPECT_EQ(n.py.late_reads(), 1u);
+  // A record of a process not attached is not kept.
+  k->pid = 2;
+  n.py.learn(*k);
+  EXPECT_EQ(n.py.kernel_names(), 2u);
+}
+
+TEST(PyFramesNames, ACutPythonStackIsMarkedPythonCutNotTruncated) {
+  Named n;
+  n.py.learn(*decode_code_record(code_rec(0x10000, u"f", 2).get(),
+                                 sizeof(lt_py_code_rec)));
+  Stack st;
+  n.name(0x10000, LT_PY_CUT, &st);
+  EXPECT_TRUE(st.python_cut);
+  EXPECT_FALSE(st.truncated);  // the native walk's own
+  n.name(0x10000, 0, &st);
+  EXPECT_FALSE(st.python_cut);
 }
 
 }  // namespace

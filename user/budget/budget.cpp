@@ -400,7 +400,8 @@ Measure lost_sum(const json& j) {
   uint64_t sum = 0;
   std::string which;
   for (const auto& [k, v] : lost->items()) {
-    if (k == "unseen_switches" || k == "blocks_capped" || k == "python_cut")
+    if (k == "unseen_switches" || k == "blocks_capped" || k == "python_cut" ||
+        k == "python_names_cut")
       continue;
     uint64_t n = u64(*lost, k).value_or(0);
     sum += n;
@@ -412,8 +413,8 @@ Measure lost_sum(const json& j) {
 // lost, and lost.* for each counter.
 void add_lost_metrics(Metrics& m) {
   add(m, "lost", kCount,
-      "the sum of the counters in lost but unseen_switches, blocks_capped "
-      "and python_cut (no event is lost there)",
+      "the sum of the counters in lost but unseen_switches, blocks_capped, "
+      "python_cut and python_names_cut (no event is lost there)",
       lost_sum);
   // One metric per counter the reports know, named as in the JSON.
   for (const report::LostItem& l : report::lost_items(DispatchAnalysis{})) {

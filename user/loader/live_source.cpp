@@ -48,6 +48,11 @@ class MappingsTracker {
         call_graph_(call_graph),
         skip_unknown_exec_(skip_unknown_exec) {}
   ~MappingsTracker() {
+    if (py_ && (py_->kernel_names() || py_->late_reads()))
+      log::debug("python",
+                 "{} code objects named from the kernel's records, {} read "
+                 "from the process afterwards",
+                 py_->kernel_names(), py_->late_reads());
     if (unwound_ == 0) return;
     log::debug("unwind",
                "{} stacks unwound by CFI in {:.1f} ms: {:.0f} stacks/s, {:.1f} "
@@ -84,26 +89,26 @@ class MappingsTracker {
     if (auto* sp = std::get_if<SpanEvent>(&ev); sp && py_) name_callables(sp);
     if (auto* s = std::get_if<SampleEvent>(&ev)) {
       fix_stack(s->pid, s->ts_ns, &s->stack);
-      if (s->stack.py && py_) merge_python(s->pid, &s->stack);
+      if (s->stack.py && py_) py_->merge(s->pid, &s->stack);
     } else if (auto* b = std::get_if<BlockEvent>(&ev)) {
       fix_stack(b->pid, b->ts_ns, &b->stack);
-      if (b->stack.py && py_) merge_python(b->pid, &b->stack);
+      if (b->stack.py && py_) py_->merge(b->pid, &b->stack);
     } else if (auto* w = std::get_if<WakeEvent>(&ev)) {
       fix_stack(w->waker_pid, w->ts_ns, &w->stack);
+      if (w->stack.py && py_) py_->merge(w->waker_pid, &w->stack);
     } else if (auto* p = std::get_if<PointEvent>(&ev); p && p->py && py_) {
       merge_point(p);
     }
     out_.consume(ev);
   }
 
-  // A stack's Python frames merged in: `truncated` stays the native
-  // walk's, and `python_cut` says the Python frames were cut.
-  void merge_python(uint32_t pid, Stack* st) {
-    const bool native_cut = st->truncated;
-    const bool cut = st->py->flags & LT_PY_CUT;
-    py_->merge(pid, st);
-    st->python_cut = cut && st->truncated;  // merged, not left out
-    st->truncated = native_cut;
+  // A Python code object's names the kernel sent (LT_REC_PYCODE): false
+  // for a malformed record.
+  bool learn_code(const void* data, size_t size) {
+    auto k = python::decode_code_record(data, size);
+    if (!k) return false;
+    if (py_) py_->learn(*k);
+    return true;
   }
 
   // A barrier post's stack with its Python frames, as a sample's.
@@ -428,6 +433,9 @@ Status LiveSource::run(EventSink& out) {
     if (auto maps = proc::read_maps(opts_.pid); maps.ok())
       tracker.watch_python(opts_.pid, *maps);
   Tracer::Sink sink = [&tracker](Event&& ev) { tracker(std::move(ev)); };
+  tracer_.set_pycode_hook([&tracker](const void* data, size_t size) {
+    return tracker.learn_code(data, size);
+  });
   while (true) {
     uint64_t now = monotonic_ns();
     end_.reason = stop_reason(now);
@@ -437,6 +445,7 @@ Status LiveSource::run(EventSink& out) {
     if (!end_.run_status.ok()) break;
   }
   finish(tracker, sink, out);
+  tracer_.set_pycode_hook(nullptr);  // the tracker goes
   return Status::Ok();
 }
 

@@ -201,6 +201,7 @@ struct Tracer::Impl {
   std::vector<ScopedFd> perf_fds;
   std::unique_ptr<ring_buffer, RingBufferDeleter> rb;
   const Sink* sink = nullptr;
+  RecordHook pycode_hook;
   uint64_t decode_errors = 0;
   int ncpus = 0;
   // The input entry programs loaded: typed loads where the kernel has
@@ -243,7 +244,12 @@ struct Tracer::Impl {
   static int on_record(void* ctx, void* data, size_t size) {
     auto* self = static_cast<Impl*>(ctx);
     Event ev;
-    if (!decode_record(data, size, &ev))
+    lt_rec_header hdr{};
+    if (size >= sizeof(hdr)) std::memcpy(&hdr, data, sizeof(hdr));
+    if (hdr.type == LT_REC_PYCODE) {
+      if (self->pycode_hook && !self->pycode_hook(data, size))
+        ++self->decode_errors;
+    } else if (!decode_record(data, size, &ev))
       ++self->decode_errors;
     else if (self->sink)
       (*self->sink)(std::move(ev));
@@ -960,6 +966,10 @@ Status Tracer::set_python(uint32_t pid, const lt_py_proc* py) {
   // again (one that just exec'd into python3, say).
   __atomic_fetch_add(&impl_->skel->bss->lt_py_gen, 1u, __ATOMIC_RELEASE);
   return Status::Ok();
+}
+
+void Tracer::set_pycode_hook(RecordHook hook) {
+  impl_->pycode_hook = std::move(hook);
 }
 
 Counters Tracer::read_counters() const {

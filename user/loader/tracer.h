@@ -66,6 +66,12 @@ class Tracer {
   // Samples of pid read its Python frames where `py` says (nullptr: no
   // more). python/frames.h PyFrames::attach finds it.
   Status set_python(uint32_t pid, const lt_py_proc* py);
+  // Where the names of Python code objects the kernel sends go
+  // (LT_REC_PYCODE records, in stream order, before the records whose
+  // frames need them): not events. `hook` returns false for a malformed
+  // one (counted as a decode error). Without a hook they are dropped.
+  using RecordHook = std::function<bool(const void* data, size_t size)>;
+  void set_pycode_hook(RecordHook hook);
 
   // Synchronous messages of (pid, queue) enqueued, due by now_ns and not yet
   // dispatched (from the enqueue probe's map); -1 without an enqueue probe.

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 
 #include "base/log.h"
 #include "python/linetable.h"
@@ -46,6 +47,30 @@ void append_code_point(uint32_t c, std::string* out) {
   }
 }
 
+// The bytes of a str's characters (`kind` bytes each: 1, 2 or 4) as
+// UTF-8, "..." after them when the str has more than they hold (`length`).
+std::string chars_to_utf8(const uint8_t* bytes, size_t nbytes, uint32_t kind,
+                          int64_t length) {
+  const size_t n = std::min<size_t>(length, nbytes / kind);
+  std::string out;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t c = 0;
+    std::memcpy(&c, &bytes[i * kind], kind);  // little-endian
+    append_code_point(c, &out);
+  }
+  if (static_cast<size_t>(length) > n) out += "...";
+  return out;
+}
+
+// A str's state bits (PyASCIIObject.state; interned:2, kind:3, compact:1,
+// ascii:1 in 3.11): its kind (1, 2 or 4 bytes a character), 0 for a str
+// looptrace cannot read (not compact).
+uint32_t str_kind(uint32_t state) {
+  const uint32_t kind = (state >> 2) & 7;
+  const bool compact = (state >> 5) & 1;
+  return compact && (kind == 1 || kind == 2 || kind == 4) ? kind : 0;
+}
+
 // A compact str object (PyASCIIObject / PyCompactUnicodeObject: its
 // characters follow it) as UTF-8, at most `max` characters; nullopt when
 // it cannot be read or is not compact.
@@ -57,22 +82,24 @@ std::optional<std::string> read_str(const MemoryReader& read, uint32_t pid,
   if (!obj || !read_at(read, pid, obj + l.unicode_length, &length) ||
       !read_at(read, pid, obj + l.unicode_state, &state) || length < 0)
     return std::nullopt;
-  // interned:2, kind:3, compact:1, ascii:1, ready:1 (3.11's bit fields).
-  const uint32_t kind = (state >> 2) & 7;
-  const bool compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
-  if (!compact || (kind != 1 && kind != 2 && kind != 4)) return std::nullopt;
+  const uint32_t kind = str_kind(state);
+  const bool ascii = (state >> 6) & 1;
+  if (!kind) return std::nullopt;
   const size_t n = std::min<size_t>(length, max);
   std::vector<uint8_t> bytes(n * kind);
   const uint64_t data = obj + (ascii ? l.ascii_size : l.compact_size);
   if (n && !read(pid, data, bytes.data(), bytes.size())) return std::nullopt;
-  std::string out;
-  for (size_t i = 0; i < n; ++i) {
-    uint32_t c = 0;
-    std::memcpy(&c, &bytes[i * kind], kind);  // little-endian
-    append_code_point(c, &out);
-  }
-  if (static_cast<size_t>(length) > n) out += "...";
-  return out;
+  return chars_to_utf8(bytes.data(), bytes.size(), kind, length);
+}
+
+// A str as the kernel sent it (lt_py_str and its bytes, at most `max`).
+std::optional<std::string> kernel_str(const lt_py_str& s, const uint8_t* bytes,
+                                      size_t max) {
+  const uint32_t kind = str_kind(s.state);
+  if (!kind || s.length < 0 || s.nbytes > max ||
+      (s.length > 0 && s.nbytes == 0))
+    return std::nullopt;
+  return chars_to_utf8(bytes, s.nbytes, kind, s.length);
 }
 
 std::string base_name(const std::string& path) {
@@ -114,6 +141,31 @@ CodeInfo read_code(const MemoryReader& read, uint32_t pid, const Layout& lay,
   c.firstlineno = first;
   c.ok = true;
   return c;
+}
+
+std::optional<KernelCode> decode_code_record(const void* data, size_t size) {
+  auto r = std::make_unique<lt_py_code_rec>();
+  if (size < sizeof(*r)) return std::nullopt;
+  std::memcpy(r.get(), data, sizeof(*r));
+  if (r->hdr.type != LT_REC_PYCODE || r->hdr.size != sizeof(*r) ||
+      r->table_nbytes > LT_PY_TABLE_BYTES || r->table_size < 0 ||
+      r->table_nbytes > static_cast<uint64_t>(r->table_size) || !r->code)
+    return std::nullopt;
+  KernelCode k;
+  k.pid = r->hdr.pid;
+  k.code = r->code;
+  auto q = kernel_str(r->qualname, r->qualname_bytes, LT_PY_NAME_BYTES);
+  auto f = kernel_str(r->filename, r->filename_bytes, LT_PY_FILE_BYTES);
+  // A str the kernel could not read: the code is named from the
+  // process's memory instead (ok stays false).
+  if (!q || !f) return k;
+  k.info.qualname = std::move(*q);
+  k.info.filename = std::move(*f);
+  k.info.firstlineno = r->firstlineno;
+  k.info.linetable.assign(reinterpret_cast<const char*>(r->table),
+                          r->table_nbytes);
+  k.info.ok = true;
+  return k;
 }
 
 std::vector<uint64_t> interleave(const std::vector<uint64_t>& native,
@@ -166,9 +218,16 @@ std::optional<lt_py_proc> PyFrames::attach(uint32_t pid,
   p.runtime = (*in)->runtime;
   p.function_type = (*in)->function_type;
   p.method_type = (*in)->method_type;
+  p.code_type = (*in)->code_type;
   p.off = (*in)->frames;
-  procs_[pid] = std::move(**in);
+  p.code = (*in)->code;
+  add(pid, std::move(**in));
   return p;
+}
+
+void PyFrames::add(uint32_t pid, Interpreter in) {
+  forget(pid);
+  procs_[pid] = std::move(in);
 }
 
 void PyFrames::forget(uint32_t pid) {
@@ -181,10 +240,26 @@ void PyFrames::forget(uint32_t pid) {
                index_.lower_bound({pid + 1, 0, kLow}));
 }
 
+void PyFrames::learn(const KernelCode& k) {
+  if (!k.info.ok || !procs_.count(k.pid)) return;
+  ++kernel_names_;
+  codes_[{k.pid, k.code}] = k.info;
+  // Another code object at the address of one named before (that one was
+  // freed): frames of it are named afresh.
+  constexpr int64_t kLow = INT64_MIN;
+  index_.erase(index_.lower_bound({k.pid, k.code, kLow}),
+               index_.lower_bound({k.pid, k.code + 1, kLow}));
+}
+
 const CodeInfo& PyFrames::code(uint32_t pid, const Interpreter& in,
                                uint64_t code) {
   auto [it, fresh] = codes_.try_emplace({pid, code});
-  if (fresh) it->second = read_code(read_, pid, *in.layout, in.code_type, code);
+  if (fresh) {
+    // Not sent by the kernel (its record lost, or the code seen before an
+    // exec): read now, if it is still there.
+    ++late_reads_;
+    it->second = read_code(read_, pid, *in.layout, in.code_type, code);
+  }
   return it->second;
 }
 
@@ -236,7 +311,7 @@ void PyFrames::merge(uint32_t pid, Stack* st) {
   st->frames = interleave(st->frames, py->frames, addrs, [&](uint64_t a) {
     return a >= in.eval_start && a <= in.eval_end;
   });
-  if (py->flags & LT_PY_CUT) st->truncated = true;
+  if (py->flags & LT_PY_CUT) st->python_cut = true;
 }
 
 Frame PyFrames::frame(uint64_t addr) const {

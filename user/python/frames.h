@@ -55,6 +55,18 @@ bool read_process_memory(uint32_t pid, uint64_t addr, void* out, size_t len);
 CodeInfo read_code(const MemoryReader& read, uint32_t pid, const Layout& l,
                    uint64_t code_type, uint64_t code);
 
+// A code object's names as the kernel read them (LT_REC_PYCODE) when a
+// frame of it was first seen in process `pid`.
+struct KernelCode {
+  uint32_t pid = 0;
+  uint64_t code = 0;
+  CodeInfo info;  // not ok: a name the kernel could not read
+};
+
+// An LT_REC_PYCODE record of `size` bytes; nullopt when it is malformed
+// (its names are escaped and cut as read_code's).
+std::optional<KernelCode> decode_code_record(const void* data, size_t size);
+
 // The native frames with the Python frames put in: each run of Python
 // frames one call of the eval loop executes (innermost first, up to and
 // including a frame marked LT_PYFRAME_ENTRY) comes just inside that
@@ -77,11 +89,23 @@ class PyFrames {
   // says why, once per file, when it runs one).
   std::optional<lt_py_proc> attach(uint32_t pid,
                                    const std::vector<MapEntry>& maps);
+  // What attach found in pid: its frames are named with `in` from now on.
+  void add(uint32_t pid, Interpreter in);
   // pid exec'd or exited: what was known of it no longer holds.
   void forget(uint32_t pid);
 
-  // Names st->py's frames and puts them among st->frames; drops st->py.
+  // What the kernel read of a code object: frames of it are named from
+  // this from now on, rather than from the process's memory.
+  void learn(const KernelCode& k);
+
+  // Names st->py's frames and puts them among st->frames (python_cut when
+  // the kernel cut them); drops st->py.
   void merge(uint32_t pid, Stack* st);
+
+  // Code objects named from the kernel's records, and from the process's
+  // memory after the fact (no record came).
+  uint64_t kernel_names() const { return kernel_names_; }
+  uint64_t late_reads() const { return late_reads_; }
 
   // The address standing for a Python callable whose code object the
   // kernel read (LT_KEY_OP_PYCODE): "qualname (file:first line)". 0 for
@@ -102,6 +126,8 @@ class PyFrames {
   // (pid, code, instruction offset) -> index in frames_.
   std::map<std::tuple<uint32_t, uint64_t, int64_t>, uint64_t> index_;
   std::vector<Frame> frames_;
+  uint64_t kernel_names_ = 0;
+  uint64_t late_reads_ = 0;
 };
 
 // Python frames' addresses by PyFrames, the rest by `inner`.

@@ -62,6 +62,11 @@ Result<std::optional<Interpreter>> read_interpreter(
     return Status::Error(fmt::format("{}: {}; Python frames are not read", path,
                                      frames.status().message()));
   in.frames = *frames;
+  auto code = code_offsets(*in.layout);
+  if (!code.ok())
+    return Status::Error(fmt::format("{}: {}; Python frames are not read", path,
+                                     code.status().message()));
+  in.code = *code;
   const elf::Symbol* eval = find_function(*f, "_PyEval_EvalFrameDefault");
   in.runtime = symbol_address(*f, runtime, maps, path);
   in.code_type = symbol_address(*f, f->find_object("PyCode_Type"), maps, path);

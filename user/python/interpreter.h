@@ -18,9 +18,10 @@ struct Interpreter {
   std::string path;          // the ELF file that holds it
   uint32_t version_hex = 0;  // its Py_Version
   const Layout* layout = nullptr;
-  lt_py_offsets frames{};  // the kernel's: kernel_offsets(*layout)
-  uint64_t runtime = 0;    // _PyRuntime in the process
-  uint64_t code_type = 0;  // PyCode_Type in the process: what a code is
+  lt_py_offsets frames{};     // the kernel's: kernel_offsets(*layout)
+  lt_py_code_offsets code{};  // the kernel's: code_offsets(*layout)
+  uint64_t runtime = 0;       // _PyRuntime in the process
+  uint64_t code_type = 0;     // PyCode_Type in the process: what a code is
   // PyFunction_Type and PyMethod_Type: what a loop's Python callback is.
   uint64_t function_type = 0;
   uint64_t method_type = 0;

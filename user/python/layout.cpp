@@ -52,6 +52,40 @@ Result<lt_py_offsets> kernel_offsets(const Layout& l) {
   return o;
 }
 
+Result<lt_py_code_offsets> code_offsets(const Layout& l) {
+  const CodeLayout& c = l.code;
+  if (c.co_qualname % 8 || c.co_linetable % 8 || c.co_firstlineno % 4)
+    return Status::Error(fmt::format(
+        "CPython {}.{}: a code object's qualname, line table or first line "
+        "is not aligned",
+        l.major, l.minor));
+  const uint32_t first =
+      std::min<uint32_t>({c.co_firstlineno, c.co_qualname, c.co_linetable}) &
+      ~7u;
+  const uint32_t end = std::max<uint32_t>(
+      {c.co_firstlineno + 4u, c.co_qualname + 8u, c.co_linetable + 8u});
+  if (end - first > LT_PY_CODE_WINDOW)
+    return Status::Error(fmt::format(
+        "CPython {}.{}: a code object's first line, qualname and line table "
+        "span {} bytes, more than the {} the kernel reads in one copy",
+        l.major, l.minor, end - first, LT_PY_CODE_WINDOW));
+  lt_py_code_offsets o{};
+  o.ob_type = c.ob_type;
+  o.firstlineno = c.co_firstlineno;
+  o.filename = c.co_filename;
+  o.qualname = c.co_qualname;
+  o.linetable = c.co_linetable;
+  o.bytes_size = c.bytes_size;
+  o.bytes_sval = c.bytes_sval;
+  o.unicode_length = c.unicode_length;
+  o.unicode_state = c.unicode_state;
+  o.ascii_size = c.ascii_size;
+  o.compact_size = c.compact_size;
+  o.key_window = static_cast<uint16_t>(first);
+  o.key_window_len = static_cast<uint16_t>(end - first);
+  return o;
+}
+
 std::string version_string(uint32_t version_hex) {
   return fmt::format("{}.{}.{}", (version_hex >> 24) & 0xff,
                      (version_hex >> 16) & 0xff, (version_hex >> 8) & 0xff);

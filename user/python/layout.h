@@ -52,6 +52,14 @@ const Layout* layout_for(uint32_t version_hex);
 // not 8-byte aligned or the fields span more than LT_PY_FRAME_WINDOW bytes.
 Result<lt_py_offsets> kernel_offsets(const Layout& l);
 
+// The offsets the kernel reads a code object's names with (abi.h
+// lt_py_code_offsets, LT_REC_PYCODE): l.code, and the window it copies a
+// code object's key from (its first line, qualname and line table
+// pointers) in one read. An error (one line) when a pointer is not 8-byte
+// aligned, the first line not 4-byte aligned, or they span more than
+// LT_PY_CODE_WINDOW bytes.
+Result<lt_py_code_offsets> code_offsets(const Layout& l);
+
 // "3.11.2" from a PY_VERSION_HEX.
 std::string version_string(uint32_t version_hex);
 

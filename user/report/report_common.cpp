@@ -109,6 +109,11 @@ std::vector<LostItem> lost_items(const DispatchAnalysis& a) {
        fmt::format("Python stacks deeper than {} frames: {} (outermost "
                    "frames missing)",
                    LT_MAX_PYFRAMES, c[LT_CNT_PY_CUT])},
+      {"python_names_cut", c[LT_CNT_PY_NAME_CUT],
+       fmt::format("Python functions with names or line tables cut: {} "
+                   "(past {}/{}/{} bytes)",
+                   c[LT_CNT_PY_NAME_CUT], LT_PY_NAME_BYTES, LT_PY_FILE_BYTES,
+                   LT_PY_TABLE_BYTES)},
       {"watch_full", c[LT_CNT_WATCH_FULL],
        fmt::format("process/channel table full: {} not followed (raise "
                    "--max-processes)",

@@ -184,7 +184,8 @@ bool decode_offcpu(const void* data, size_t size, Event* out) {
 
 bool decode_wake(const void* data, size_t size, Event* out) {
   bool copy = false;
-  auto c = read_with_copy<lt_wake_rec, lt_wake_copy_rec>(data, size, &copy);
+  auto c =
+      read_with_copy<lt_wake_rec, lt_wake_copy_rec>(data, size, &copy, true);
   if (!c || c->r.nframes > LT_MAX_STACK || c->r.nkframes > LT_MAX_KSTACK ||
       (copy && !ucopy_ok(c->u)))
     return false;
@@ -202,6 +203,9 @@ bool decode_wake(const void* data, size_t size, Event* out) {
   bool unwind = copy && !ev.from_irq && c->u.stack_len;
   ev.stack = stack_of(r.frames, r.nframes, unwind ? &c->u : nullptr);
   ev.kframes.assign(r.kframes, r.kframes + r.nkframes);
+  if (!py_tail(data, size, copy ? sizeof(lt_wake_copy_rec) : sizeof(r),
+               &ev.stack.py))
+    return false;
   *out = std::move(ev);
   return true;
 }
