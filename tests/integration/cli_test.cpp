@@ -121,11 +121,11 @@ TEST(Cli, ParseErrorsAreOneLineAndExitTwo) {
 // subcommand is required". --version and --debug take nothing unknown.
 TEST(Cli, UnknownCommandIsNamedWithTheCommands) {
   const std::string commands =
-      "; the commands: record, report, profiles, list, check, demo";
-  expect_error(run({looptrace_bin(), "monitor"}), 2,
-               "unknown command 'monitor'" + commands);
-  expect_error(run({looptrace_bin(), "-v", "monitor", "-p", "1"}), 2,
-               "unknown command 'monitor'");
+      "; the commands: record, monitor, report, profiles, list, check, demo";
+  expect_error(run({looptrace_bin(), "monitr"}), 2,
+               "unknown command 'monitr'" + commands);
+  expect_error(run({looptrace_bin(), "-v", "recrod", "-p", "1"}), 2,
+               "unknown command 'recrod'");
   expect_error(run({looptrace_bin()}), 2, "a command is required" + commands);
   expect_error(run({looptrace_bin(), "--version", "foo"}), 2,
                "unknown command 'foo'");
