@@ -166,6 +166,10 @@ class FrameAnalyzer {
   explicit FrameAnalyzer(FrameOptions options);
 
   bool enabled() const { return !options_.probes.empty(); }
+  // Whether `s` is a frame (the input analysis's next frame).
+  bool is_frame(const SpanEvent& s) const {
+    return frame_source(s).has_value();
+  }
   void consume(const Event& ev);
   // The run lasted run_ns (for FPS).
   FrameAnalysis finish(uint64_t run_ns);

@@ -75,6 +75,7 @@ void Analysis::configure(const SessionEvent& s) {
     for (const ProbeDef& p : session_.probes)
       if (p.input && p.role == LT_ROLE_DISPATCH)
         i.display_dispatch[p.id] = *p.input;
+    i.frames = frames_->enabled();
     input_ = std::make_unique<InputAnalyzer>(i);
   }
 }
@@ -148,7 +149,12 @@ void Analysis::consume(const Event& ev) {
   }
   dispatch_->consume(ev);
   barriers_->consume(ev);
-  if (input_) input_->consume(ev);
+  if (input_) {
+    // Its frames first: the next frame of the input consumed before it.
+    const auto* sp = std::get_if<SpanEvent>(&ev);
+    if (sp && frames_->enabled() && frames_->is_frame(*sp)) input_->frame(*sp);
+    input_->consume(ev);
+  }
   if (frames_->enabled()) frames_->consume(ev);
 }
 

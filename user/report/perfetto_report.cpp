@@ -88,8 +88,9 @@ struct InputPoint {
 
 // Sent and acknowledged on the sender's side (the analysis keeps one
 // thread for it: the first that moved the event), received and consumed on
-// the app's receiving thread; stages not seen, or seen on a thread not
-// known, are left out.
+// the app's receiving thread, and the end of its next frame there (frames
+// traced); stages not seen, or seen on a thread not known, are left out.
+// In time order, as the flow runs.
 std::vector<InputPoint> input_points(const InputEventInfo& e) {
   std::vector<InputPoint> out;
   auto add = [&out](const char* stage, uint32_t pid, uint32_t tid,
@@ -100,6 +101,12 @@ std::vector<InputPoint> input_points(const InputEventInfo& e) {
   add("received", e.pid, e.tid, e.received_ns);
   add("consumed", e.pid, e.tid, e.finished_ns);
   add("acknowledged", e.sender_pid, e.sender_tid, e.finish_received_ns);
+  if (e.frame_end_ns != 0) {
+    add("frame end", e.pid, e.tid, e.frame_end_ns);
+    std::stable_sort(
+        out.begin(), out.end(),
+        [](const InputPoint& a, const InputPoint& b) { return a.ns < b.ns; });
+  }
   return out;
 }
 
@@ -369,8 +376,8 @@ void TraceEvents::input_event(const InputEventInfo& e, const json& fields) {
   const uint64_t id = next_id_++;
   const std::string channel = fields.value("channel", "");
   uint64_t first = std::numeric_limits<uint64_t>::max(), last = 0;
-  for (uint64_t ns :
-       {e.sent_ns, e.received_ns, e.finished_ns, e.finish_received_ns}) {
+  for (uint64_t ns : {e.sent_ns, e.received_ns, e.finished_ns,
+                      e.finish_received_ns, e.frame_end_ns}) {
     if (ns == 0) continue;
     first = std::min(first, ns);
     last = std::max(last, ns);
