@@ -527,6 +527,37 @@ TEST(PerfettoReport, InputEventsFlowThroughTheirStages) {
             static_cast<int64_t>(full.finish_received_ns - kT0));
 }
 
+// With frames traced the full event's flow goes on to the end of its next
+// frame on the app's thread, in time order (here before the sender got the
+// acknowledgement), and the async slice reaches it; the args have it.
+TEST(PerfettoReport, InputFlowEndsAtItsFrameEnd) {
+  TraceFixture f;
+  f.found.input.frames = true;
+  InputEventInfo& full = f.found.input.events[0];
+  full.frame_end_ns = full.finished_ns + 1;
+  ASSERT_LT(full.frame_end_ns, full.finish_received_ns);
+  json trace = write(f);
+  EXPECT_TRUE(check_trace(trace).empty()) << check_trace(trace)[0];
+  std::vector<json> chain;
+  for (const json& s : events(trace, "X", "input"))
+    if (s.contains("bind_id") && s["args"]["channel"] == "socket:[5555]")
+      chain.push_back(s);
+  std::vector<std::string> names;
+  for (const json& s : chain) names.push_back(s["name"]);
+  ASSERT_EQ(names, (std::vector<std::string>{
+                       "input sent", "input received", "input consumed",
+                       "input frame end", "input acknowledged"}));
+  EXPECT_EQ(chain[3]["tid"], kPid);
+  EXPECT_EQ(ns(chain[3]["ts"]), static_cast<int64_t>(full.frame_end_ns - kT0));
+  EXPECT_TRUE(chain[3].value("flow_in", false));
+  EXPECT_TRUE(chain[3].value("flow_out", false));
+  const std::vector<json> begins = events(trace, "b", "input");
+  const json* b = named(begins, "input events on socket:[5555]");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ((*b)["args"]["frame_end_ns"], full.frame_end_ns);
+  EXPECT_EQ((*b)["args"]["consume_to_frame_dur"], 1);
+}
+
 TEST(PerfettoReport, EmptyRunIsAValidTrace) {
   Findings found;
   ReportContext ctx;

@@ -328,9 +328,10 @@ void write_channel_heading(std::ostream& os, const InputChannelSummary& c,
                                         c.coalesced)
                           : std::string()));
   if (frames)
-    report::put(os,
-                "  frame end = end of the first frame its thread started "
-                "after consuming it (not when it was presented)");
+    report::put(
+        os,
+        "  frame end = end of the first frame started after it (not its "
+        "present)");
   if (c.ambiguous)
     report::put(os, fmt::format("  {} event{} shared type and time with "
                                 "another: matched in order (ambiguous)",
