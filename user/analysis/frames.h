@@ -102,6 +102,18 @@ struct FrameOptions {
   size_t max_cause_spans = 5;
   // Spans of a thread kept in memory to explain its next frame.
   size_t max_recent_spans = 4096;
+  // Frames kept for the timelines (FrameAnalysis::timeline).
+  size_t max_timeline = 100000;
+};
+
+// One frame as a timeline draws it (Perfetto, HTML).
+struct FrameSlice {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint64_t start_ns = 0;
+  uint64_t duration_ns = 0;  // its age if in flight
+  bool in_flight = false;
+  FrameTiming timing;
 };
 
 // A span that held a frame back: how much of the wait it covered.
@@ -154,6 +166,10 @@ struct FrameAnalysis {
   // The worst janky frames (most missed vsyncs, longest), by start.
   std::vector<JankyFrame> janky;
   size_t janky_omitted = 0;
+  // Every frame, by pid, tid, start: the first max_timeline of the run
+  // (timeline_omitted counts the rest).
+  std::vector<FrameSlice> timeline;
+  size_t timeline_omitted = 0;
 };
 
 // Sets JankyFrame::input_waiting from the input events the input analysis
@@ -194,6 +210,8 @@ class FrameAnalyzer {
   std::map<ThreadKey, Thread> threads_;
   std::vector<JankyFrame> janky_;
   size_t janky_trimmed_ = 0;  // left out of janky_ to bound it
+  std::vector<FrameSlice> timeline_;
+  size_t timeline_omitted_ = 0;
 };
 
 }  // namespace looptrace
