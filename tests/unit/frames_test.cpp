@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "analysis/list_limits.h"
 
@@ -334,6 +335,23 @@ TEST(FrameAnalyzer, TimelineHasEveryFrameUpToItsBound) {
   EXPECT_EQ(late.timing.deadline_ns, late.timing.expected_ns + k60);
   EXPECT_TRUE(late.timing.janky);
   EXPECT_EQ(late.timing.missed_vsyncs, 1u);
+}
+
+// Live alerts: each janky frame is told as the analysis finds it (in
+// flight too), not the ones in time.
+TEST(FrameAnalyzer, EachJankyFrameIsToldAsItIsFound) {
+  FrameOptions o = gtk_options();
+  std::vector<uint64_t> told;
+  o.on_janky = [&told](const JankyFrame& j) { told.push_back(j.span.span_id); };
+  FrameAnalyzer a(o);
+  a.consume(gtk_frame(1, kT0, kT0, 2 * kMs));
+  a.consume(gtk_frame(2, kT0 + k60, kT0 + k60, 30 * kMs));
+  EXPECT_EQ(told, std::vector<uint64_t>{2});
+  a.consume(gtk_frame(3, kT0 + 4 * k60, kT0 + 4 * k60, 2 * kMs));
+  SpanEvent hung = gtk_frame(4, kT0 + 5 * k60, kT0 + 5 * k60, 900 * kMs);
+  hung.in_flight = true;
+  a.consume(hung);
+  EXPECT_EQ(told, (std::vector<uint64_t>{2, 4}));
 }
 
 // A recording may name any number of threads: the summaries listed are

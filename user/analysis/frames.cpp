@@ -163,6 +163,7 @@ void FrameAnalyzer::on_frame(Thread& t, const SpanEvent& s,
     j.source = std::move(source);
     j.timing = timing;
     j.cause = explain(t, s, timing.expected_ns);
+    if (options_.on_janky) options_.on_janky(j);
     janky_.push_back(std::move(j));
     // Memory stays bounded in a long run: the worst are kept.
     if (janky_.size() >= 2 * options_.max_janky) {

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -93,6 +94,8 @@ struct FrameProbe {
   uint32_t tick_scale = 0;  // its unit in ns
 };
 
+struct JankyFrame;
+
 struct FrameOptions {
   uint64_t refresh_ns = 16'666'667;
   std::map<uint32_t, FrameProbe> probes;  // by probe id
@@ -104,6 +107,8 @@ struct FrameOptions {
   size_t max_recent_spans = 4096;
   // Frames kept for the timelines (FrameAnalysis::timeline).
   size_t max_timeline = 100000;
+  // Told of each janky frame as it is found (live alerts); may be empty.
+  std::function<void(const JankyFrame&)> on_janky;
 };
 
 // One frame as a timeline draws it (Perfetto, HTML).

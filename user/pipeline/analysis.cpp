@@ -64,8 +64,11 @@ void Analysis::configure(const SessionEvent& s) {
   has_barriers_ = std::any_of(
       session_.probes.begin(), session_.probes.end(),
       [](const ProbeDef& p) { return p.role == LT_ROLE_BARRIER_POST; });
-  frames_ = std::make_unique<FrameAnalyzer>(
-      frame_options(session_.probes, thresholds_.refresh_ns));
+  FrameOptions fo = frame_options(session_.probes, thresholds_.refresh_ns);
+  fo.on_janky = [this](const JankyFrame& j) {
+    if (alerts_) alerts_->janky_frame(j);
+  };
+  frames_ = std::make_unique<FrameAnalyzer>(std::move(fo));
   if (session_.has_input) {
     InputOptions i;
     i.blame_ns = thresholds_.slow_input_ns;
