@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -82,7 +83,8 @@ struct FramesRun {
 // `looptrace record -p PID --json` from before the animation starts until
 // the app exits.
 void animate(const TempDir& dir, const Display& display, int version,
-             int duration_ms, FramesRun* out) {
+             int duration_ms, FramesRun* out,
+             const std::vector<std::string>& lt_args = {}) {
   out->log = dir.file("frames.jsonl");
   const std::string json = dir.file("report.json");
   Process app(
@@ -95,9 +97,11 @@ void animate(const TempDir& dir, const Display& display, int version,
   ASSERT_TRUE(wait_for_text(dir.file("app.err"), "gtk_frames: ready", 20000))
       << read_file(dir.file("app.err"));
   const int64_t steal_before = steal_ns();
-  Process lt({looptrace_bin(), "record", "-p", std::to_string(app.pid()),
-              "--json", json},
-             dir.file("lt.out"), dir.file("lt.err"));
+  std::vector<std::string> lt_argv = {
+      looptrace_bin(),           "record", "-p",
+      std::to_string(app.pid()), "--json", json};
+  lt_argv.insert(lt_argv.end(), lt_args.begin(), lt_args.end());
+  Process lt(lt_argv, dir.file("lt.out"), dir.file("lt.err"));
   ASSERT_TRUE(wait_for_text(dir.file("lt.err"), "tracing", 15000))
       << read_file(dir.file("lt.err"));
   const int64_t traced_ns = mono_ns();
@@ -222,6 +226,46 @@ TEST_P(GtkFrames, FramesAndJankMatchTheFrameClock) {
         << m->dump() << "\n"
         << f.dump();
     EXPECT_GE((*m)["missed_vsyncs"].get<int64_t>(), 1) << m->dump();
+  }
+}
+
+// --live: each janky frame printed as it ends, as the report has it (the
+// same frames, in order: start, thread, vsyncs missed), and no other.
+TEST(GtkFramesLive, EachJankyFrameIsPrintedAsItEnds) {
+  LT_REQUIRE_BPF();
+  LT_REQUIRE_GTK_VERSION(3);
+  TempDir dir;
+  Display display(dir);
+  ASSERT_FALSE(display.name().empty()) << read_file(dir.file("xvfb.err"));
+  FramesRun r;
+  ASSERT_NO_FATAL_FAILURE(animate(dir, display, 3, 3000, &r, {"--live"}));
+  const auto& janky = r.report["janky_frames"];
+  ASSERT_GE(janky.size(), 3u) << r.report.dump();
+  // "looptrace: janky frame +1.842s pid P tid T (python3): took 51.7ms,
+  // missed 3 vsyncs (middle), [gtk+] gdk_frame_clock_paint_idle"
+  std::regex line(
+      R"(looptrace: janky frame \+([0-9.]+)s pid (\d+) tid (\d+) \([^)]*\): took [0-9.]+(?:us|ms|s), missed (\d+) vsyncs? \((normal|middle|high|frozen)\), \[gtk\+\] gdk_frame_clock_paint_idle)");
+  std::vector<std::smatch> found;
+  for (std::sregex_iterator it(r.err.begin(), r.err.end(), line), end;
+       it != end; ++it)
+    found.push_back(*it);
+  ASSERT_EQ(found.size(), janky.size()) << r.err << "\n" << janky.dump();
+  // The time printed (from the start of tracing, to the ms) is the
+  // frame's start: the same gaps between them as the report's.
+  const int64_t first_ns = janky[0]["start_ns"].get<int64_t>();
+  const double first_at = std::stod(found[0][1]);
+  for (size_t i = 0; i < found.size(); ++i) {
+    const std::smatch& m = found[i];
+    const auto& j = janky[i];
+    EXPECT_EQ(std::stoll(m[2]), r.pid) << m.str();
+    EXPECT_EQ(std::stoll(m[3]), j["tid"].get<int64_t>()) << m.str();
+    EXPECT_EQ(std::stoll(m[4]), j["missed_vsyncs"].get<int64_t>())
+        << m.str() << "\n"
+        << j.dump();
+    EXPECT_EQ(m[5], j["bucket"].get<std::string>()) << m.str();
+    const double gap = (j["start_ns"].get<int64_t>() - first_ns) / 1e9;
+    EXPECT_NEAR(std::stod(m[1]) - first_at, gap, 0.0021) << m.str() << "\n"
+                                                         << j.dump();
   }
 }
 

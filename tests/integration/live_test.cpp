@@ -81,7 +81,7 @@ TEST(Live, ATerminalGetsAStatusLineUpdatedInPlace) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   // "\rlooptrace: 1.23s traced, 241 dispatches, 0 slow, 0 lost\033[K"
   std::regex status(
-      R"(\rlooptrace: ([0-9.]+)(ms|s) traced, (\d+) dispatches(?:, \d+ idle)?, 0 slow, \d+ lost\x1b\[K)");
+      R"(\rlooptrace: ([0-9.]+)(ms|s) traced, (\d+) dispatches(?:, \d+ idle)?, 0 slow(?:, \d+ janky frames)?, \d+ lost\x1b\[K)");
   uint64_t max_spans = 0;
   int updates = 0;
   for (std::sregex_iterator it(r.out.begin(), r.out.end(), status), end;
@@ -113,7 +113,7 @@ TEST(Live, TheStatusLineCountsInputEventsAsTheReportDoes) {
        "--input-rate", "200", "--input-start", "0"});
   ASSERT_EQ(r.exit_code, 0) << r.out;
   std::regex status(
-      R"(\rlooptrace: [0-9.]+(?:ms|s) traced, \d+ dispatches(?:, \d+ idle)?, \d+ slow, (\d+) input events, \d+ lost\x1b\[K)");
+      R"(\rlooptrace: [0-9.]+(?:ms|s) traced, \d+ dispatches(?:, \d+ idle)?, \d+ slow, (\d+) input events(?:, \d+ janky frames)?, \d+ lost\x1b\[K)");
   uint64_t last = 0;
   int updates = 0;
   for (std::sregex_iterator it(r.out.begin(), r.out.end(), status), end;

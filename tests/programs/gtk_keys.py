@@ -13,6 +13,12 @@ Ground truth (--log, JSON lines, CLOCK_MONOTONIC ns, written at exit):
      start_ns/end_ns at the handler's entry and return; time is the X
      server's timestamp of the event (ms)
   {"event":"key_release", the same fields} for each release
+With --frames the window draws the name of the last key pressed (the
+press handler queues a redraw) and logs its frame clock's paint cycles:
+  {"event":"frame","start_ns","end_ns"} at before-paint and after-paint
+and every key line gets "frame_end_ns": the end (after-paint) of the
+first frame whose before-paint came after the handler's end, null if
+none did.
 Prints "gtk_keys: ready pid=N window=XID" to stderr once the window is
 mapped (give it the focus: xdotool windowfocus --sync XID).
 """
@@ -41,11 +47,15 @@ ap.add_argument("--stall-ms", type=float, default=60)
 ap.add_argument("--tick", type=float, default=50)
 ap.add_argument("--linger", type=float, default=300)
 ap.add_argument("--timeout", type=float, default=30000)
+ap.add_argument("--frames", action="store_true")
 ap.add_argument("--log", required=True)
 args = ap.parse_args()
 
 stall_keys = {k for k in args.stall_keys.split(",") if k}
 lines = []
+frames = []  # (before-paint, after-paint) of each paint cycle
+shown = {"text": "", "painting": None}
+area = None
 
 
 def busy(ms):
@@ -66,7 +76,30 @@ def on_key(widget, event):
                   "tid": threading.get_native_id()})
     if name == "q":
         GLib.timeout_add(int(args.linger), Gtk.main_quit)
+    if area is not None:
+        shown["text"] = name
+        area.queue_draw()
     return True
+
+
+def on_draw(widget, cr):
+    cr.set_source_rgb(1, 1, 1)
+    cr.paint()
+    cr.set_source_rgb(0, 0, 0)
+    cr.move_to(10, 50)
+    cr.set_font_size(30)
+    cr.show_text(shown["text"])
+    return True
+
+
+def on_before_paint(clock):
+    shown["painting"] = now_ns()
+
+
+def on_after_paint(clock):
+    if shown["painting"] is not None:
+        frames.append((shown["painting"], now_ns()))
+    shown["painting"] = None
 
 
 def on_release(widget, event):
@@ -90,6 +123,10 @@ def on_map(widget, event):
     if not announced[0]:
         announced[0] = True
         xid = widget.get_window().get_xid()
+        if args.frames:
+            clock = widget.get_frame_clock()
+            clock.connect("before-paint", on_before_paint)
+            clock.connect("after-paint", on_after_paint)
         sys.stderr.write("gtk_keys: ready pid=%d window=%d\n"
                          % (os.getpid(), xid))
         sys.stderr.flush()
@@ -102,11 +139,21 @@ win.connect("key-press-event", on_key)
 win.connect("key-release-event", on_release)
 win.connect("map-event", on_map)
 win.connect("destroy", Gtk.main_quit)
+if args.frames:
+    area = Gtk.DrawingArea()
+    area.connect("draw", on_draw)
+    win.add(area)
 win.show_all()
 win.present()
 GLib.timeout_add(int(args.tick), tick)
 GLib.timeout_add(int(args.timeout), Gtk.main_quit)
 Gtk.main()
+if args.frames:
+    for line in lines:
+        after = [f for f in frames if f[0] >= line["end_ns"]]
+        line["frame_end_ns"] = min(after)[1] if after else None
+    lines += [{"event": "frame", "start_ns": b, "end_ns": e}
+              for b, e in frames]
 with open(args.log, "w") as f:
     for line in lines:
         f.write(json.dumps(line) + "\n")

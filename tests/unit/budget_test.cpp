@@ -483,6 +483,30 @@ TEST(BudgetEval, FrameMetrics) {
   EXPECT_EQ(out[0]["limit"], 50);
 }
 
+// Input to frame: the input.total_to_frame_dur.p99 > 50ms, the
+// worst channel's; unknown (so broken) when no frames were traced (no
+// frames[]) even though input was.
+TEST(BudgetEval, InputToFrame) {
+  json r = full_report();
+  BudgetOutcome o = eval("input.total_to_frame_dur.p99 > 50ms", r);
+  EXPECT_TRUE(o.known) << o.detail;
+  EXPECT_EQ(o.value, 90 * kMs);
+  EXPECT_TRUE(o.broken);
+  EXPECT_EQ(o.detail, "channel socket:[100] (pid 10 app)");
+  EXPECT_FALSE(eval("input.total_to_frame_dur.p99 > 90ms", r).broken);
+  EXPECT_EQ(eval("input.consume_to_frame_dur.count > 0", r).value, 300u);
+  r.erase("frames");
+  for (json& c : r["input_channels"]) {
+    c["stages"].erase("total_to_frame_dur");
+    c["stages"].erase("consume_to_frame_dur");
+  }
+  BudgetOutcome none = eval("input.total_to_frame_dur.p99 > 50ms", r);
+  EXPECT_FALSE(none.known);
+  EXPECT_TRUE(none.broken);  // nothing measured is no pass
+  EXPECT_NE(none.detail.find("no frame probes"), std::string::npos)
+      << none.detail;
+}
+
 TEST(BudgetParse, Percentages) {
   EXPECT_EQ(parse_ok("frames.janky_ratio > 1%").limit, 100u);
   EXPECT_EQ(parse_ok("frames.janky_ratio>0.5%").limit, 50u);

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "analysis/list_limits.h"
 
@@ -305,6 +306,52 @@ TEST(FrameAnalyzer, JankyFramesAreBounded) {
   EXPECT_EQ(r.janky_omitted, 17u);
   for (const JankyFrame& j : r.janky) EXPECT_GE(j.span.duration_ns, 25 * kMs);
   EXPECT_LT(r.janky[0].span.start_ns, r.janky[1].span.start_ns);
+}
+
+// Every frame is in the timeline (Perfetto's and the HTML's frame tracks),
+// in flight too, by thread and start, with its timing; past max_timeline
+// the later ones are counted.
+TEST(FrameAnalyzer, TimelineHasEveryFrameUpToItsBound) {
+  FrameOptions o = gtk_options();
+  o.max_timeline = 3;
+  FrameAnalyzer a(o);
+  a.consume(gtk_frame(1, kT0, kT0, 2 * kMs));
+  a.consume(gtk_frame(2, kT0 + k60, kT0 + k60, 30 * kMs));
+  SpanEvent other = gtk_frame(3, kT0, kT0 + 1 * kMs, 2 * kMs);
+  other.tid = 99;
+  a.consume(other);
+  a.consume(gtk_frame(4, kT0 + 4 * k60, kT0 + 4 * k60, 2 * kMs));
+  FrameAnalysis r = a.finish(1000 * kMs);
+  ASSERT_EQ(r.timeline.size(), 3u);
+  EXPECT_EQ(r.timeline_omitted, 1u);
+  EXPECT_EQ(r.timeline[0].tid, 99u);
+  EXPECT_EQ(r.timeline[1].start_ns, kT0);
+  EXPECT_FALSE(r.timeline[1].timing.janky);
+  const FrameSlice& late = r.timeline[2];
+  EXPECT_EQ(late.start_ns, kT0 + k60);
+  EXPECT_EQ(late.duration_ns, 30 * kMs);
+  // Its tick, the due time to the us (the GLib key's unit).
+  EXPECT_EQ(late.timing.expected_ns, kT0 + k60 / 1000 * 1000);
+  EXPECT_EQ(late.timing.deadline_ns, late.timing.expected_ns + k60);
+  EXPECT_TRUE(late.timing.janky);
+  EXPECT_EQ(late.timing.missed_vsyncs, 1u);
+}
+
+// Live alerts: each janky frame is told as the analysis finds it (in
+// flight too), not the ones in time.
+TEST(FrameAnalyzer, EachJankyFrameIsToldAsItIsFound) {
+  FrameOptions o = gtk_options();
+  std::vector<uint64_t> told;
+  o.on_janky = [&told](const JankyFrame& j) { told.push_back(j.span.span_id); };
+  FrameAnalyzer a(o);
+  a.consume(gtk_frame(1, kT0, kT0, 2 * kMs));
+  a.consume(gtk_frame(2, kT0 + k60, kT0 + k60, 30 * kMs));
+  EXPECT_EQ(told, std::vector<uint64_t>{2});
+  a.consume(gtk_frame(3, kT0 + 4 * k60, kT0 + 4 * k60, 2 * kMs));
+  SpanEvent hung = gtk_frame(4, kT0 + 5 * k60, kT0 + 5 * k60, 900 * kMs);
+  hung.in_flight = true;
+  a.consume(hung);
+  EXPECT_EQ(told, (std::vector<uint64_t>{2, 4}));
 }
 
 // A recording may name any number of threads: the summaries listed are

@@ -171,6 +171,47 @@ TEST(HtmlReport, BarriersAndInputEventsAreThere) {
   EXPECT_EQ(stages, fx::kStageRows);
 }
 
+// Frames: per thread the columns the frame-duration chart draws (start
+// from the window's start, duration, deadline after the start, missed
+// vsyncs, janky) and the refresh interval its line is at; none without a
+// frame probe.
+TEST(HtmlReport, FramesAreThereForTheChart) {
+  fx::Fixture f;
+  EXPECT_TRUE(page_json(page(f))["frames"].is_null());
+  const uint64_t refresh = 16'666'667;
+  f.found.has_frames = true;
+  FrameThread t;
+  t.pid = t.tid = 7;
+  t.refresh_ns = refresh;
+  f.found.frames.threads.push_back(t);
+  auto add = [&](uint64_t start_ms, uint64_t dur_ms) {
+    FrameSlice s;
+    s.pid = s.tid = 7;
+    s.start_ns = fx::kT0 + start_ms * fx::kMs;
+    s.duration_ns = dur_ms * fx::kMs;
+    s.timing = time_frame(s.start_ns, s.start_ns, s.duration_ns, refresh);
+    f.found.frames.timeline.push_back(s);
+  };
+  add(100, 5);
+  add(120, 40);
+  f.found.frames.timeline_omitted = 4;
+  std::string html = page(f);
+  EXPECT_NE(html.find("<section id=\"frames\">"), std::string::npos);
+  json d = page_json(html);
+  ASSERT_EQ(d["frames"].size(), 1u);
+  const json& c = d["frames"][0];
+  EXPECT_EQ(c["tid"], 7);
+  EXPECT_EQ(c["refresh_ns"], refresh);
+  const uint64_t t0 = d["window"]["start_ns"];
+  EXPECT_EQ(c["start"],
+            json({fx::kT0 + 100 * fx::kMs - t0, fx::kT0 + 120 * fx::kMs - t0}));
+  EXPECT_EQ(c["dur"], json({5 * fx::kMs, 40 * fx::kMs}));
+  EXPECT_EQ(c["deadline"], json({refresh, refresh}));
+  EXPECT_EQ(c["janky"], json({0, 1}));
+  EXPECT_EQ(c["missed"], json({0, 2}));
+  EXPECT_EQ(d["frames_not_kept"], 4);
+}
+
 TEST(HtmlReport, ScriptEndInASymbolStaysData) {
   fx::Fixture f;
   std::string html = page(f);

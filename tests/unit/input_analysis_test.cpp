@@ -1576,5 +1576,97 @@ TEST(InputAnalysisTest, X11ServerTimeToMonotonic) {
   EXPECT_EQ(display_time_to_monotonic(5000, 50'000'000 * kMs), 0);
 }
 
+// Input to frame: events and frames fed as Analysis does (a frame span is
+// told to frame() before consume()).
+InputAnalysis run_with_frames(const std::vector<Event>& evs,
+                              const std::vector<uint64_t>& frame_ids,
+                              InputOptions opts = {}) {
+  opts.frames = true;
+  InputAnalyzer an(opts);
+  for (const Event& e : evs) {
+    const auto* sp = std::get_if<SpanEvent>(&e);
+    if (sp && std::find(frame_ids.begin(), frame_ids.end(), sp->span_id) !=
+                  frame_ids.end())
+      an.frame(*sp);
+    an.consume(e);
+  }
+  return an.finish();
+}
+
+// Consumed at 110 ms (event time 90): a frame that started before it is
+// not its frame, the first one started after it is, a later one is not.
+TEST(InputAnalysisTest, FrameEndIsTheFirstFrameStartedAfterConsumption) {
+  std::vector<Event> evs = round_trip(kChanA, 1, 100 * kMs);
+  evs.push_back(span(kAppTid, 70, 108 * kMs, 112 * kMs));
+  evs.push_back(span(kAppTid, 71, 113 * kMs, 121 * kMs));
+  evs.push_back(span(kAppTid, 72, 125 * kMs, 130 * kMs));
+  InputAnalysis a = run_with_frames(evs, {70, 71, 72});
+  EXPECT_TRUE(a.frames);
+  ASSERT_EQ(a.events.size(), 1u);
+  const InputEventInfo& e = a.events[0];
+  EXPECT_EQ(e.frame_end_ns, 121 * kMs);
+  EXPECT_EQ(e.stage(InputStage::kConsumeToFrame), 11 * kMs);
+  EXPECT_EQ(e.stage(InputStage::kTotalToFrame), 31 * kMs);
+  EXPECT_EQ(a.last_ns, 121 * kMs);
+  ASSERT_EQ(a.channels.size(), 1u);
+  const Percentiles& p =
+      a.channels[0].stages[static_cast<size_t>(InputStage::kTotalToFrame)];
+  EXPECT_EQ(p.count, 1u);
+  EXPECT_EQ(p.max, 31 * kMs);
+  EXPECT_EQ(input_stage_name(InputStage::kConsumeToFrame),
+            "consume_to_frame_dur");
+  EXPECT_EQ(input_stage_name(InputStage::kTotalToFrame), "total_to_frame_dur");
+}
+
+// No frame started after it (one before, one of another thread, one still
+// drawing when tracing stopped): none, and no frame stage.
+TEST(InputAnalysisTest, NoFrameAfterConsumptionIsNone) {
+  std::vector<Event> evs = round_trip(kChanA, 1, 100 * kMs);
+  evs.push_back(span(kAppTid, 70, 104 * kMs, 109 * kMs));
+  evs.push_back(span(kAppTid + 5, 71, 113 * kMs, 121 * kMs));
+  SpanEvent drawing = span(kAppTid, 72, 115 * kMs, 140 * kMs);
+  drawing.in_flight = true;
+  evs.push_back(drawing);
+  InputAnalysis a = run_with_frames(evs, {70, 71, 72});
+  ASSERT_EQ(a.events.size(), 1u);
+  const InputEventInfo& e = a.events[0];
+  EXPECT_EQ(e.frame_end_ns, 0u);
+  EXPECT_EQ(e.stage(InputStage::kConsumeToFrame), std::nullopt);
+  EXPECT_EQ(e.stage(InputStage::kTotalToFrame), std::nullopt);
+  EXPECT_EQ(a.channels[0]
+                .stages[static_cast<size_t>(InputStage::kConsumeToFrame)]
+                .count,
+            0u);
+  // Without frames traced there is no frame to wait for or show.
+  InputAnalysis none = run(round_trip(kChanA, 1, 100 * kMs));
+  EXPECT_FALSE(none.frames);
+  EXPECT_EQ(none.events[0].frame_end_ns, 0u);
+}
+
+// An event past the reorder window waits for its thread's next frame, up
+// to frame_wait_ns after its consumption; a frame later than that is not
+// its frame.
+TEST(InputAnalysisTest, FrameIsWaitedForUpToTheFrameWait) {
+  InputOptions o;
+  o.reorder_ns = 1 * kMs;
+  o.frame_wait_ns = 100 * kMs;
+  auto events = [](uint64_t frame_start) {
+    std::vector<Event> evs = round_trip(kChanA, 1, 100 * kMs);
+    // The thread drew before (it is a thread that draws frames), and the
+    // stream moves on on another thread meanwhile.
+    evs.insert(evs.begin(), span(kAppTid, 70, 50 * kMs, 55 * kMs));
+    for (uint64_t t = 120; t < frame_start / kMs; t += 20)
+      evs.push_back(span(kAppTid + 5, 80 + t, t * kMs, (t + 1) * kMs));
+    evs.push_back(span(kAppTid, 71, frame_start, frame_start + 5 * kMs));
+    return evs;
+  };
+  InputAnalysis soon = run_with_frames(events(180 * kMs), {70, 71}, o);
+  ASSERT_EQ(soon.events.size(), 1u);
+  EXPECT_EQ(soon.events[0].frame_end_ns, 185 * kMs);
+  InputAnalysis late = run_with_frames(events(300 * kMs), {70, 71}, o);
+  ASSERT_EQ(late.events.size(), 1u);
+  EXPECT_EQ(late.events[0].frame_end_ns, 0u);
+}
+
 }  // namespace
 }  // namespace looptrace

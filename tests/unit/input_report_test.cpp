@@ -127,6 +127,59 @@ TEST(InputTextReport, ALoneEventIsShownAsItself) {
       << os.str();
 }
 
+// With frames traced: what "frame end" means under the channel, the frame
+// stages in its table, and the event's frame end after its consumption;
+// the JSON has frame_end_ns and the stages only then.
+TEST(InputTextReport, FrameEndIsShownWhenFramesWereTraced) {
+  InputAnalysis a;
+  InputChannelSummary c;
+  c.channel = 7;
+  c.events = 1;
+  InputEventInfo e = event(9, 200, 5);
+  e.frame_end_ns = 212 * kMs;
+  c.worst = {group(e, 1, 9, 9, 200, 200)};
+  c.stages[static_cast<size_t>(InputStage::kTotalToFrame)] = {
+      1, 12 * kMs, 12 * kMs, 12 * kMs, 12 * kMs};
+  a.channels.push_back(c);
+  a.events.push_back(e);
+  a.total = 1;
+  ReportContext ctx;
+  ctx.start_ns = 100 * kMs;
+  auto text = [&] {
+    std::ostringstream os;
+    write_input_report(os, a, DispatchAnalysis{}, ctx);
+    return os.str();
+  };
+  std::string without = text();
+  EXPECT_EQ(without.find("frame end ="), std::string::npos) << without;
+  EXPECT_EQ(without.find("total_to_frame_dur"), std::string::npos) << without;
+  EXPECT_FALSE(input_summary_to_json(a, DispatchAnalysis{},
+                                     ctx)["input_channels"][0]["stages"]
+                   .contains("total_to_frame_dur"));
+  a.frames = true;
+  std::string with = text();
+  EXPECT_NE(with.find("  frame end = end of the first frame started after "
+                      "it (not its present)\n"),
+            std::string::npos)
+      << with;
+  EXPECT_NE(with.find("  total_to_frame_dur"), std::string::npos) << with;
+  EXPECT_NE(with.find("seq 9 motion: arrived +100ms, consumed 5.00ms later, "
+                      "frame end +112ms"),
+            std::string::npos)
+      << with;
+  nlohmann::json j = input_summary_to_json(a, DispatchAnalysis{}, ctx);
+  EXPECT_EQ(j["input_channels"][0]["stages"]["total_to_frame_dur"]["p99_ns"],
+            12 * kMs);
+  size_t seen = 0;
+  for_each_input_event_json(
+      a, DispatchAnalysis{}, ctx, [&seen, &e](const nlohmann::json& ev) {
+        ++seen;
+        EXPECT_EQ(ev["frame_end_ns"], e.frame_end_ns);
+        EXPECT_EQ(ev["consume_to_frame_dur"], e.frame_end_ns - e.finished_ns);
+      });
+  EXPECT_EQ(seen, 1u);
+}
+
 // No channel seen: the report says which kinds were looked for (Android's
 // SOCK_SEQPACKET channels; with a profile whose dispatch handles display
 // input, -p's X11 and Wayland connections too) and how to pick one.

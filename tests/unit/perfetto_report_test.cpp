@@ -527,6 +527,106 @@ TEST(PerfettoReport, InputEventsFlowThroughTheirStages) {
             static_cast<int64_t>(full.finish_received_ns - kT0));
 }
 
+// With frames traced the full event's flow goes on to the end of its next
+// frame on the app's thread, in time order (here before the sender got the
+// acknowledgement), and the async slice reaches it; the args have it.
+TEST(PerfettoReport, InputFlowEndsAtItsFrameEnd) {
+  TraceFixture f;
+  f.found.input.frames = true;
+  InputEventInfo& full = f.found.input.events[0];
+  full.frame_end_ns = full.finished_ns + 1;
+  ASSERT_LT(full.frame_end_ns, full.finish_received_ns);
+  json trace = write(f);
+  EXPECT_TRUE(check_trace(trace).empty()) << check_trace(trace)[0];
+  std::vector<json> chain;
+  for (const json& s : events(trace, "X", "input"))
+    if (s.contains("bind_id") && s["args"]["channel"] == "socket:[5555]")
+      chain.push_back(s);
+  std::vector<std::string> names;
+  for (const json& s : chain) names.push_back(s["name"]);
+  ASSERT_EQ(names, (std::vector<std::string>{
+                       "input sent", "input received", "input consumed",
+                       "input frame end", "input acknowledged"}));
+  EXPECT_EQ(chain[3]["tid"], kPid);
+  EXPECT_EQ(ns(chain[3]["ts"]), static_cast<int64_t>(full.frame_end_ns - kT0));
+  EXPECT_TRUE(chain[3].value("flow_in", false));
+  EXPECT_TRUE(chain[3].value("flow_out", false));
+  const std::vector<json> begins = events(trace, "b", "input");
+  const json* b = named(begins, "input events on socket:[5555]");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ((*b)["args"]["frame_end_ns"], full.frame_end_ns);
+  EXPECT_EQ((*b)["args"]["consume_to_frame_dur"], 1);
+}
+
+// Frames: per thread an expected track (expected start to deadline) and
+// an actual one (start to end), a janky frame marked with its missed
+// vsyncs and bucket in its args and by an instant at its deadline.
+TEST(PerfettoReport, FramesAreExpectedAndActualSlicesPerThread) {
+  constexpr uint64_t kUs = 1000, kRefresh = 16'666'667;
+  TraceFixture f;
+  f.found.has_frames = true;
+  auto add = [&f](uint64_t expected, uint64_t start, uint64_t dur) {
+    FrameSlice fr;
+    fr.pid = kPid;
+    fr.tid = kPid;
+    fr.start_ns = kT0 + start;
+    fr.duration_ns = dur;
+    fr.timing = time_frame(kT0 + expected, kT0 + start, dur, kRefresh);
+    f.found.frames.timeline.push_back(fr);
+  };
+  add(1000 * kUs, 1500 * kUs, 5000 * kUs);     // on time
+  add(17000 * kUs, 18000 * kUs, 60000 * kUs);  // ran long: 4 vsyncs late
+  f.found.frames.timeline_omitted = 2;
+  json trace = write(f);
+  std::vector<std::string> bad = check_trace(trace);
+  for (const std::string& b : bad) ADD_FAILURE() << b;
+  EXPECT_EQ(trace["metadata"]["frames_not_kept"], 2);
+  std::vector<json> begins = events(trace, "b", "frame");
+  std::vector<json> ends = events(trace, "e", "frame");
+  ASSERT_EQ(begins.size(), 4u);
+  ASSERT_EQ(ends.size(), 4u);
+  std::vector<json> expected, actual;
+  for (const json& b : begins) {
+    EXPECT_EQ(b["pid"], kPid);
+    EXPECT_EQ(b["tid"], kPid);
+    const json* e = nullptr;
+    for (const json& ev : ends)
+      if (ev["id"] == b["id"]) e = &ev;
+    ASSERT_NE(e, nullptr) << b.dump();
+    json both = {{"b", b}, {"dur", ns((*e)["ts"]) - ns(b["ts"])}};
+    if (b["name"] == "expected frames (tid 100)")
+      expected.push_back(both);
+    else if (b["name"] == "actual frames (tid 100)")
+      actual.push_back(both);
+    else
+      ADD_FAILURE() << b.dump();
+  }
+  ASSERT_EQ(expected.size(), 2u);
+  ASSERT_EQ(actual.size(), 2u);
+  // Expected: one interval from the expected start.
+  EXPECT_EQ(ns(expected[1]["b"]["ts"]), 17000 * static_cast<int64_t>(kUs));
+  EXPECT_EQ(expected[1]["dur"], static_cast<int64_t>(kRefresh));
+  // Actual: the frame itself, and what it missed.
+  EXPECT_EQ(ns(actual[0]["b"]["ts"]), 1500 * static_cast<int64_t>(kUs));
+  EXPECT_EQ(actual[0]["dur"], 5000 * static_cast<int64_t>(kUs));
+  EXPECT_EQ(actual[0]["b"]["args"]["janky"], false);
+  EXPECT_EQ(actual[0]["b"]["args"]["missed_vsyncs"], 0);
+  const json& late = actual[1]["b"]["args"];
+  EXPECT_EQ(actual[1]["dur"], 60000 * static_cast<int64_t>(kUs));
+  EXPECT_EQ(late["janky"], true);
+  // Ends at 78 ms, its deadline 33.67 ms: 44.3 ms past, 3 intervals.
+  EXPECT_EQ(late["missed_vsyncs"], 3);
+  EXPECT_EQ(late["bucket"], "middle");
+  std::vector<json> marks = events(trace, "i", "frame");
+  ASSERT_EQ(marks.size(), 1u);
+  EXPECT_EQ(marks[0]["name"], "janky frame: missed 3 vsyncs (middle)");
+  EXPECT_EQ(marks[0]["tid"], kPid);
+  EXPECT_EQ(ns(marks[0]["ts"]), static_cast<int64_t>(17000 * kUs + kRefresh));
+  // Without frames traced: no frame track.
+  f.found.has_frames = false;
+  EXPECT_TRUE(events(write(f), "b", "frame").empty());
+}
+
 TEST(PerfettoReport, EmptyRunIsAValidTrace) {
   Findings found;
   ReportContext ctx;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iterator>
 #include <limits>
+#include <tuple>
 
 #include "analysis/list_limits.h"
 
@@ -143,6 +144,11 @@ void FrameAnalyzer::on_frame(Thread& t, const SpanEvent& s,
   FrameTiming timing =
       time_frame(expected, s.start_ns, s.duration_ns, interval);
   ++sum.count;
+  if (timeline_.size() < options_.max_timeline)
+    timeline_.push_back(
+        {s.pid, s.tid, s.start_ns, s.duration_ns, s.unfinished(), timing});
+  else
+    ++timeline_omitted_;
   if (s.unfinished()) {
     ++sum.in_flight;
   } else {
@@ -157,6 +163,7 @@ void FrameAnalyzer::on_frame(Thread& t, const SpanEvent& s,
     j.source = std::move(source);
     j.timing = timing;
     j.cause = explain(t, s, timing.expected_ns);
+    if (options_.on_janky) options_.on_janky(j);
     janky_.push_back(std::move(j));
     // Memory stays bounded in a long run: the worst are kept.
     if (janky_.size() >= 2 * options_.max_janky) {
@@ -238,6 +245,13 @@ FrameAnalysis FrameAnalyzer::finish(uint64_t run_ns) {
   std::stable_sort(a.janky.begin(), a.janky.end(),
                    [](const JankyFrame& x, const JankyFrame& y) {
                      return x.span.start_ns < y.span.start_ns;
+                   });
+  a.timeline = std::move(timeline_);
+  a.timeline_omitted = timeline_omitted_;
+  std::stable_sort(a.timeline.begin(), a.timeline.end(),
+                   [](const FrameSlice& x, const FrameSlice& y) {
+                     return std::tie(x.pid, x.tid, x.start_ns) <
+                            std::tie(y.pid, y.tid, y.start_ns);
                    });
   return a;
 }

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -93,6 +94,8 @@ struct FrameProbe {
   uint32_t tick_scale = 0;  // its unit in ns
 };
 
+struct JankyFrame;
+
 struct FrameOptions {
   uint64_t refresh_ns = 16'666'667;
   std::map<uint32_t, FrameProbe> probes;  // by probe id
@@ -102,6 +105,20 @@ struct FrameOptions {
   size_t max_cause_spans = 5;
   // Spans of a thread kept in memory to explain its next frame.
   size_t max_recent_spans = 4096;
+  // Frames kept for the timelines (FrameAnalysis::timeline).
+  size_t max_timeline = 100000;
+  // Told of each janky frame as it is found (live alerts); may be empty.
+  std::function<void(const JankyFrame&)> on_janky;
+};
+
+// One frame as a timeline draws it (Perfetto, HTML).
+struct FrameSlice {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint64_t start_ns = 0;
+  uint64_t duration_ns = 0;  // its age if in flight
+  bool in_flight = false;
+  FrameTiming timing;
 };
 
 // A span that held a frame back: how much of the wait it covered.
@@ -154,6 +171,10 @@ struct FrameAnalysis {
   // The worst janky frames (most missed vsyncs, longest), by start.
   std::vector<JankyFrame> janky;
   size_t janky_omitted = 0;
+  // Every frame, by pid, tid, start: the first max_timeline of the run
+  // (timeline_omitted counts the rest).
+  std::vector<FrameSlice> timeline;
+  size_t timeline_omitted = 0;
 };
 
 // Sets JankyFrame::input_waiting from the input events the input analysis
@@ -166,6 +187,10 @@ class FrameAnalyzer {
   explicit FrameAnalyzer(FrameOptions options);
 
   bool enabled() const { return !options_.probes.empty(); }
+  // Whether `s` is a frame (the input analysis's next frame).
+  bool is_frame(const SpanEvent& s) const {
+    return frame_source(s).has_value();
+  }
   void consume(const Event& ev);
   // The run lasted run_ns (for FPS).
   FrameAnalysis finish(uint64_t run_ns);
@@ -192,6 +217,8 @@ class FrameAnalyzer {
   std::map<ThreadKey, Thread> threads_;
   std::vector<JankyFrame> janky_;
   size_t janky_trimmed_ = 0;  // left out of janky_ to bound it
+  std::vector<FrameSlice> timeline_;
+  size_t timeline_omitted_ = 0;
 };
 
 }  // namespace looptrace

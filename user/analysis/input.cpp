@@ -104,6 +104,10 @@ std::string_view input_stage_name(InputStage s) {
       return "ack_latency_dur";
     case InputStage::kTotalLatency:
       return "total_latency_dur";
+    case InputStage::kConsumeToFrame:
+      return "consume_to_frame_dur";
+    case InputStage::kTotalToFrame:
+      return "total_to_frame_dur";
     case InputStage::kCount:
       break;
   }
@@ -131,6 +135,10 @@ std::optional<uint64_t> InputEventInfo::stage(InputStage s) const {
       return diff(finished_ns, finish_received_ns);
     case InputStage::kTotalLatency:
       return diff(sent_ns, finish_received_ns);
+    case InputStage::kConsumeToFrame:
+      return diff(finished_ns, frame_end_ns);
+    case InputStage::kTotalToFrame:
+      return diff(et ? et : arrival_ns(), frame_end_ns);
     case InputStage::kCount:
       break;
   }
@@ -435,11 +443,39 @@ void InputAnalyzer::settle_ready() {
       uint64_t last = std::max(
           {e.sent_ns, e.received_ns, e.finished_ns, e.finish_received_ns});
       if (last + options_.reorder_ns > now_ns_) return;
+      if (awaits_frame(e)) return;
     }
     settling_.pop_front();
     settling_set_.erase(idx);
     if (it != live_.end()) settle(idx);
   }
+}
+
+void InputAnalyzer::frame(const SpanEvent& s) {
+  // A frame still drawing when tracing stopped has no end to give.
+  if (s.unfinished()) return;
+  auto& v = frames_[{s.pid, s.tid}];
+  v.emplace_back(s.start_ns, span_end(s));
+  if (v.size() > options_.max_frames) v.pop_front();
+}
+
+uint64_t InputAnalyzer::next_frame_end(const InputEventInfo& e) const {
+  if (e.finished_ns == 0) return 0;
+  auto it = frames_.find({e.pid, e.tid});
+  if (it == frames_.end()) return 0;
+  // Records of one thread arrive by their end, so nearly by start; the
+  // earliest start is taken all the same.
+  const std::pair<uint64_t, uint64_t>* best = nullptr;
+  for (const auto& f : it->second)
+    if (f.first >= e.finished_ns && (!best || f.first < best->first)) best = &f;
+  return best ? best->second : 0;
+}
+
+bool InputAnalyzer::awaits_frame(const InputEventInfo& e) const {
+  if (!options_.frames || e.finished_ns == 0) return false;
+  if (!frames_.count({e.pid, e.tid})) return false;
+  if (now_ns_ >= e.finished_ns + options_.frame_wait_ns) return false;
+  return next_frame_end(e) == 0;
 }
 
 void InputAnalyzer::on_raw(const IoEvent& io) {
@@ -830,6 +866,10 @@ void InputAnalyzer::prune_spans() {
             v.end());
     it = v.empty() ? spans_.erase(it) : std::next(it);
   }
+  // A frame that started before every event still to be finalized
+  // arrived is no one's next frame (the thread stays known to draw).
+  for (auto& [tk, v] : frames_)
+    while (!v.empty() && v.front().first < keep_from) v.pop_front();
 }
 
 void InputAnalyzer::finalize(uint64_t idx) {
@@ -843,6 +883,7 @@ void InputAnalyzer::finalize(uint64_t idx) {
     ++stats_.unmatched;
     return;
   }
+  e.frame_end_ns = next_frame_end(e);
   if (is_display_chan(e.chan_kind) && e.sent_ns == 0) find_display_send(e);
   if (options_.on_final) options_.on_final(e);
   if (options_.stream_only) {
@@ -895,8 +936,8 @@ void InputAnalyzer::finalize(uint64_t idx) {
   if (e.blame) ++c.blamed;
   for (int s = 0; s < kInputStages; ++s)
     if (auto v = e.stage(static_cast<InputStage>(s))) ch.values[s].add(*v);
-  for (uint64_t ns :
-       {e.sent_ns, e.received_ns, e.finished_ns, e.finish_received_ns}) {
+  for (uint64_t ns : {e.sent_ns, e.received_ns, e.finished_ns,
+                      e.finish_received_ns, e.frame_end_ns}) {
     if (ns == 0) continue;
     if (stats_.first_ns == 0 || ns < stats_.first_ns) stats_.first_ns = ns;
     stats_.last_ns = std::max(stats_.last_ns, ns);
@@ -987,9 +1028,11 @@ InputAnalysis InputAnalyzer::finish() {
   open_.clear();
   while (!live_.empty()) finalize(live_.begin()->first);
   spans_.clear();
+  frames_.clear();
 
   InputAnalysis out = std::move(stats_);
   stats_ = InputAnalysis{};
+  out.frames = options_.frames;
   for (auto& [id, cp] : channels_) {
     Channel& ch = *cp;
     InputChannelSummary& c = ch.summary;

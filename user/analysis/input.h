@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "analysis/histogram.h"
@@ -33,6 +34,10 @@ enum class InputStage {
   kHandlingLatency,     // finished - received (Perfetto handling_latency_dur)
   kAckLatency,          // finish_received - finished (Perfetto ack_latency_dur)
   kTotalLatency,        // finish_received - sent (Perfetto total_latency_dur)
+  // With frames traced (analysis/frames.h): to the end of the first frame
+  // its thread started after consuming it (a frame end, not a present).
+  kConsumeToFrame,  // frame end - finished
+  kTotalToFrame,    // frame end - event time (arrival without one)
   kCount,
 };
 constexpr int kInputStages = static_cast<int>(InputStage::kCount);
@@ -113,6 +118,9 @@ struct InputEventInfo {
   uint64_t stream_end = 0;
   uint64_t anchor_ns = 0, anchor_off = 0;
   int64_t consume_time_ns = 0;  // from FINISHED (current layout)
+  // The end of the first frame its thread (pid, tid) started at or after
+  // finished_ns; 0 if none was seen (no frame came, or frames not traced).
+  uint64_t frame_end_ns = 0;
   std::optional<InputBlame> blame;
 
   // A stage's duration, if both its ends were seen.
@@ -197,6 +205,9 @@ struct InputAnalysis {
   uint64_t wl_framing_lost = 0;
   // Dispatches dropped from the blame window (InputOptions::max_spans).
   uint64_t spans_dropped = 0;
+  // Frames were traced (a probe with the frame role): frame_end_ns and the
+  // frame stages mean something; without, they are not shown.
+  bool frames = false;
   // Set when the temp file for stage durations failed: they were kept in
   // memory instead (exact, unbounded).
   std::string spill_error;
@@ -232,6 +243,13 @@ struct InputOptions {
   // groups or lists (which grow with the run): for an on_final consumer
   // that runs for days. finish() then lists no events and no channels.
   bool stream_only = false;
+  // Frames are traced (InputAnalyzer::frame is told of them): an event
+  // consumed on a thread that draws frames waits for its frame, at most
+  // frame_wait_ns past its consumption, before it is final.
+  bool frames = false;
+  uint64_t frame_wait_ns = 5'000'000'000;
+  // Frames kept per thread for events still to be consumed.
+  size_t max_frames = 4096;
 };
 
 class InputAnalyzer {
@@ -240,6 +258,9 @@ class InputAnalyzer {
   ~InputAnalyzer();
 
   void consume(const Event& ev);
+  // A span that is a frame (analysis/frames.h), told before consume(ev)
+  // of the same span: the next frame of the events consumed before it.
+  void frame(const SpanEvent& s);
   // Input events seen so far, each once, when its first message or read
   // came: at the end, InputAnalysis::total.
   uint64_t events_seen() const { return next_idx_; }
@@ -293,6 +314,12 @@ class InputAnalyzer {
   void list(uint64_t idx, InputEventInfo&& e);
   void prune_spans();
   void note_time(uint64_t ns) { now_ns_ = std::max(now_ns_, ns); }
+  // The end of the first frame of e's thread that started at or after its
+  // consumption, 0 if none seen.
+  uint64_t next_frame_end(const InputEventInfo& e) const;
+  // Whether e, consumed on a thread that draws frames, may still see its
+  // frame come.
+  bool awaits_frame(const InputEventInfo& e) const;
 
   InputOptions options_;
   uint64_t next_idx_ = 0;
@@ -326,6 +353,8 @@ class InputAnalyzer {
   // yet seen, per thread.
   std::map<ThreadKey, std::vector<uint64_t>> pending_blame_;
   std::map<ThreadKey, std::vector<SpanEvent>> spans_;
+  // Frames per thread (start, end), by arrival.
+  std::map<ThreadKey, std::deque<std::pair<uint64_t, uint64_t>>> frames_;
   size_t spans_since_prune_ = 0;
   uint64_t now_ns_ = 0;
   std::unique_ptr<SpillFile> spill_;

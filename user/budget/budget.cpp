@@ -207,9 +207,16 @@ Measure input_sum(const json& report, const char* stage, const char* field) {
 }
 
 // The worst channel's stage statistic.
+const char* const kNoFrames =
+    "the run had no frame probes (the glib profile's GTK frame clock)";
+
 Measure input_stage_max(const json& report, const char* stage,
                         const char* field) {
   if (member(report, "input_summary") == nullptr) return no_data(kNoInput);
+  // Input to frame needs frames.
+  if (std::string_view(stage).ends_with("_to_frame_dur") &&
+      array_member(report, "frames") == nullptr)
+    return no_data(kNoFrames);
   const json* worst = nullptr;
   uint64_t value = 0;
   if (const json* chans = array_member(report, "input_channels")) {
@@ -227,9 +234,6 @@ Measure input_stage_max(const json& report, const char* stage,
 }
 
 // ---- frames: frames[] (per thread) ----
-
-const char* const kNoFrames =
-    "the run had no frame probes (the glib profile's GTK frame clock)";
 
 // Sum of a frames[] field.
 Measure frames_sum(const json& report, const char* field) {

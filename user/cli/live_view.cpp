@@ -20,7 +20,9 @@ LiveView::LiveView(bool live, bool quiet, const SessionEvent& session,
       quiet_(quiet),
       tty_(!quiet && isatty(STDERR_FILENO)),
       session_(session),
-      symbols_(symbols) {}
+      symbols_(symbols) {
+  for (const ProbeDef& p : session.probes) frames_ = frames_ || p.frame;
+}
 
 void LiveView::consume(const Event& ev) {
   const auto* sp = std::get_if<SpanEvent>(&ev);
@@ -79,6 +81,7 @@ void LiveView::draw() {
   if (idle_ > 0) line += fmt::format(", {} idle", idle_);
   line += fmt::format(", {} slow", slow_);
   if (session_.has_input) line += fmt::format(", {} input events", input_);
+  if (frames_) line += fmt::format(", {} janky frames", janky_);
   line += fmt::format(", {} lost", lost_);
   // \r and clear-to-end: the line is rewritten in place.
   std::fprintf(stderr, "\r%s\033[K", line.c_str());
@@ -115,6 +118,22 @@ void LiveView::barrier_stall(const Barrier& b, uint64_t now_ns) {
 void LiveView::hang(const HangAlert& h) {
   const ReportContext ctx = alert_context();
   alert(hang_line(h, ctx), hang_event(h, ctx));
+}
+
+void LiveView::janky_frame(const JankyFrame& j) {
+  ++janky_;
+  if (!live_) return;
+  const FrameTiming& t = j.timing;
+  const uint64_t at = j.span.start_ns > session_.start_ns
+                          ? j.span.start_ns - session_.start_ns
+                          : 0;
+  print(fmt::format(
+      "looptrace: janky frame +{:.3f}s pid {} tid {} ({}): "
+      "took {}, missed {} vsync{} ({}){}, {}",
+      static_cast<double>(at) / 1e9, j.span.pid, j.span.tid, j.span.comm,
+      format_duration(j.span.duration_ns), t.missed_vsyncs,
+      t.missed_vsyncs == 1 ? "" : "s", bucket_name(t.bucket),
+      j.span.in_flight ? " STILL DRAWING" : "", j.source));
 }
 
 void LiveView::alert(const std::string& line, const nlohmann::json& event) {

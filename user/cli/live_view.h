@@ -1,6 +1,7 @@
 // What a person sees while tracing: on a terminal, one status line updated
-// in place (elapsed, dispatches, idle handlers, slow, input events, lost);
-// with --live, each slow span as it ends; barrier stalls as they happen.
+// in place (elapsed, dispatches, idle handlers, slow, input events, janky
+// frames, lost); with --live, each slow span and janky frame as it ends;
+// barrier stalls as they happen.
 // Lines are printed above the status line, never through it.
 #pragma once
 
@@ -42,6 +43,8 @@ class LiveView : public EventSink, public AlertListener {
   void set_events(EventsWriter* events) { events_ = events; }
   void barrier_stall(const Barrier& b, uint64_t now_ns) override;
   void hang(const HangAlert& h) override;
+  // Counted in the status line; with --live, one line each.
+  void janky_frame(const JankyFrame& j) override;
 
  private:
   void clear();
@@ -63,6 +66,8 @@ class LiveView : public EventSink, public AlertListener {
   uint64_t slow_ = 0;
   uint64_t input_ = 0;  // input events the analysis has seen
   uint64_t lost_ = 0;
+  bool frames_ = false;  // a probe has the frame role
+  uint64_t janky_ = 0;   // janky frames so far
 };
 
 }  // namespace looptrace

@@ -60,8 +60,11 @@ void Analysis::configure(const SessionEvent& s) {
   has_barriers_ = std::any_of(
       session_.probes.begin(), session_.probes.end(),
       [](const ProbeDef& p) { return p.role == LT_ROLE_BARRIER_POST; });
-  frames_ = std::make_unique<FrameAnalyzer>(
-      frame_options(session_.probes, thresholds_.refresh_ns));
+  FrameOptions fo = frame_options(session_.probes, thresholds_.refresh_ns);
+  fo.on_janky = [this](const JankyFrame& j) {
+    if (alerts_) alerts_->janky_frame(j);
+  };
+  frames_ = std::make_unique<FrameAnalyzer>(std::move(fo));
   if (session_.has_input) {
     InputOptions i;
     i.blame_ns = thresholds_.slow_input_ns;
@@ -71,6 +74,7 @@ void Analysis::configure(const SessionEvent& s) {
     for (const ProbeDef& p : session_.probes)
       if (p.input && p.role == LT_ROLE_DISPATCH)
         i.display_dispatch[p.id] = *p.input;
+    i.frames = frames_->enabled();
     input_ = std::make_unique<InputAnalyzer>(i);
   }
 }
@@ -144,7 +148,12 @@ void Analysis::consume(const Event& ev) {
   }
   dispatch_->consume(ev);
   barriers_->consume(ev);
-  if (input_) input_->consume(ev);
+  if (input_) {
+    // Its frames first: the next frame of the input consumed before it.
+    const auto* sp = std::get_if<SpanEvent>(&ev);
+    if (sp && frames_->enabled() && frames_->is_frame(*sp)) input_->frame(*sp);
+    input_->consume(ev);
+  }
   if (frames_->enabled()) frames_->consume(ev);
 }
 

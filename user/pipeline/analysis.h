@@ -35,6 +35,8 @@ class AlertListener {
   virtual void barrier_stall(const Barrier& b, uint64_t now_ns) = 0;
   // A hang announced (HangEvent), or an announced hang that ended.
   virtual void hang(const HangAlert& h) = 0;
+  // A frame that missed its deadline, as it ends (or as tracing stops).
+  virtual void janky_frame(const JankyFrame&) {}
 };
 
 // The probes whose spans are frames (ProbeDef::frame), as the frame

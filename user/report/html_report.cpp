@@ -47,6 +47,8 @@ Window time_window(const Findings& found, const ReportContext& ctx) {
   for (const Barrier& b : found.barriers.barriers)
     see(b.posted_ns, std::max(b.removed_ns, b.stalled_ns));
   see(found.input.first_ns, found.input.last_ns);
+  for (const FrameSlice& f : found.frames.timeline)
+    see(f.start_ns, f.start_ns + f.duration_ns);
   end = std::max({end, start + ctx.duration_ns, start + 1});
   return {start, end};
 }
@@ -151,6 +153,42 @@ json timeline_json(const DispatchAnalysis& a, const ReportContext& ctx,
           {"cap", kMaxTimelineSpans}};
 }
 
+// Each thread's frames for the frame-duration chart, as columns: starts
+// (ns since `t0`), durations, deadlines (ns after the start, negative when
+// it started past its deadline), missed vsyncs (a janky frame has any, or
+// ended past its deadline: janky).
+json frames_json(const FrameAnalysis& a, uint64_t t0) {
+  json out = json::array();
+  const std::vector<FrameSlice>& v = a.timeline;
+  for (size_t i = 0; i < v.size();) {
+    size_t j = i;
+    json start = json::array(), dur = json::array(), deadline = json::array(),
+         missed = json::array(), janky = json::array();
+    for (; j < v.size() && v[j].pid == v[i].pid && v[j].tid == v[i].tid; ++j) {
+      const FrameSlice& f = v[j];
+      start.push_back(f.start_ns >= t0 ? f.start_ns - t0 : 0);
+      dur.push_back(f.duration_ns);
+      deadline.push_back(static_cast<int64_t>(f.timing.deadline_ns) -
+                         static_cast<int64_t>(f.start_ns));
+      missed.push_back(f.timing.missed_vsyncs);
+      janky.push_back(f.timing.janky ? 1 : 0);
+    }
+    uint64_t refresh = 0;
+    for (const FrameThread& t : a.threads)
+      if (t.pid == v[i].pid && t.tid == v[i].tid) refresh = t.refresh_ns;
+    out.push_back({{"pid", v[i].pid},
+                   {"tid", v[i].tid},
+                   {"refresh_ns", refresh},
+                   {"start", std::move(start)},
+                   {"dur", std::move(dur)},
+                   {"deadline", std::move(deadline)},
+                   {"missed", std::move(missed)},
+                   {"janky", std::move(janky)}});
+    i = j;
+  }
+  return out;
+}
+
 json page_data(const Findings& found, const ReportContext& ctx) {
   json report = findings_to_json(found, ctx);
   // Each span keeps its stuck stack ("stack"); every other sample is in
@@ -182,13 +220,18 @@ json page_data(const Findings& found, const ReportContext& ctx) {
                     ? input_timeline_json(found.input, &inputs_omitted)
                     : json::array();
   const Window w = time_window(found, ctx);
-  return {{"report", std::move(report)},
-          {"window", {{"start_ns", w.start_ns}, {"end_ns", w.end_ns}}},
-          {"lost", std::move(lost)},
-          {"flame", flame_json(found.analysis, names)},
-          {"timeline", timeline_json(found.analysis, ctx, w.start_ns)},
-          {"input_events", std::move(inputs)},
-          {"input_events_omitted", inputs_omitted}};
+  json frames =
+      found.has_frames ? frames_json(found.frames, w.start_ns) : json(nullptr);
+  return {
+      {"report", std::move(report)},
+      {"frames", std::move(frames)},
+      {"frames_not_kept", found.has_frames ? found.frames.timeline_omitted : 0},
+      {"window", {{"start_ns", w.start_ns}, {"end_ns", w.end_ns}}},
+      {"lost", std::move(lost)},
+      {"flame", flame_json(found.analysis, names)},
+      {"timeline", timeline_json(found.analysis, ctx, w.start_ns)},
+      {"input_events", std::move(inputs)},
+      {"input_events_omitted", inputs_omitted}};
 }
 
 // JSON text that cannot end the <script> element holding it: '<' occurs

@@ -42,8 +42,11 @@ const char* layout_name(uint32_t chan_kind, uint32_t layout) {
 }
 
 // The stages a channel can show: raw channels have no sender or ACK;
-// display events have their own time and the server's send, and no ACK.
-bool stage_applies(uint32_t chan_kind, InputStage s) {
+// display events have their own time and the server's send, and no ACK;
+// the frame stages only where frames were traced.
+bool stage_applies(uint32_t chan_kind, InputStage s, bool frames) {
+  if (s == InputStage::kConsumeToFrame || s == InputStage::kTotalToFrame)
+    return frames;
   if (is_display_chan(chan_kind))
     return s != InputStage::kAckLatency && s != InputStage::kTotalLatency;
   if (chan_kind != LT_CHAN_RAW) return true;
@@ -82,12 +85,12 @@ json blame_span_json(const BlameSpan& b, const SpanIndex& idx,
 json opt(std::optional<uint64_t> v) { return v ? json(*v) : json(nullptr); }
 json opt_ts(uint64_t v) { return v ? json(v) : json(nullptr); }
 
-json event_json(const InputEventInfo& e, const SpanIndex& idx,
+json event_json(const InputEventInfo& e, bool frames, const SpanIndex& idx,
                 const ReportContext& ctx, report::FrameNames& names) {
   json stages = json::object();
   for (int s = 0; s < kInputStages; ++s) {
     auto st = static_cast<InputStage>(s);
-    if (stage_applies(e.chan_kind, st))
+    if (stage_applies(e.chan_kind, st, frames))
       stages[std::string(input_stage_name(st))] = opt(e.stage(st));
   }
   json blame = nullptr;
@@ -133,6 +136,7 @@ json event_json(const InputEventInfo& e, const SpanIndex& idx,
       {"stages", stages},
       {"blame", std::move(blame)},
   };
+  if (frames) j["frame_end_ns"] = opt_ts(e.frame_end_ns);
   for (auto& [k, v] : stages.items()) j[k] = v;  // flat, as Perfetto has
   if (is_display_chan(e.chan_kind)) {
     j["server_time_ms"] = e.server_time_ms;
@@ -145,7 +149,7 @@ json event_json(const InputEventInfo& e, const SpanIndex& idx,
 }
 
 // A channel's worst groups, as the text report lists them.
-json worst_json(const InputChannelSummary& c, const SpanIndex& idx,
+json worst_json(const InputChannelSummary& c, bool frames, const SpanIndex& idx,
                 const ReportContext& ctx, report::FrameNames& names) {
   json out = json::array();
   for (const InputGroup& g : c.worst)
@@ -154,7 +158,7 @@ json worst_json(const InputChannelSummary& c, const SpanIndex& idx,
                    {"seq_last", g.seq_hi},
                    {"first_arrival_ns", g.first_arrival_ns},
                    {"last_arrival_ns", g.last_arrival_ns},
-                   {"worst", event_json(g.worst, idx, ctx, names)}});
+                   {"worst", event_json(g.worst, frames, idx, ctx, names)}});
   return out;
 }
 
@@ -181,7 +185,7 @@ json input_summary_to_json(const InputAnalysis& a,
     json stages = json::object();
     for (int s = 0; s < kInputStages; ++s) {
       auto st = static_cast<InputStage>(s);
-      if (!stage_applies(c.chan_kind, st)) continue;
+      if (!stage_applies(c.chan_kind, st, a.frames)) continue;
       const Percentiles& p = c.stages[s];
       stages[std::string(input_stage_name(st))] = p.count == 0
                                                       ? json(nullptr)
@@ -207,7 +211,7 @@ json input_summary_to_json(const InputAnalysis& a,
         {"non_input", c.non_input},
         {"blamed", c.blamed},
         {"stages", stages},
-        {"worst", worst_json(c, idx, ctx, names)}};
+        {"worst", worst_json(c, a.frames, idx, ctx, names)}};
     if (is_display_chan(c.chan_kind)) channel_json["ambiguous"] = c.ambiguous;
     channels.push_back(std::move(channel_json));
   }
@@ -242,7 +246,7 @@ void for_each_listed_input_event(
   report::FrameNames names(ctx.symbolizer);
   SpanIndex idx = index_spans(dispatch);
   for (const InputEventInfo& e : a.events)
-    fn(e, event_json(e, idx, ctx, names));
+    fn(e, event_json(e, a.frames, idx, ctx, names));
 }
 
 size_t input_events_not_listed(const InputAnalysis& a) { return a.not_listed; }
@@ -294,7 +298,8 @@ void write_input_totals(std::ostream& os, const InputAnalysis& a,
 }
 
 // A channel's heading: whose it is, what it carried, what "consumed" means.
-void write_channel_heading(std::ostream& os, const InputChannelSummary& c) {
+void write_channel_heading(std::ostream& os, const InputChannelSummary& c,
+                           bool frames) {
   report::put(
       os,
       fmt::format("{} {}{}", channel_name(c.channel),
@@ -322,6 +327,11 @@ void write_channel_heading(std::ostream& os, const InputChannelSummary& c) {
               c.coalesced ? fmt::format(" ({} passed over for a later one)",
                                         c.coalesced)
                           : std::string()));
+  if (frames)
+    report::put(
+        os,
+        "  frame end = end of the first frame started after it (not its "
+        "present)");
   if (c.ambiguous)
     report::put(os, fmt::format("  {} event{} shared type and time with "
                                 "another: matched in order (ambiguous)",
@@ -329,13 +339,14 @@ void write_channel_heading(std::ostream& os, const InputChannelSummary& c) {
 }
 
 // The percentiles of each stage the channel has.
-void write_stage_table(std::ostream& os, const InputChannelSummary& c) {
+void write_stage_table(std::ostream& os, const InputChannelSummary& c,
+                       bool frames) {
   report::put(os, fmt::format("  {:<26} {:>6} {:>9} {:>9} {:>9} {:>9}", "stage",
                               "count", "p50", "p90", "p99", "max"));
   for (int s = 0; s < kInputStages; ++s) {
     auto st = static_cast<InputStage>(s);
     const Percentiles& p = c.stages[s];
-    if (!stage_applies(c.chan_kind, st) || p.count == 0) continue;
+    if (!stage_applies(c.chan_kind, st, frames) || p.count == 0) continue;
     report::put(
         os, fmt::format("  {:<26} {:>6} {:>9} {:>9} {:>9} {:>9}",
                         input_stage_name(st), p.count, format_duration(p.p50),
@@ -353,18 +364,22 @@ void write_worst_group(std::ostream& os, const InputGroup& g,
                                                              : 0);
   };
   const InputEventInfo* e = &g.worst;
+  // When its thread's next frame ended (the worst's, for a group).
+  const std::string frame =
+      e->frame_end_ns ? fmt::format(", frame end +{}", rel(e->frame_end_ns))
+                      : std::string();
   if (g.events == 1)
     report::put(
         os, fmt::format("    seq {} {}: arrived +{}, consumed {} "
-                        "later",
+                        "later{}",
                         e->seq, input_type_name(e->type), rel(e->arrival_ns()),
-                        format_duration(*e->app_latency())));
+                        format_duration(*e->app_latency()), frame));
   else
     report::put(os, fmt::format("    {} events, seq {}..{}: arrived +{}.."
-                                "+{}, consumed up to {} later",
+                                "+{}, consumed up to {} later{}",
                                 g.events, g.seq_lo, g.seq_hi,
                                 rel(g.first_arrival_ns), rel(g.last_arrival_ns),
-                                format_duration(*e->app_latency())));
+                                format_duration(*e->app_latency()), frame));
 }
 
 // What the group's worst event waited behind, and where the dispatch to
@@ -420,8 +435,8 @@ void write_input_report(std::ostream& os, const InputAnalysis& a,
   write_input_totals(os, a, ctx);
   for (const InputChannelSummary& c : a.channels) {
     os << '\n';
-    write_channel_heading(os, c);
-    write_stage_table(os, c);
+    write_channel_heading(os, c, a.frames);
+    write_stage_table(os, c, a.frames);
     // The worst events: longest from arrival to consumption, grouped
     // (analysis/input.h, InputGroup).
     if (c.worst.empty()) continue;

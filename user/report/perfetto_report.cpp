@@ -75,6 +75,11 @@ TimeRange time_range(const Findings& f, const ReportContext& ctx) {
     r.add(f.input.first_ns);
     r.add(f.input.last_ns);
   }
+  if (f.has_frames)
+    for (const FrameSlice& fr : f.frames.timeline) {
+      r.add(fr.timing.expected_ns);
+      r.add(fr.start_ns + fr.duration_ns);
+    }
   if (r.first > r.last) r.first = r.last = 0;  // nothing at all
   return r;
 }
@@ -88,8 +93,9 @@ struct InputPoint {
 
 // Sent and acknowledged on the sender's side (the analysis keeps one
 // thread for it: the first that moved the event), received and consumed on
-// the app's receiving thread; stages not seen, or seen on a thread not
-// known, are left out.
+// the app's receiving thread, and the end of its next frame there (frames
+// traced); stages not seen, or seen on a thread not known, are left out.
+// In time order, as the flow runs.
 std::vector<InputPoint> input_points(const InputEventInfo& e) {
   std::vector<InputPoint> out;
   auto add = [&out](const char* stage, uint32_t pid, uint32_t tid,
@@ -100,6 +106,12 @@ std::vector<InputPoint> input_points(const InputEventInfo& e) {
   add("received", e.pid, e.tid, e.received_ns);
   add("consumed", e.pid, e.tid, e.finished_ns);
   add("acknowledged", e.sender_pid, e.sender_tid, e.finish_received_ns);
+  if (e.frame_end_ns != 0) {
+    add("frame end", e.pid, e.tid, e.frame_end_ns);
+    std::stable_sort(
+        out.begin(), out.end(),
+        [](const InputPoint& a, const InputPoint& b) { return a.ns < b.ns; });
+  }
   return out;
 }
 
@@ -135,6 +147,7 @@ class TraceEvents {
   const std::string& target_name(const TimelineSpan& s);
   void delivery(const DeliveryBlame& why);
   void barrier(const Barrier& b);
+  void frame(const FrameSlice& fr);
   void input_event(const InputEventInfo& e, const json& fields);
   void async_slice(const std::string& name, const char* cat, uint32_t pid,
                    uint32_t tid, uint64_t begin_ns, uint64_t end_ns, json args);
@@ -163,6 +176,11 @@ void TraceEvents::write_all() {
     for (const Barrier& b : f_.barriers.barriers) {
       if (!os_) return;
       barrier(b);
+    }
+  if (f_.has_frames)
+    for (const FrameSlice& fr : f_.frames.timeline) {
+      if (!os_) return;
+      frame(fr);
     }
   if (f_.has_input)
     for_each_listed_input_event(
@@ -362,6 +380,39 @@ void TraceEvents::barrier(const Barrier& b) {
               barrier_json(b, names_));
 }
 
+// A frame on its thread's two frame tracks, as Android's frame timeline
+// has them: expected (its expected start to its deadline) and actual (its
+// start to its end); a janky one is marked on the thread's track at its
+// deadline.
+void TraceEvents::frame(const FrameSlice& fr) {
+  const FrameTiming& t = fr.timing;
+  async_slice(fmt::format("expected frames (tid {})", fr.tid), "frame", fr.pid,
+              fr.tid, t.expected_ns, t.deadline_ns,
+              {{"expected_ns", t.expected_ns}, {"deadline_ns", t.deadline_ns}});
+  json args = {{"start_ns", fr.start_ns},
+               {"duration_ns", fr.duration_ns},
+               {"expected_ns", t.expected_ns},
+               {"deadline_ns", t.deadline_ns},
+               {"janky", t.janky},
+               {"missed_vsyncs", t.missed_vsyncs},
+               {"bucket", bucket_name(t.bucket)}};
+  if (t.frozen) args["frozen"] = true;
+  if (fr.in_flight) args["in_flight"] = true;
+  async_slice(fmt::format("actual frames (tid {})", fr.tid), "frame", fr.pid,
+              fr.tid, fr.start_ns, fr.start_ns + fr.duration_ns, args);
+  if (!t.janky) return;
+  emit_({{"name",
+          fmt::format("janky frame: missed {} vsync{} ({})", t.missed_vsyncs,
+                      t.missed_vsyncs == 1 ? "" : "s", bucket_name(t.bucket))},
+         {"cat", "frame"},
+         {"ph", "i"},
+         {"s", "t"},
+         {"pid", fr.pid},
+         {"tid", fr.tid},
+         {"ts", ts(t.deadline_ns)},
+         {"args", std::move(args)}});
+}
+
 // An async slice from its first seen stage to its last, and a zero-length
 // slice at each stage on the thread where it happened, linked by a flow.
 void TraceEvents::input_event(const InputEventInfo& e, const json& fields) {
@@ -369,8 +420,8 @@ void TraceEvents::input_event(const InputEventInfo& e, const json& fields) {
   const uint64_t id = next_id_++;
   const std::string channel = fields.value("channel", "");
   uint64_t first = std::numeric_limits<uint64_t>::max(), last = 0;
-  for (uint64_t ns :
-       {e.sent_ns, e.received_ns, e.finished_ns, e.finish_received_ns}) {
+  for (uint64_t ns : {e.sent_ns, e.received_ns, e.finished_ns,
+                      e.finish_received_ns, e.frame_end_ns}) {
     if (ns == 0) continue;
     first = std::min(first, ns);
     last = std::max(last, ns);
@@ -448,6 +499,7 @@ Status write_perfetto(std::ostream& os, const Findings& found,
        found.has_input ? input_events_not_listed(found.input) : 0},
       {"barriers_not_listed", found.has_barriers ? found.barriers.dropped : 0},
       {"timeline_spans_not_kept", found.analysis.timeline.dropped},
+      {"frames_not_kept", found.has_frames ? found.frames.timeline_omitted : 0},
   };
   json top = {{"displayTimeUnit", "ms"}, {"metadata", std::move(metadata)}};
   std::map<std::string, JsonElements> arrays;
