@@ -349,7 +349,7 @@ void glib_raw_channel(const std::string& sock_name,
   const std::string json = dir.file("report.json");
   Process app({"/usr/bin/python3", tests_dir() + "/programs/glib_input.py",
                "--socket", sock, "--log", log, "--events", "10", "--stall-at",
-               "3", "--stall-ms", "100", "--start-delay", "1500"},
+               "3", "--stall-ms", "100", "--start-delay", "3500"},
               dir.file("app.out"), dir.file("app.err"));
   ASSERT_TRUE(wait_for_text(dir.file("app.err"), "ready pid=", 10000))
       << read_file(dir.file("app.err"));
@@ -455,7 +455,7 @@ TEST(InputAttach, RunningAppWithAnUntracedDispatcher) {
   const std::string log = dir.file("truth.jsonl");
   const std::string json = dir.file("report.json");
   Process app(
-      {refapp_bin(), "--rate", "100", "--start-delay", "1500", "--duration",
+      {refapp_bin(), "--rate", "100", "--start-delay", "3500", "--duration",
        "1500", "--input-rate", "50", "--input-start", "0", "--log", log},
       dir.file("app.out"), dir.file("app.err"));
   ASSERT_TRUE(wait_for_text(dir.file("app.err"), "ready pid=", 10000))
