@@ -283,7 +283,7 @@ TEST_F(RefappDispatch, NestedDispatchesPairCorrectly) {
 TEST_F(RefappDispatch, AttachByPidAndDetachOnInterrupt) {
   const std::string log = dir_.file("truth.jsonl");
   const std::string json = dir_.file("report.json");
-  Process app({refapp_bin(), "--rate", "300", "--start-delay", "1500",
+  Process app({refapp_bin(), "--rate", "300", "--start-delay", "3000",
                "--duration", "4000", "--stall", "busy:40@300", "--stall",
                "sleep:60@900", "--log", log},
               dir_.file("app.out"), dir_.file("app.err"));
@@ -293,8 +293,9 @@ TEST_F(RefappDispatch, AttachByPidAndDetachOnInterrupt) {
                  dir_.file("lt.out"), dir_.file("lt.err"));
   ASSERT_TRUE(wait_for_text(dir_.file("lt.err"), "tracing", 10000))
       << read_file(dir_.file("lt.err"));
-  // Both stalls are over 1.5 + 0.9 s after start; interrupt after them.
-  std::this_thread::sleep_for(std::chrono::milliseconds(3200));
+  // Both stalls are over 3 + 0.9 s after start (attaching takes 1-2 s);
+  // interrupt after them.
+  std::this_thread::sleep_for(std::chrono::milliseconds(4700));
   ASSERT_TRUE(app.running());
   tracer.signal(SIGINT);
   EXPECT_EQ(tracer.wait(10000), 0) << read_file(dir_.file("lt.err"));

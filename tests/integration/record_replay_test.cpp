@@ -152,15 +152,16 @@ TEST(RecordReplay, SigkilledTracerLeavesAReplayableRecording) {
   std::string rec = dir.file("t.lt"), log = dir.file("app.jsonl");
   // The app runs under -p, so killing the tracer does not touch it.
   Process app({refapp_bin(), "--rate", "200", "--duration", "6000",
-               "--start-delay", "800", "--stall", "busy:150@300", "--stall",
+               "--start-delay", "2500", "--stall", "busy:150@300", "--stall",
                "busy:150@1300", "--log", log},
               dir.file("app.out"), dir.file("app.err"));
   ASSERT_TRUE(wait_for_text(dir.file("app.err"), "ready pid=", 5000));
   Process tracer({looptrace_bin(), "record", "--profile", "refapp", "-q", "-o",
                   rec, "-p", std::to_string(app.pid())},
                  dir.file("lt.out"), dir.file("lt.err"));
-  // Both stalls over (start delay 0.8 s + 1.45 s) and a flush (0.5 s) later.
-  usleep(3'300'000);
+  // Both stalls over (start delay 2.5 s, for an attach of 1-2 s, + 1.45 s)
+  // and a flush (0.5 s) later.
+  usleep(5'000'000);
   tracer.signal(SIGKILL);
   tracer.wait(5000);
   app.signal(SIGTERM);
