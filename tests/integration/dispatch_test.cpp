@@ -284,7 +284,7 @@ TEST_F(RefappDispatch, AttachByPidAndDetachOnInterrupt) {
   const std::string log = dir_.file("truth.jsonl");
   const std::string json = dir_.file("report.json");
   Process app({refapp_bin(), "--rate", "300", "--start-delay", "3000",
-               "--duration", "4000", "--stall", "busy:40@300", "--stall",
+               "--duration", "6000", "--stall", "busy:40@300", "--stall",
                "sleep:60@900", "--log", log},
               dir_.file("app.out"), dir_.file("app.err"));
   ASSERT_TRUE(wait_for_text(dir_.file("app.err"), "ready pid=", 5000));
