@@ -4,24 +4,12 @@
 
 #include "base/duration.h"
 #include "monitor/window.h"
+#include "profiles/profile.h"
 
 namespace looptrace {
 namespace {
 
 constexpr size_t kRanKept = 64;
-
-const char* role_metric(uint32_t role) {
-  switch (role) {
-    case LT_ROLE_DISPATCH:
-      return "dispatch";
-    case LT_ROLE_IDLE:
-      return "idle";
-    case LT_ROLE_DELIVERY:
-      return "delivery";
-    default:
-      return "";
-  }
-}
 
 }  // namespace
 
@@ -106,7 +94,7 @@ std::optional<Firing> TriggerCheck::check_span(const SpanEvent& s) {
       if (ran.size() > kRanKept) ran.pop_front();
     }
   }
-  const std::string role = role_metric(s.role);
+  const std::string role = role_name(s.role);
   for (const DumpTrigger& t : triggers_) {
     if (t.hang) continue;
     const std::string& m = t.cond.metric;
