@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks every shell script of the repository (the tracked files named *.sh
 # or starting with a sh or bash shebang): bash -n, then shellcheck
-# (scripts/setup.sh installs it). Exit status: 0 clean, 1 a finding.
+# (scripts/setup.sh installs it); then the layers of user/
+# (scripts/check-layers.py). Exit status: 0 clean, 1 a finding.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v shellcheck >/dev/null || { echo "lint: shellcheck is required (scripts/setup.sh)" >&2; exit 1; }
@@ -21,7 +22,9 @@ for f in "${files[@]}"; do
 done
 # -x: follow the sourced libraries (their `shellcheck source=` lines).
 shellcheck -x "${files[@]}" || status=1
+# The modules of user/ point one way, and the command line stays thin.
+scripts/check-layers.py || status=1
 if [[ $status -eq 0 ]]; then
-  echo "lint: ${#files[@]} shell scripts: bash -n and shellcheck clean" >&2
+  echo "lint: ${#files[@]} shell scripts: bash -n and shellcheck clean; layers clean" >&2
 fi
 exit "$status"

@@ -117,6 +117,26 @@ TEST(Cli, ParseErrorsAreOneLineAndExitTwo) {
   expect_error(run({looptrace_bin(), "record", "--json"}), 2, "--json");
 }
 
+// `looptrace help COMMAND` is `looptrace COMMAND --help`, as in git and
+// perf; `looptrace help` is `looptrace --help`.
+TEST(Cli, HelpCommandPrintsACommandsHelp) {
+  for (const char* command : {"record", "monitor", "report", "list"}) {
+    RunResult by_help = run({looptrace_bin(), "help", command});
+    RunResult by_flag = run({looptrace_bin(), command, "--help"});
+    EXPECT_EQ(by_help.exit_code, 0) << by_help.err;
+    EXPECT_NE(by_help.out.find(std::string("Usage: ") + looptrace_bin() + " " +
+                               command + " [OPTIONS]"),
+              std::string::npos)
+        << by_help.out;
+    EXPECT_EQ(by_help.out, by_flag.out) << command;
+  }
+  RunResult top = run({looptrace_bin(), "help"});
+  EXPECT_EQ(top.exit_code, 0) << top.err;
+  EXPECT_EQ(top.out, run({looptrace_bin(), "--help"}).out);
+  expect_error(run({looptrace_bin(), "help", "recrod"}), 2,
+               "help: unknown command 'recrod'");
+}
+
 // An unknown command is named, with the commands there are; it was "A
 // subcommand is required". --version and --debug take nothing unknown.
 TEST(Cli, UnknownCommandIsNamedWithTheCommands) {

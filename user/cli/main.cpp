@@ -14,11 +14,11 @@
 
 #include "base/duration.h"
 #include "base/log.h"
-#include "cli/inspect.h"
 #include "cli/monitor.h"
 #include "cli/record.h"
 #include "model/thresholds.h"
 #include "proc/pid.h"
+#include "profiles/inspect.h"
 #include "version.h"  // generated: LOOPTRACE_GIT_COMMIT
 
 namespace {
@@ -438,7 +438,8 @@ std::string check_debug_areas(const std::string& text) {
 int no_command(const CLI::App& app, bool version) {
   std::string names;
   for (const CLI::App* sub : app.get_subcommands({}))
-    names += (names.empty() ? "" : ", ") + sub->get_name();
+    if (!sub->get_group().empty())
+      names += (names.empty() ? "" : ", ") + sub->get_name();
   const std::vector<std::string> extra = app.remaining();
   std::string what;
   if (!extra.empty() && !extra[0].empty() && extra[0][0] == '-')
@@ -456,6 +457,32 @@ int no_command(const CLI::App& app, bool version) {
   }
   std::fprintf(stderr, "looptrace: error: %s; the commands: %s\n", what.c_str(),
                names.c_str());
+  return 2;
+}
+
+// `looptrace help [COMMAND]`: that command's --help, or looptrace's.
+int print_help(const CLI::App& app, const std::string& topic) {
+  // The formatter, not help(): that one prints the selected command's
+  // (help's own).
+  const auto& format = *app.get_formatter();
+  if (topic.empty()) {
+    std::fputs(
+        format.make_help(&app, app.get_name(), CLI::AppFormatMode::Normal)
+            .c_str(),
+        stdout);
+    return 0;
+  }
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    if (sub->get_name() != topic || sub->get_group().empty()) continue;
+    std::fputs(format
+                   .make_help(sub, app.get_name() + " " + sub->get_name(),
+                              CLI::AppFormatMode::Normal)
+                   .c_str(),
+               stdout);
+    return 0;
+  }
+  std::fprintf(stderr, "looptrace: error: help: unknown command '%s'\n",
+               looptrace::log::printable(topic, 60).c_str());
   return 2;
 }
 
@@ -525,6 +552,13 @@ int main(int argc, char** argv) {
                                       "looptrace and compare with its own log");
   demo->add_option("--json", demo_json, "Also write the JSON report to FILE");
 
+  // `looptrace help [COMMAND]`, as git and perf have it.
+  std::string help_topic;
+  CLI::App* help =
+      app.add_subcommand("help", "Print the help of a command (or this one)");
+  help->add_option("COMMAND", help_topic, "The command");
+  help->group("");  // not listed: the commands' list stays what they do
+
   app.footer(std::string(kExamples) + "\nThe manual: man looptrace\n");
   point_to_manual({rec, mon, rep, profiles, list, check, demo});
   // An unknown command is kept, to be named (set after the subcommands:
@@ -553,6 +587,7 @@ int main(int argc, char** argv) {
   if (!debug_areas.empty()) looptrace::log::enable_debug_areas(debug_areas);
   if (verbose) looptrace::log::enable_debug_areas("libbpf");
 
+  if (*help) return print_help(app, help_topic);
   if (*profiles) return looptrace::run_profiles();
   if (*list) return run_list_command(list_args);
   if (*check) return looptrace::run_check(check_args);

@@ -10,9 +10,9 @@
 #include <memory>
 
 #include "base/duration.h"
+#include "base/exit.h"
 #include "base/log.h"
 #include "base/size.h"
-#include "cli/status.h"
 #include "loader/live_source.h"
 #include "loader/tracer.h"
 #include "monitor/metrics.h"

@@ -7,15 +7,15 @@
 #include <iostream>
 #include <memory>
 
-#include "cli/live_view.h"
-#include "cli/record_lines.h"
-#include "cli/status.h"
+#include "base/exit.h"
 #include "loader/live_source.h"
 #include "loader/tracer.h"
+#include "output/live_view.h"
 #include "output/recording_sink.h"
 #include "pipeline/analysis.h"
 #include "pipeline/symbols.h"
 #include "plan/plan.h"
+#include "plan/record_lines.h"
 #include "proc/target.h"
 
 namespace looptrace {

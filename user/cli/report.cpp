@@ -2,9 +2,9 @@
 // the same reports as `record`.
 #include <iostream>
 
+#include "base/exit.h"
 #include "base/log.h"
 #include "cli/record.h"
-#include "cli/status.h"
 #include "pipeline/analysis.h"
 #include "pipeline/replay.h"
 #include "pipeline/symbols.h"

@@ -48,8 +48,6 @@ struct LiveEnd {
   uint64_t end_ns = 0;
 };
 
-inline constexpr const char* kCommandExited = "command exited";
-
 // Installs the SIGINT/SIGTERM handlers that stop a live run, and SIGHUP's:
 // a stop too (a closed terminal), or with hangup_stops false a call of
 // LiveClient::hangup() (a service's "say how you are").

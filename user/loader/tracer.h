@@ -17,6 +17,7 @@
 
 #include "base/status.h"
 #include "trace/events.h"
+#include "trace/kernel_counts.h"
 #include "trace/options.h"
 
 namespace looptrace {
@@ -28,12 +29,12 @@ Status check_bpf_environment();
 // Routes libbpf's messages through our log (shown with -v / --debug=libbpf).
 void install_libbpf_logger();
 
-class Tracer {
+class Tracer : public KernelCounts {
  public:
   using Sink = std::function<void(Event&&)>;
 
   static Result<std::unique_ptr<Tracer>> Create(const TraceOptions& opts);
-  ~Tracer();
+  ~Tracer() override;
   Tracer(const Tracer&) = delete;
   Tracer& operator=(const Tracer&) = delete;
 
@@ -47,7 +48,7 @@ class Tracer {
   // Tracer is destroyed: that takes the kernel about 100 ms a probe.
   Status stop(const Sink& sink);
 
-  std::vector<ThreadHistogram> read_histograms() const;
+  std::vector<ThreadHistogram> read_histograms() const override;
   // The keys of a probe that hold a Python code object
   // (LT_KEY_OP_PYCODE), as a bit mask of key indices.
   uint32_t pycode_keys(uint32_t probe_id) const;
@@ -56,7 +57,7 @@ class Tracer {
   std::vector<SpanEvent> read_in_flight(
       const std::set<std::pair<uint32_t, uint32_t>>& threads,
       uint64_t now_ns) const;
-  Counters read_counters() const;
+  Counters read_counters() const override;
   // How input calls are probed, for the user: "raw syscall tracepoints",
   // "syscall tracepoints", "uprobes"; empty without input.
   const std::string& input_hook() const;

@@ -17,6 +17,9 @@
 
 namespace looptrace {
 
+// The reason a live run gives when the traced command ended on its own.
+inline constexpr const char* kCommandExited = "command exited";
+
 // A command started stopped: it execs only when released, after the probes
 // are attached, so its first dispatch is already traced. An exec failure
 // comes back through a close-on-exec pipe: EOF means the exec happened.

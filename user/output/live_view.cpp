@@ -1,4 +1,4 @@
-#include "cli/live_view.h"
+#include "output/live_view.h"
 
 #include <unistd.h>
 
@@ -46,7 +46,7 @@ void LiveView::consume(const Event& ev) {
                     sp->comm, state));
 }
 
-void LiveView::progress(uint64_t now_ns, const Tracer& tracer,
+void LiveView::progress(uint64_t now_ns, const KernelCounts& tracer,
                         uint64_t input_events) {
   if (!tty_) return;
   now_ns_ = now_ns;

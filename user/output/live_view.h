@@ -8,12 +8,12 @@
 #include <cstdint>
 #include <string>
 
-#include "loader/tracer.h"
 #include "output/events_writer.h"
 #include "pipeline/analysis.h"
 #include "report/report_common.h"
 #include "symbolize/symbolizer.h"
 #include "trace/events.h"
+#include "trace/kernel_counts.h"
 #include "trace/stream.h"
 
 namespace looptrace {
@@ -33,7 +33,8 @@ class LiveView : public EventSink, public AlertListener {
   // Redraws the status line (at most four times a second); reads the
   // kernel's counts from `tracer` once a second. `input_events`: those the
   // analysis has seen (Analysis::input_events()).
-  void progress(uint64_t now_ns, const Tracer& tracer, uint64_t input_events);
+  void progress(uint64_t now_ns, const KernelCounts& tracer,
+                uint64_t input_events);
   // One line on stderr, above the status line.
   void print(const std::string& line);
   // Clears the status line for good.

@@ -1,4 +1,4 @@
-#include "cli/status.h"
+#include "base/exit.h"
 
 #include <cstdio>
 

@@ -1,4 +1,4 @@
-#include "cli/record_lines.h"
+#include "plan/record_lines.h"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,6 @@
 
 #include "base/log.h"
 #include "base/text.h"
-#include "loader/live_source.h"
 #include "proc/command.h"
 #include "profiles/profile.h"
 

@@ -1,4 +1,4 @@
-#include "cli/inspect.h"
+#include "profiles/inspect.h"
 
 #include <fmt/format.h>
 #include <fnmatch.h>
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "base/exit.h"
 #include "base/log.h"
-#include "cli/status.h"
 #include "elf/elf_file.h"
 #include "elf/resolve.h"
 #include "proc/maps.h"
