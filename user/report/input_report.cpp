@@ -275,18 +275,28 @@ void write_input_totals(std::ostream& os, const InputAnalysis& a,
     const bool display =
         ctx.probes && std::any_of(ctx.probes->begin(), ctx.probes->end(),
                                   [](const ProbeDef& p) { return p.input; });
-    report::put(os, "  no input channel seen; looked for:");
-    report::put(os, "    Android InputChannels (AF_UNIX SOCK_SEQPACKET)");
+    // With a display profile, -p's connections were traced (the banner
+    // named them): a program nobody types into reads no input on them.
+    report::put(os, display ? "  no input message seen on what was traced:"
+                            : "  no input channel seen; looked for:");
     if (display)
       report::put(os,
                   "    X11 and Wayland connections of -p PID (the profile's "
                   "display input)");
-    report::put(os,
-                "  pick one with -p PID and --input-peer auto (its X11 and "
-                "Wayland");
-    report::put(os,
-                "    connections), --input-peer PATH (connected to PATH) or "
-                "--input-fd FD");
+    report::put(os, "    Android InputChannels (AF_UNIX SOCK_SEQPACKET)");
+    if (display) {
+      report::put(os,
+                  "  (none while nothing was typed); another channel: "
+                  "--input-peer PATH");
+      report::put(os, "    (connected to PATH) or --input-fd FD");
+    } else {
+      report::put(os,
+                  "  pick one with -p PID and --input-peer auto (its X11 and "
+                  "Wayland");
+      report::put(os,
+                  "    connections), --input-peer PATH (connected to PATH) or "
+                  "--input-fd FD");
+    }
   }
   if (a.legacy_messages)
     report::put(os, fmt::format("  {} messages in the legacy (Android 9) "

@@ -495,13 +495,23 @@ void write_text_report(std::ostream& os, const DispatchAnalysis& analysis,
   if (any_probe && analysis.threads.empty() && analysis.slow.empty()) {
     os << '\n';
     put(os, "no spans: no probed function returned while tracing");
-    // What to try: where the probes went, and what else is there.
-    put(os, "  try: looptrace check PROFILE [-p PID] (where each probe went),");
-    put(os,
-        "  looptrace list BINARY GLOB (what else can be probed); custom GLib");
-    put(os,
-        "  sources (GDK events): --dispatch "
-        "libglib-2.0.so.0:g_main_context_dispatch");
+    // A program waiting for input or a timer dispatches nothing: the probes
+    // may be right. Else, what to try: where the probes went, and what else
+    // is there.
+    put(os, "  (a program nobody uses may dispatch nothing: try again while");
+    put(os, "  it works); else try: looptrace check PROFILE [-p PID] (where");
+    put(os, "  each probe went), looptrace list BINARY GLOB (what else can be");
+    const bool custom =
+        ctx.probes && std::any_of(ctx.probes->begin(), ctx.probes->end(),
+                                  [](const ProbeDef& p) {
+                                    return p.label.rfind("GLib custom", 0) == 0;
+                                  });
+    if (custom) {
+      put(os, "  probed)");
+    } else {
+      put(os, "  probed); custom GLib sources (GDK events): --dispatch");
+      put(os, "  libglib-2.0.so.0:g_main_context_dispatch");
+    }
   }
   for (uint32_t r = 0; r < LT_ROLE_MAX; ++r) write_threads(os, analysis, r);
   report::FrameNames names(ctx.symbolizer);
