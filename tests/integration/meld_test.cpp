@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <set>
 #include <string>
@@ -85,11 +86,25 @@ TEST(Meld, SlowSpansNameMeldsOwnPythonFunctions) {
   // "qualname (file.py:line)"
   const std::regex py_frame("^(.*) \\(([^():]+\\.py):([0-9]+)\\)$");
   std::set<std::string> named;
-  size_t spans_with_meld = 0;
+  size_t spans_with_meld = 0, key_in_meld = 0;
   for (const auto& s : report["slow_dispatches"]) {
     bool any = false;
-    for (const auto& st : s["stacks"])
-      for (const auto& f : st["frames_detail"]) {
+    for (const auto& st : s["stacks"]) {
+      // The key line, by default, is the innermost frame of meld's
+      // package (the program's own code, though installed in
+      // dist-packages), not the script's run_application.
+      const auto& frames = st["frames_detail"];
+      std::optional<size_t> innermost;
+      for (size_t i = 0; i < frames.size() && !innermost; ++i)
+        if (frames[i]["module"].is_string() &&
+            frames[i]["module"].get<std::string>().starts_with(kMeldPackage))
+          innermost = i;
+      if (innermost) {
+        EXPECT_EQ(st["key_frame"], *innermost)
+            << frames[*innermost]["function"] << " is not the key frame";
+        key_in_meld += st["key_frame"] == *innermost;
+      }
+      for (const auto& f : frames) {
         if (!f["module"].is_string()) continue;
         const std::string module = f["module"];
         if (!module.starts_with(kMeldPackage)) continue;
@@ -104,8 +119,10 @@ TEST(Meld, SlowSpansNameMeldsOwnPythonFunctions) {
         named.insert(fn);
         any = true;
       }
+    }
     spans_with_meld += any;
   }
+  EXPECT_GT(key_in_meld, 0u);
   EXPECT_GT(spans_with_meld, 0u)
       << "no slow span's stack names meld's code; "
       << report["slow_dispatches"].size() << " slow spans";

@@ -209,6 +209,52 @@ SlowSpan busy_span(const PyStacks& p) {
   return s;
 }
 
+// An application the distribution installed keeps its code in
+// dist-packages/NAME/ and runs it from /usr/bin/NAME (Debian's meld): by
+// default that package is its own code, found from the main script (the
+// outermost Python frame); other installed packages are not.
+TEST(KeyFrame, AnInstalledApplicationsPackageIsItsOwnCode) {
+  TableSymbolizer sym;
+  report::FrameNames names(&sym);
+  const std::string dist = "/usr/lib/python3/dist-packages/";
+  const uint64_t eval =
+      sym.native("/usr/bin/python3.11", "_PyEval_EvalFrameDefault");
+  const uint64_t tmpl =
+      sym.py(dist + "gi/_gtktemplate.py", "init_template", 160);
+  const uint64_t init =
+      sym.py(dist + "meld/newdifftab.py", "NewDiffTab.__init__", 68);
+  const uint64_t action =
+      sym.py(dist + "meld/meldwindow.py", "MeldWindow.action_new_tab", 520);
+  const uint64_t run =
+      sym.py(dist + "gi/overrides/Gio.py", "Application.run", 40);
+  const uint64_t app_main = sym.py("/usr/bin/meld", "run_application", 448);
+  const uint64_t other = sym.py(dist + "meldx/util.py", "helper", 3);
+  AppCode app;
+  std::vector<uint64_t> frames = {eval, tmpl, init, action, run, app_main};
+  auto k = report::key_frame(1, frames, app, names);
+  ASSERT_TRUE(k);
+  EXPECT_EQ(k->index, 2u);  // NewDiffTab.__init__, not the template code
+  EXPECT_EQ(k->by, "default");
+  // A package whose name only starts like the script's is not its own.
+  k = report::key_frame(1, {other, app_main}, app, names);
+  ASSERT_TRUE(k);
+  EXPECT_EQ(k->index, 1u);
+  // Without the main script in the stack (a cut stack), no package is.
+  k = report::key_frame(1, {eval, tmpl, init, run}, app, names);
+  EXPECT_FALSE(k);
+  // A script named like a package is found with '-' as '_'.
+  const uint64_t tweak = sym.py("/usr/bin/my-tool", "main", 9);
+  const uint64_t lib = sym.py(dist + "my_tool/core.py", "work", 5);
+  k = report::key_frame(1, {eval, lib, tweak}, app, names);
+  ASSERT_TRUE(k);
+  EXPECT_EQ(k->index, 1u);
+  // --app-code replaces the default, the package rule too.
+  AppCode gi({"gi/*"});
+  k = report::key_frame(1, frames, gi, names);
+  ASSERT_TRUE(k);
+  EXPECT_EQ(k->index, 1u);
+}
+
 TEST(FunctionStacks, MergeStacksThatDifferInLinesAndOffsetsOnly) {
   PyStacks p;
   report::FrameNames names(&p.sym);

@@ -40,10 +40,28 @@ bool interpreter(std::string_view path) {
   return false;
 }
 
-bool owned_by_default(const std::string& module, bool py) {
+// Whether `module` is in the installed package `package`
+// (".../dist-packages/meld/meldwindow.py" is in "meld").
+bool in_package(std::string_view module, std::string_view package) {
+  if (package.empty()) return false;
+  for (std::string_view dir : {"/dist-packages/", "/site-packages/"}) {
+    size_t at = module.find(dir);
+    if (at == std::string_view::npos) continue;
+    std::string_view rest = module.substr(at + dir.size());
+    if (rest.size() > package.size() &&
+        rest.substr(0, package.size()) == package &&
+        rest[package.size()] == '/')
+      return true;
+  }
+  return false;
+}
+
+bool owned_by_default(const std::string& module, bool py,
+                      std::string_view package) {
   // [vdso], [anon], [python] (an unreadable code object), <frozen ...>,
   // <string>, an unknown module.
   if (module.empty() || module[0] == '[' || module[0] == '<') return false;
+  if (py && in_package(module, package)) return true;
   if (system_path(module)) return false;
   if (py) return true;
   // A native frame: a mapped file, not a memfd or a device.
@@ -84,11 +102,12 @@ AppCode::AppCode(const std::vector<std::string>& patterns) {
     if (!p.empty()) patterns_.push_back(std::move(p));
 }
 
-bool AppCode::owns(const Frame& f, bool py, std::string* by) {
-  auto [it, fresh] = cache_.try_emplace({py, f.module}, -2);
+bool AppCode::owns(const Frame& f, bool py, std::string* by,
+                   const std::string& package) {
+  auto [it, fresh] = cache_.try_emplace({py, f.module, package}, -2);
   if (fresh) {
     if (patterns_.empty()) {
-      if (owned_by_default(f.module, py)) it->second = -1;
+      if (owned_by_default(f.module, py, package)) it->second = -1;
     } else if (!f.module.empty()) {
       for (size_t i = 0; i < patterns_.size(); ++i)
         if (glob_matches(patterns_[i], f.module)) {
@@ -124,13 +143,40 @@ Status check_app_code(const std::vector<std::string>& patterns) {
   return Status::Ok();
 }
 
+namespace {
+
+// The installed package named after the main script ("" when none).
+std::string main_script_package(uint32_t pid,
+                                const std::vector<uint64_t>& frames,
+                                FrameNames& names) {
+  // The outermost Python frame is the main script's (or runpy's, for
+  // `python3 -m`: then there is no script, and no package).
+  for (size_t i = frames.size(); i-- > 0;) {
+    if (!python::is_py_frame(frames[i])) continue;
+    const std::string& file = names.frame(pid, frames[i]).module;
+    if (file.empty() || file[0] != '/' || system_path(file)) return "";
+    std::string stem = file.substr(file.rfind('/') + 1);
+    if (stem.size() > 3 && stem.compare(stem.size() - 3, 3, ".py") == 0)
+      stem.resize(stem.size() - 3);
+    std::replace(stem.begin(), stem.end(), '-', '_');
+    return stem;
+  }
+  return "";
+}
+
+}  // namespace
+
 std::optional<KeyFrame> key_frame(uint32_t pid,
                                   const std::vector<uint64_t>& frames,
                                   AppCode& app, FrameNames& names) {
   KeyFrame k;
+  // An application the distribution installed: /usr/bin/meld runs the
+  // package in dist-packages/meld/, which is its own code.
+  const std::string package =
+      app.patterns().empty() ? main_script_package(pid, frames, names) : "";
   for (size_t i = 0; i < frames.size(); ++i) {
     const Frame& f = names.frame(pid, frames[i]);
-    if (!app.owns(f, python::is_py_frame(frames[i]), &k.by)) continue;
+    if (!app.owns(f, python::is_py_frame(frames[i]), &k.by, package)) continue;
     k.index = i;
     return k;
   }

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -23,12 +24,13 @@ namespace looptrace::report {
 // What counts as the program's own code. By default (no pattern): a Python
 // frame whose file is not under /usr/lib, /lib (and their 32/64 kin), the
 // interpreter's standard library or a site-packages/dist-packages
-// directory, nor <frozen ...> or <string>; a native frame whose module is
-// a file outside those directories that is not an interpreter (python*,
-// node...). With patterns (--app-code), only the frames whose module path
-// (a native frame's mapped file, a Python frame's source file) matches one
-// of them: a glob, '*' matching '/' too; one without a leading '/'
-// matches the path or any tail of it after a '/' ("glib_loop.py",
+// directory, nor <frozen ...> or <string>, or one in the installed package
+// named after the main script (/usr/bin/meld: dist-packages/meld/); a native
+// frame whose module is a file outside those directories that is not an
+// interpreter (python*, node...). With patterns (--app-code), only the frames
+// whose module path (a native frame's mapped file, a Python frame's source
+// file) matches one of them: a glob, '*' matching '/' too; one without a
+// leading '/' matches the path or any tail of it after a '/' ("glib_loop.py",
 // "meld/*", "src/*.py").
 class AppCode {
  public:
@@ -37,15 +39,18 @@ class AppCode {
   explicit AppCode(const std::vector<std::string>& patterns = {});
 
   // Whether f (a Python frame when py) is the program's own code; *by is
-  // "default" or the pattern that matched.
-  bool owns(const Frame& f, bool py, std::string* by = nullptr);
+  // "default" or the pattern that matched. `package`: by default, Python
+  // files of the installed package of that name (dist-packages/NAME/)
+  // are the program's own too (key_frame: the main script's name).
+  bool owns(const Frame& f, bool py, std::string* by = nullptr,
+            const std::string& package = "");
   const std::vector<std::string>& patterns() const { return patterns_; }
 
  private:
   std::vector<std::string> patterns_;
-  // (py, module) -> index of the pattern that matched, -1 the default
-  // rule, -2 not owned: a module recurs in every stack.
-  std::map<std::pair<bool, std::string>, int> cache_;
+  // (py, module, package) -> index of the pattern that matched, -1 the
+  // default rule, -2 not owned: a module recurs in every stack.
+  std::map<std::tuple<bool, std::string, std::string>, int> cache_;
 };
 
 // --app-code as typed: one line naming what is wrong (an empty pattern,
