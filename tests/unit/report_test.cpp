@@ -614,6 +614,45 @@ TEST(TextReport, HostileNamesAreEscaped) {
       << json;
 }
 
+// A sample goes to the innermost span running: an outer span whose time
+// was all in a nested one has none of its own, and says where they are
+// (GDK's event source dispatching a GTK key press, in meld).
+TEST(TextReport, AnOuterSpanSaysItsSamplesAreInTheNestedOne) {
+  DispatchAnalysis a;
+  auto add = [&a](uint32_t depth, uint64_t start, uint64_t dur,
+                  uint32_t samples) {
+    SlowSpan s;
+    s.span.pid = s.span.tid = 7;
+    s.span.comm = "meld";
+    s.span.role = LT_ROLE_DISPATCH;
+    s.span.depth = depth;
+    s.span.start_ns = start;
+    s.span.duration_ns = dur;
+    s.nsamples = samples;
+    if (samples) {
+      StackGroup g;
+      g.frames = {0x1234};
+      g.count = samples;
+      s.stacks.push_back(g);
+    }
+    a.slow.push_back(s);
+  };
+  add(0, 100 * kMs, 180 * kMs, 0);
+  add(1, 101 * kMs, 178 * kMs, 166);
+  add(0, 400 * kMs, 50 * kMs, 0);  // nothing nested: no samples at all
+  ReportContext ctx;
+  ctx.slow_ns = {16 * kMs, 16 * kMs};
+  ctx.start_ns = 1;
+  std::ostringstream os;
+  write_text_report(os, a, ctx);
+  const std::string out = os.str();
+  EXPECT_NE(out.find("    no stack samples of its own: 166 in the nested "),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find(" (#2)\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("    no stack samples\n"), std::string::npos) << out;
+}
+
 TEST(TextReport, EmptyRun) {
   ReportContext ctx;
   ctx.slow_ns = {16 * kMs, 16 * kMs};

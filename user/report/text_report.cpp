@@ -148,10 +148,13 @@ void write_frames(std::ostream& os, uint32_t pid,
 
 // Where the span was stuck: its samples merged by function (a Python loop
 // spreads them over lines), shown by the commonest exact stack.
+// `nested`: where the samples went when the span has none of its own (a
+// sample goes to the innermost span running).
 void write_stacks(std::ostream& os, const SlowSpan& s, report::AppCode& app,
-                  report::FrameNames& names) {
+                  report::FrameNames& names, const std::string& nested) {
   if (s.stacks.empty()) {
-    put(os, "    no stack samples");
+    put(os, nested.empty() ? "    no stack samples"
+                           : "    no stack samples of its own: " + nested);
     return;
   }
   const report::StuckHere top = report::stuck_here(s, app, names);
@@ -387,6 +390,25 @@ void write_slow_deliveries(std::ostream& os, const DispatchAnalysis& a,
   }
 }
 
+// For a slow span without samples, the first slow span nested in it that
+// has some ("166 in the nested GTK event GDK_KEY_PRESS (#2)"); "" if none.
+std::string nested_samples(const std::vector<const SlowSpan*>& spans, size_t i,
+                           const ReportContext& ctx) {
+  const SpanEvent& outer = spans[i]->span;
+  if (!spans[i]->stacks.empty()) return "";
+  for (size_t j = 0; j < spans.size(); ++j) {
+    const SpanEvent& in = spans[j]->span;
+    if (j == i || in.tid != outer.tid || in.pid != outer.pid ||
+        in.depth <= outer.depth || in.start_ns < outer.start_ns ||
+        in.start_ns + in.duration_ns > outer.start_ns + outer.duration_ns ||
+        spans[j]->nsamples == 0)
+      continue;
+    return fmt::format("{} in the nested {} (#{})", spans[j]->nsamples,
+                       report::describe_target(in, ctx).text, j + 1);
+  }
+  return "";
+}
+
 void write_slow(std::ostream& os, const DispatchAnalysis& a,
                 const ReportContext& ctx, uint32_t role, report::AppCode& app,
                 report::FrameNames& names) {
@@ -442,7 +464,7 @@ void write_slow(std::ostream& os, const DispatchAnalysis& a,
       times += fmt::format("  stopped {} ({}%)", format_duration(e.stopped_ns),
                            share(e.stopped_ns));
     put(os, times);
-    write_stacks(os, *spans[i], app, names);
+    write_stacks(os, *spans[i], app, names, nested_samples(spans, i, ctx));
     write_blocked(os, *spans[i], app, names);
   }
 }
