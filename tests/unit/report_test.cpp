@@ -653,6 +653,34 @@ TEST(TextReport, AnOuterSpanSaysItsSamplesAreInTheNestedOne) {
   EXPECT_NE(out.find("    no stack samples\n"), std::string::npos) << out;
 }
 
+// A blocking place's time (switch to wakeup) and the split's blocked time
+// (the kernel's counters) differ by microseconds; the place is never shown
+// as more than the whole.
+TEST(TextReport, ABlockingPlaceIsNoMoreThanTheBlockedTime) {
+  DispatchAnalysis a;
+  SlowSpan s;
+  s.span.pid = s.span.tid = 7;
+  s.span.comm = "meld";
+  s.span.role = LT_ROLE_DISPATCH;
+  s.span.start_ns = 100 * kMs;
+  s.span.duration_ns = 16'700'000;
+  s.span.cpu_ns = 14'540'000;  // blocked: 2.16 ms
+  BlockGroup g;
+  g.frames = {0x1234};
+  g.count = 10;
+  g.blocked_ns = 2'170'000;
+  s.blocked.push_back(g);
+  a.slow.push_back(s);
+  ReportContext ctx;
+  ctx.slow_ns = {16 * kMs, 16 * kMs};
+  ctx.start_ns = 1;
+  std::ostringstream os;
+  write_text_report(os, a, ctx);
+  EXPECT_NE(os.str().find("    blocked here: 2.16ms of 2.16ms (10 times)"),
+            std::string::npos)
+      << os.str();
+}
+
 TEST(TextReport, EmptyRun) {
   ReportContext ctx;
   ctx.slow_ns = {16 * kMs, 16 * kMs};
