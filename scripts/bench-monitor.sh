@@ -8,23 +8,28 @@
 # monitor its own CPU over the same time, its resident memory sampled every
 # --every seconds (flat or not) and its peak; then the time to write one
 # dump (a 300 ms stall, `--dump-if 'dispatch > 250ms'`, from the monitor's
-# own dump line). Interleaved alone/monitored over --repeats runs.
+# own dump line). Interleaved alone/monitored over --repeats runs. Last,
+# what a Prometheus scrape costs: the monitor serving --metrics for the
+# app at --rate, --scrapes GETs of /metrics one after another, each one's
+# time (curl's time_total) and the monitor's CPU per scrape (its CPU over
+# the scrapes less its CPU over as long without them).
 #
 # Usage: sudo scripts/bench-monitor.sh [-B BUILD] [--rate N] [--seconds S]
 #        [--repeats N] [--every S] [--smoke]
 #   --smoke   2 s runs, one each, a 3 s dump run: every step, no figure
 set -euo pipefail
-build=build rate=1000 seconds=20 repeats=3 every=5 dump_s=13
+build=build rate=1000 seconds=20 repeats=3 every=5 dump_s=13 scrapes=200
 usage="usage: $0 [-B BUILD] [--rate N] [--seconds S] [--repeats N] [--every S] [--smoke]"
 while (($#)); do
   case $1 in
     -h | --help) echo "$usage"; exit 0 ;;
-    --smoke) seconds=2 repeats=1 every=1 dump_s=3; shift ;;
+    --smoke) seconds=2 repeats=1 every=1 dump_s=3 scrapes=5; shift ;;
     -B) build=$2; shift 2 ;;
     --rate) rate=$2; shift 2 ;;
     --seconds) seconds=$2; shift 2 ;;
     --repeats) repeats=$2; shift 2 ;;
     --every) every=$2; shift 2 ;;
+    --scrapes) scrapes=$2; shift 2 ;;
     *) echo "$usage" >&2; exit 2 ;;
   esac
 done
@@ -90,3 +95,32 @@ wait "$mon" || true
 echo
 grep 'looptrace: dump pid' "$tmp/mon.err" | sed 's/.*: \(.*\) (\(.*\))$/dump: \2/' ||
   { echo "bench-monitor: no dump written: $(cat "$tmp/mon.err")" >&2; exit 1; }
+
+# Scrapes: the monitor with --metrics while the app runs; its CPU over a
+# quiet stretch, then over --scrapes GETs of /metrics.
+port=$((20000 + RANDOM % 20000))
+start_monitor --metrics "127.0.0.1:$port"
+"$app" --rate "$rate" --messages "$((rate * 600))" >/dev/null 2>&1 &
+appid=$!
+sleep 2
+curl -sf "http://127.0.0.1:$port/metrics" >"$tmp/metrics.txt" ||
+  { echo "bench-monitor: no /metrics on port $port: $(cat "$tmp/mon.err")" >&2; exit 1; }
+t0=$(date +%s.%N) q0=$(proc_cpu "$mon")
+sleep 3
+q1=$(proc_cpu "$mon") t1=$(date +%s.%N)
+: >"$tmp/scrape-times"
+for _ in $(seq "$scrapes"); do
+  curl -sf -o /dev/null -w '%{time_total}\n' "http://127.0.0.1:$port/metrics" >>"$tmp/scrape-times"
+done
+s1=$(proc_cpu "$mon") t2=$(date +%s.%N)
+kill "$appid" 2>/dev/null || true
+wait "$appid" 2>/dev/null || true
+kill -INT "$mon"
+wait "$mon" || true
+awk -v n="$scrapes" -v q0="$q0" -v q1="$q1" -v s1="$s1" -v t0="$t0" -v t1="$t1" -v t2="$t2" \
+  -v lines="$(grep -vc '^#' "$tmp/metrics.txt")" -v bytes="$(wc -c <"$tmp/metrics.txt")" '
+  { sum += $1; if ($1 > max) max = $1 } END {
+    quiet = (q1 - q0) / (t1 - t0)
+    printf "scrape: %d GETs of %d series lines (%d bytes): %.2f ms mean, %.2f ms max; monitor cpu %.2f ms per scrape\n",
+      n, lines, bytes, sum / n * 1000, max * 1000, ((s1 - q1) - quiet * (t2 - t1)) / n * 1000
+  }' "$tmp/scrape-times"
