@@ -9,6 +9,7 @@
 #include "analysis/input.h"
 #include "input_message_fixtures.h"
 #include "looptrace/abi.h"
+#include "monitor/trigger.h"
 
 namespace looptrace {
 namespace {
@@ -597,6 +598,50 @@ TEST(InputAnalysisTest, StreamOnlyHandsEachFinalEventOnAndKeepsNone) {
   EXPECT_TRUE(a.events.empty());
   EXPECT_TRUE(a.channels.empty());
   EXPECT_TRUE(a.timeline.empty());
+}
+
+// `monitor --dump-if 'input.STAGE OP D'`: judged on each input event as
+// it becomes final (its consuming dispatch ended, the stream moved on),
+// once, with the stage's value; an event under the limit fires nothing.
+TEST(TriggerCheckInput, FiresOnTheEventThatMadeItsStageKnown) {
+  SessionEvent session;
+  session.has_input = true;
+  TriggerCheck c({*parse_dump_trigger("input.handling_latency_dur > 3ms")},
+                 session, FrameOptions{});
+  // Read at 10 ms in a dispatch 9-14 ms: handled in 4 ms, over 3 ms.
+  EXPECT_FALSE(c.check(raw_read(500, 10 * kMs, 3000, 1, 9 * kMs, 7)));
+  EXPECT_FALSE(
+      c.check(span(3000, 7, 9 * kMs, 14 * kMs, 0, LT_SPAN_INPUT, 3000)));
+  // Final once the stream moved on: this span's end says so.
+  auto f = c.check(span(3000, 8, 3000 * kMs, 3001 * kMs, 0, 0, 3000));
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->pid, 3000u);
+  EXPECT_EQ(f->tid, 3000u);
+  EXPECT_EQ(f->ts_ns, 14 * kMs);
+  EXPECT_EQ(f->why, "input.handling_latency_dur 4.00ms > 3ms") << f->why;
+  // Handled in 1 ms: nothing.
+  EXPECT_FALSE(c.check(raw_read(500, 4000 * kMs, 3000, 1, 3999 * kMs, 9)));
+  EXPECT_FALSE(
+      c.check(span(3000, 9, 3999 * kMs, 4001 * kMs, 0, LT_SPAN_INPUT, 3000)));
+  EXPECT_FALSE(c.check(span(3000, 10, 9000 * kMs, 9001 * kMs, 0, 0, 3000)));
+  // Without input traced, an input trigger judges nothing.
+  TriggerCheck none({*parse_dump_trigger("input.handling_latency_dur > 3ms")},
+                    SessionEvent{}, FrameOptions{});
+  EXPECT_FALSE(none.check(raw_read(500, 10 * kMs, 3000, 1, 9 * kMs, 7)));
+  EXPECT_FALSE(
+      none.check(span(3000, 7, 9 * kMs, 14 * kMs, 0, LT_SPAN_INPUT, 3000)));
+  EXPECT_FALSE(none.check(span(3000, 8, 3000 * kMs, 3001 * kMs, 0, 0, 3000)));
+}
+
+TEST(TriggerCheckInput, StagesAreTriggerMetrics) {
+  for (int s = 0; s < kInputStages; ++s) {
+    const std::string metric =
+        "input." + std::string(input_stage_name(static_cast<InputStage>(s)));
+    auto t = parse_dump_trigger(metric + " > 100ms");
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    EXPECT_EQ(t->cond.metric, metric);
+  }
+  EXPECT_FALSE(parse_dump_trigger("input.nosuch_dur > 1ms").ok());
 }
 
 TEST(InputAnalysisTest, RawReadOutsideDispatchesGoesToTheNextFlaggedOne) {

@@ -128,7 +128,7 @@ TEST(DumpTrigger, BadExpressionsAreOneLineUsageErrors) {
 TEST(TriggerCheck, FiresOnTheSpanThatCrossesAndSaysWhy) {
   TriggerCheck c({*parse_dump_trigger("dispatch > 100ms"),
                   *parse_dump_trigger("idle >= 50ms")},
-                 FrameOptions{});
+                 SessionEvent{}, FrameOptions{});
   EXPECT_FALSE(c.check(Event(span(3, 0, 100))));
   auto f = c.check(Event(span(3, 200, 152)));
   ASSERT_TRUE(f);
@@ -144,7 +144,7 @@ TEST(TriggerCheck, FiresOnTheSpanThatCrossesAndSaysWhy) {
 }
 
 TEST(TriggerCheck, HangFiresOnTheAlert) {
-  TriggerCheck c({*parse_dump_trigger("hang")}, FrameOptions{});
+  TriggerCheck c({*parse_dump_trigger("hang")}, SessionEvent{}, FrameOptions{});
   EXPECT_FALSE(c.check(Event(span(3, 0, 5000))));
   HangEvent h;
   h.pid = 3;
@@ -161,7 +161,8 @@ TEST(TriggerCheck, FramesMissedVsyncsFromThePreviousFrame) {
   FrameOptions fo;
   fo.refresh_ns = 16'666'667;
   fo.probes[0] = FrameProbe{};  // every span of probe 0 is a frame
-  TriggerCheck c({*parse_dump_trigger("frame.missed_vsyncs >= 3")}, fo);
+  TriggerCheck c({*parse_dump_trigger("frame.missed_vsyncs >= 3")},
+                 SessionEvent{}, fo);
   SpanEvent f = span(9, 0, 5);
   f.probe_id = 0;
   EXPECT_FALSE(c.check(Event(f)));  // the first: on time

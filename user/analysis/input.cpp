@@ -88,6 +88,19 @@ int64_t display_time_to_monotonic(uint32_t server_ms, uint64_t received_ns) {
   return ms > 0 ? ms * 1'000'000 : 0;
 }
 
+InputOptions input_options(const std::vector<ProbeDef>& probes,
+                           const Thresholds& thresholds) {
+  InputOptions o;
+  o.blame_ns = thresholds.slow_input_ns;
+  // Blame can name only spans that crossed the ring buffer: slow ones.
+  o.min_span_ns = std::min(thresholds.slow_ns[LT_ROLE_DISPATCH],
+                           thresholds.slow_ns[LT_ROLE_IDLE]);
+  for (const ProbeDef& p : probes)
+    if (p.input && p.role == LT_ROLE_DISPATCH)
+      o.display_dispatch[p.id] = *p.input;
+  return o;
+}
+
 std::string_view input_stage_name(InputStage s) {
   switch (s) {
     case InputStage::kAgeAtDispatch:

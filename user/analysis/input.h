@@ -252,6 +252,12 @@ struct InputOptions {
   size_t max_frames = 4096;
 };
 
+// The options a run's probes and thresholds set: the input blame
+// threshold, the shortest span blame can name (slow ones cross the ring
+// buffer), and the dispatch probes that handle display input.
+InputOptions input_options(const std::vector<ProbeDef>& probes,
+                           const Thresholds& thresholds);
+
 class InputAnalyzer {
  public:
   explicit InputAnalyzer(InputOptions options);

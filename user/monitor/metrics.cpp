@@ -235,13 +235,7 @@ void MetricsSink::on_session(const SessionEvent& s) {
   thresholds_ = s.thresholds;
   for (const ProbeDef& p : s.probes) probes_[p.id] = p;
   if (!s.has_input || input_analyzer_) return;
-  InputOptions o;
-  o.blame_ns = thresholds_.slow_input_ns;
-  o.min_span_ns = std::min(thresholds_.slow_ns[LT_ROLE_DISPATCH],
-                           thresholds_.slow_ns[LT_ROLE_IDLE]);
-  for (const ProbeDef& p : s.probes)
-    if (p.input && p.role == LT_ROLE_DISPATCH)
-      o.display_dispatch[p.id] = *p.input;
+  InputOptions o = input_options(s.probes, thresholds_);
   o.stream_only = true;
   o.on_final = [this](const InputEventInfo& e) { on_input(e); };
   input_options_ = std::move(o);

@@ -35,7 +35,7 @@ void Monitor::consume(const Event& ev) {
   if (const auto* s = std::get_if<SessionEvent>(&ev)) {
     session_ = *s;
     check_ = std::make_unique<TriggerCheck>(
-        o_.triggers, frame_options(s->probes, o_.refresh_ns));
+        o_.triggers, *s, frame_options(s->probes, o_.refresh_ns));
     return;
   }
   const uint32_t pid = event_pid(ev);
@@ -50,6 +50,10 @@ void Monitor::consume(const Event& ev) {
     }
     return;
   }
+  // Every event is judged, a process's that is not followed too: an input
+  // event's sender (the display server, Android's dispatcher) is not.
+  std::optional<Firing> f;
+  if (check_) f = check_->check(ev);
   auto it = procs_.find(pid);
   if (it == procs_.end()) {
     // A process is followed from its first span: the other events of a
@@ -63,8 +67,8 @@ void Monitor::consume(const Event& ev) {
   if (const auto* s = std::get_if<SpanEvent>(&ev);
       s && !s->unfinished() && s->role == LT_ROLE_DISPATCH)
     it->second.dispatches++;
-  if (!check_) return;
-  if (std::optional<Firing> f = check_->check(ev)) fire(*f, ev);
+  // (An input event's process is followed once it dispatched.)
+  if (f && procs_.count(f->pid)) fire(*f, ev);
 }
 
 std::map<uint32_t, Monitor::Proc>::iterator Monitor::attach(uint32_t pid,

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <string_view>
+
 #include "base/duration.h"
 #include "monitor/window.h"
 #include "profiles/profile.h"
@@ -10,21 +13,35 @@ namespace looptrace {
 namespace {
 
 constexpr size_t kRanKept = 64;
+// Input events held until final (consumed, acknowledged): past this many
+// (an app that stopped reading, acknowledgements lost) they start over.
+constexpr size_t kMaxInputPending = 100'000;
+constexpr std::string_view kInputPrefix = "input.";
+
+std::vector<BudgetMetric> trigger_metrics() {
+  std::vector<BudgetMetric> m = {
+      {"dispatch", MetricKind::kDuration, "a dispatch's duration"},
+      {"idle", MetricKind::kDuration, "an idle handler's duration"},
+      {"delivery", MetricKind::kDuration,
+       "a message's delivery lag (due to dispatch)"},
+      {"frame", MetricKind::kDuration, "a frame's duration"},
+      {"frame.missed_vsyncs", MetricKind::kCount,
+       "the vsyncs a frame missed (dropped frames)"}};
+  for (int s = 0; s < kInputStages; ++s)
+    m.push_back({std::string(kInputPrefix) +
+                     std::string(input_stage_name(static_cast<InputStage>(s))),
+                 MetricKind::kDuration, "an input event's stage (INPUT)"});
+  return m;
+}
 
 }  // namespace
 
 const ConditionGrammar& trigger_grammar() {
   static const ConditionGrammar kGrammar{
-      "--dump-if",
-      {{"dispatch", MetricKind::kDuration, "a dispatch's duration"},
-       {"idle", MetricKind::kDuration, "an idle handler's duration"},
-       {"delivery", MetricKind::kDuration,
-        "a message's delivery lag (due to dispatch)"},
-       {"frame", MetricKind::kDuration, "a frame's duration"},
-       {"frame.missed_vsyncs", MetricKind::kCount,
-        "the vsyncs a frame missed (dropped frames)"}},
+      "--dump-if", trigger_metrics(),
       "triggers: dispatch, idle, delivery, frame (durations), "
-      "frame.missed_vsyncs (a count), or hang (docs/looptrace.md, MONITOR)",
+      "frame.missed_vsyncs (a count), input.STAGE (an input event's stage, "
+      "e.g. input.total_latency_dur), or hang (docs/looptrace.md, MONITOR)",
       "dispatch > 100ms"};
   return kGrammar;
 }
@@ -47,21 +64,76 @@ Result<DumpTrigger> parse_dump_trigger(const std::string& text) {
 }
 
 TriggerCheck::TriggerCheck(std::vector<DumpTrigger> triggers,
-                           FrameOptions frames)
+                           const SessionEvent& session, FrameOptions frames)
     : triggers_(std::move(triggers)),
       frames_(frames),
-      refresh_ns_(frames.refresh_ns ? frames.refresh_ns : 16'666'667) {}
+      refresh_ns_(frames.refresh_ns ? frames.refresh_ns : 16'666'667) {
+  const bool input =
+      std::any_of(triggers_.begin(), triggers_.end(), [](const DumpTrigger& t) {
+        return !t.hang && t.cond.metric.starts_with(kInputPrefix);
+      });
+  if (!input || !session.has_input) return;
+  input_options_ = input_options(session.probes, session.thresholds);
+  input_options_.stream_only = true;
+  input_options_.frames = frames_.enabled();
+  input_options_.on_final = [this](const InputEventInfo& e) { check_input(e); };
+  input_ = std::make_unique<InputAnalyzer>(input_options_);
+}
+
+void TriggerCheck::check_input(const InputEventInfo& e) {
+  for (const DumpTrigger& t : triggers_) {
+    if (t.hang || !t.cond.metric.starts_with(kInputPrefix)) continue;
+    const std::string_view stage =
+        std::string_view(t.cond.metric).substr(kInputPrefix.size());
+    for (int s = 0; s < kInputStages; ++s) {
+      const auto st = static_cast<InputStage>(s);
+      if (input_stage_name(st) != stage) continue;
+      const std::optional<uint64_t> v = e.stage(st);
+      if (!v || !budget_holds(t.cond.op, *v, t.cond.limit)) break;
+      const uint64_t at = std::max(
+          {e.finished_ns, e.finish_received_ns, e.frame_end_ns, e.received_ns});
+      input_fired_.push_back(Firing{
+          &t, e.pid, e.tid, at,
+          fmt::format(
+              "{} {} {} {}{}", t.cond.metric, format_duration(*v),
+              budget_op_text(t.cond.op), t.cond.limit_text,
+              e.type == InputType::kBytes
+                  ? std::string()
+                  : fmt::format(" ({} event)", input_type_name(e.type)))});
+      return;
+    }
+  }
+}
 
 std::optional<Firing> TriggerCheck::check(const Event& ev) {
-  if (const auto* s = std::get_if<SpanEvent>(&ev)) return check_span(*s);
-  const auto* h = std::get_if<HangEvent>(&ev);
-  if (!h) return {};
-  for (const DumpTrigger& t : triggers_)
-    if (t.hang)
-      return Firing{&t, h->pid, h->span.tid, event_end_ns(ev),
-                    fmt::format("hang: a span running for {}",
-                                format_duration(h->span.duration_ns))};
-  return {};
+  std::optional<Firing> out;
+  const auto* span = std::get_if<SpanEvent>(&ev);
+  if (span) {
+    out = check_span(*span);
+  } else if (const auto* h = std::get_if<HangEvent>(&ev)) {
+    for (const DumpTrigger& t : triggers_)
+      if (t.hang) {
+        out = Firing{&t, h->pid, h->span.tid, event_end_ns(ev),
+                     fmt::format("hang: a span running for {}",
+                                 format_duration(h->span.duration_ns))};
+        break;
+      }
+  }
+  if (!input_) return out;
+  // As the analysis does: a frame is told before the span is consumed.
+  if (span && !span->unfinished() && input_options_.frames &&
+      frames_.frame_source(*span))
+    input_->frame(*span);
+  input_->consume(ev);
+  if (input_->pending() > kMaxInputPending)
+    input_ = std::make_unique<InputAnalyzer>(input_options_);
+  // Events of a process not seen (pid 0) cannot be dumped.
+  while (!out && !input_fired_.empty()) {
+    if (input_fired_.front().pid != 0) out = input_fired_.front();
+    input_fired_.pop_front();
+  }
+  if (input_fired_.size() > kRanKept) input_fired_.clear();
+  return out;
 }
 
 uint64_t TriggerCheck::frame_missed(Thread& t, const SpanEvent& s) {

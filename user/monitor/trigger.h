@@ -7,12 +7,14 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "analysis/frames.h"
+#include "analysis/input.h"
 #include "base/status.h"
 #include "budget/budget.h"
 #include "trace/events.h"
@@ -41,10 +43,14 @@ struct Firing {
 
 // Judges each event against the triggers. Frames are timed as the frame
 // analysis does (deadline from the previous frame), with what a thread
-// ran since its last frame kept only as far as needed.
+// ran since its last frame kept only as far as needed. Input events
+// (input.STAGE triggers, with input traced) go through an input analysis
+// that keeps only what is not final yet: a trigger fires on the event that
+// made a stage known.
 class TriggerCheck {
  public:
-  TriggerCheck(std::vector<DumpTrigger> triggers, FrameOptions frames);
+  TriggerCheck(std::vector<DumpTrigger> triggers, const SessionEvent& session,
+               FrameOptions frames);
   // The first trigger `ev` fires, if any.
   std::optional<Firing> check(const Event& ev);
   void forget(uint32_t pid);
@@ -57,6 +63,7 @@ class TriggerCheck {
     std::deque<std::pair<uint64_t, uint64_t>> ran;
   };
   std::optional<Firing> check_span(const SpanEvent& s);
+  void check_input(const InputEventInfo& e);
   // The missed vsyncs of a frame (and the thread's books for the next).
   uint64_t frame_missed(Thread& t, const SpanEvent& s);
 
@@ -64,6 +71,9 @@ class TriggerCheck {
   FrameAnalyzer frames_;  // only says which spans are frames, and ticks
   uint64_t refresh_ns_;
   std::map<std::pair<uint32_t, uint32_t>, Thread> threads_;
+  InputOptions input_options_;
+  std::unique_ptr<InputAnalyzer> input_;
+  std::deque<Firing> input_fired_;
 };
 
 }  // namespace looptrace

@@ -66,14 +66,7 @@ void Analysis::configure(const SessionEvent& s) {
   };
   frames_ = std::make_unique<FrameAnalyzer>(std::move(fo));
   if (session_.has_input) {
-    InputOptions i;
-    i.blame_ns = thresholds_.slow_input_ns;
-    // Blame can name only spans that crossed the ring buffer: slow ones.
-    i.min_span_ns = std::min(thresholds_.slow_ns[LT_ROLE_DISPATCH],
-                             thresholds_.slow_ns[LT_ROLE_IDLE]);
-    for (const ProbeDef& p : session_.probes)
-      if (p.input && p.role == LT_ROLE_DISPATCH)
-        i.display_dispatch[p.id] = *p.input;
+    InputOptions i = input_options(session_.probes, thresholds_);
     i.frames = frames_->enabled();
     input_ = std::make_unique<InputAnalyzer>(i);
   }
