@@ -4,11 +4,13 @@
 // the key handler's own CLOCK_MONOTONIC log.
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <thread>
@@ -419,6 +421,81 @@ TEST(GtkEvents, EachKeysFrameEndIsTheAppsNextFrame) {
   ASSERT_TRUE(st["total_to_frame_dur"].is_object()) << st.dump();
   EXPECT_EQ(st["total_to_frame_dur"]["count"].get<size_t>(), with_frame)
       << st.dump() << " (" << without << " without)";
+}
+
+// `monitor --dump-if 'input.handling_latency_dur > 100ms'` on a GTK 3
+// window (-p: the gtk3 profile with its X11 connection): keys typed 300 ms
+// apart, b's press handler busy for 150 ms, the app lingering 3 s after
+// q. Ground truth, the app's own
+// log: the handlers longer than 100 ms. Each gives one dump (--dump-every
+// 0), named by the trigger, whose replay lists that very key press; the
+// quick keys give none.
+TEST(GtkMonitor, AnInputTriggerDumpsTheKeyItsHandlerHeld) {
+  LT_REQUIRE_BPF();
+  LT_REQUIRE_GTK();
+  TempDir dir;
+  const std::string dumps = dir.file("dumps");
+  ASSERT_EQ(mkdir(dumps.c_str(), 0700), 0);
+  Display display(dir);
+  ASSERT_FALSE(display.name().empty()) << read_file(dir.file("xvfb.err"));
+  const std::string log = dir.file("gtk.jsonl");
+  Process app(
+      display.env({"/usr/bin/python3", tests_dir() + "/programs/gtk_keys.py",
+                   "--stall-keys", "b", "--stall-ms", "150", "--linger", "3000",
+                   "--log", log}),
+      dir.file("app.out"), dir.file("app.err"));
+  ASSERT_TRUE(wait_for_text(dir.file("app.err"), "gtk_keys: ready", 15000))
+      << read_file(dir.file("app.err"));
+  const std::string ready = read_file(dir.file("app.err"));
+  const size_t at = ready.find("window=") + 7;
+  const std::string window = ready.substr(at, ready.find('\n', at) - at);
+  Process mon({looptrace_bin(), "monitor", "-p", std::to_string(app.pid()),
+               "--dump-if", "input.handling_latency_dur > 100ms", "--dump-dir",
+               dumps, "--dump-every", "0"},
+              dir.file("mon.out"), dir.file("mon.err"));
+  ASSERT_TRUE(
+      wait_for_text(dir.file("mon.err"), "SIGINT or SIGTERM to stop", 20000))
+      << read_file(dir.file("mon.err"));
+  ASSERT_EQ(
+      run(display.env({"/usr/bin/xdotool", "windowfocus", "--sync", window}))
+          .exit_code,
+      0);
+  RunResult typed = run(display.env(
+      {"/usr/bin/xdotool", "key", "--delay", "300", "a", "b", "a", "q"}));
+  ASSERT_EQ(typed.exit_code, 0) << typed.err;
+  ASSERT_EQ(app.wait(15000), 0) << read_file(dir.file("app.err"));
+  // An event is final 2 s past its consumption (records come a little
+  // out of order): the app lingers 3 s after q, and exits; the monitor
+  // has seen b's press final before it forgets the process.
+  mon.signal(SIGINT);
+  ASSERT_EQ(mon.wait(20000), 0) << read_file(dir.file("mon.err"));
+  const std::string mon_log = read_file(dir.file("mon.err"));
+
+  std::vector<nlohmann::json> held;
+  for (const auto& k : read_jsonl(log))
+    if (k["event"] == "key" &&
+        k["end_ns"].get<int64_t>() - k["start_ns"].get<int64_t>() > 100'000'000)
+      held.push_back(k);
+  ASSERT_EQ(held.size(), 1u) << read_file(log);
+  std::vector<std::string> lt;
+  for (const auto& e : std::filesystem::directory_iterator(dumps))
+    if (e.path().extension() == ".lt") lt.push_back(e.path().string());
+  ASSERT_EQ(lt.size(), held.size()) << mon_log;
+  EXPECT_NE(mon_log.find("): input.handling_latency_dur 1"), std::string::npos)
+      << mon_log;
+  RunResult r =
+      run({looptrace_bin(), "report", lt[0], "--json", dir.file("r.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("monitor dump: input.handling_latency_dur "),
+            std::string::npos)
+      << r.out.substr(0, 400);
+  bool found = false;
+  const nlohmann::json dump = read_json(dir.file("r.json"));
+  for (const auto& e : dump["input_events"])
+    found = found || (e["type"] == "key_press" &&
+                      e["server_time_ms"] == held[0]["time"]);
+  EXPECT_TRUE(found) << "the held key press (server time " << held[0]["time"]
+                     << ") is not in the dump";
 }
 
 }  // namespace

@@ -617,13 +617,25 @@ TEST(TriggerCheckInput, FiresOnTheEventThatMadeItsStageKnown) {
   ASSERT_TRUE(f);
   EXPECT_EQ(f->pid, 3000u);
   EXPECT_EQ(f->tid, 3000u);
-  EXPECT_EQ(f->ts_ns, 14 * kMs);
+  EXPECT_EQ(f->ts_ns, 3001 * kMs);  // judged then: the dump ends there
   EXPECT_EQ(f->why, "input.handling_latency_dur 4.00ms > 3ms") << f->why;
   // Handled in 1 ms: nothing.
   EXPECT_FALSE(c.check(raw_read(500, 4000 * kMs, 3000, 1, 3999 * kMs, 9)));
   EXPECT_FALSE(
       c.check(span(3000, 9, 3999 * kMs, 4001 * kMs, 0, LT_SPAN_INPUT, 3000)));
   EXPECT_FALSE(c.check(span(3000, 10, 9000 * kMs, 9001 * kMs, 0, 0, 3000)));
+  // With no record after it (a quiet system), the live clock makes it
+  // final: at 2 s past its consumption, not before.
+  TriggerCheck quiet({*parse_dump_trigger("input.handling_latency_dur > 3ms")},
+                     session, FrameOptions{});
+  EXPECT_FALSE(quiet.check(raw_read(500, 10 * kMs, 3000, 1, 9 * kMs, 7)));
+  EXPECT_FALSE(
+      quiet.check(span(3000, 7, 9 * kMs, 14 * kMs, 0, LT_SPAN_INPUT, 3000)));
+  EXPECT_FALSE(quiet.advance(1000 * kMs));
+  f = quiet.advance(2100 * kMs);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->ts_ns, 2100 * kMs);          // the dump ends when it was judged
+  EXPECT_FALSE(quiet.advance(2200 * kMs));  // once
   // Without input traced, an input trigger judges nothing.
   TriggerCheck none({*parse_dump_trigger("input.handling_latency_dur > 3ms")},
                     SessionEvent{}, FrameOptions{});

@@ -207,6 +207,14 @@ TEST_F(DumpDirTest, NamesByUtcTimePidAndSafeComm) {
   uint64_t rt = 1'795'774'502'123'000'000ull;
   EXPECT_EQ(d->path_for(42, "gedit", rt),
             dir_ + "/looptrace-20261127T101502.123Z-42-gedit.lt");
+  // A second dump in the same millisecond (--dump-every 0) has a name of
+  // its own, after the first's.
+  write("looptrace-20261127T101502.123Z-42-gedit.lt", 10);
+  EXPECT_EQ(d->path_for(42, "gedit", rt),
+            dir_ + "/looptrace-20261127T101502.123Z-42-gedit_2.lt");
+  write("looptrace-20261127T101502.123Z-42-gedit_2.lt", 10);
+  EXPECT_EQ(d->path_for(42, "gedit", rt),
+            dir_ + "/looptrace-20261127T101502.123Z-42-gedit_3.lt");
   EXPECT_EQ(dump_name_comm("../../etc/x y\n\x01"), "_.._.._etc_x_y__");
   EXPECT_EQ(dump_name_comm(""), "_");
   EXPECT_EQ(dump_name_comm("a-very-long-comm-name-here"), "a-very-long-com");

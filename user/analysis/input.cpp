@@ -441,6 +441,11 @@ void InputAnalyzer::on_input_channel(const IoEvent& io) {
   if (e->has_finish && app_done && sender_done) done(idx);
 }
 
+void InputAnalyzer::advance(uint64_t now_ns) {
+  note_time(now_ns);
+  settle_ready();
+}
+
 void InputAnalyzer::done(uint64_t idx) {
   if (settling_set_.insert(idx).second) settling_.push_back(idx);
 }

@@ -267,6 +267,10 @@ class InputAnalyzer {
   // A span that is a frame (analysis/frames.h), told before consume(ev)
   // of the same span: the next frame of the events consumed before it.
   void frame(const SpanEvent& s);
+  // The stream's clock moved on to now_ns with no record (a quiet
+  // system; the live source's clock): events complete since are final
+  // once it is reorder_ns past them, as if a record had come.
+  void advance(uint64_t now_ns);
   // Input events seen so far, each once, when its first message or read
   // came: at the end, InputAnalysis::total.
   uint64_t events_seen() const { return next_idx_; }

@@ -164,6 +164,7 @@ void MonitorSession::status_line(const std::string& state) {
 }
 
 void MonitorSession::progress(uint64_t now, const Tracer& tracer) {
+  monitor_->advance(now);
   if (now - last_counters_ < 1'000'000'000) return;
   last_counters_ = now;
   counters_ = tracer.read_counters();

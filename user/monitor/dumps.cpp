@@ -80,9 +80,15 @@ std::string DumpDir::path_for(uint32_t pid, const std::string& comm,
   gmtime_r(&secs, &tm);
   char when[32];
   strftime(when, sizeof(when), "%Y%m%dT%H%M%S", &tm);
-  return fmt::format("{}/{}{}.{:03}Z-{}-{}{}", o_.dir, kPrefix, when,
-                     realtime_ns / 1'000'000 % 1000, pid, dump_name_comm(comm),
-                     kSuffix);
+  const std::string stem =
+      fmt::format("{}/{}{}.{:03}Z-{}-{}", o_.dir, kPrefix, when,
+                  realtime_ns / 1'000'000 % 1000, pid, dump_name_comm(comm));
+  // Two dumps of a process in one millisecond (--dump-every 0): the second
+  // is NAME_2 (sorted after the first), never written over it.
+  std::string path = stem + std::string(kSuffix);
+  for (int n = 2; n < 1000 && access(path.c_str(), F_OK) == 0; ++n)
+    path = fmt::format("{}_{}{}", stem, n, kSuffix);
+  return path;
 }
 
 size_t DumpDir::trim() const {

@@ -91,6 +91,12 @@ std::map<uint32_t, Monitor::Proc>::iterator Monitor::attach(uint32_t pid,
   return it;
 }
 
+void Monitor::advance(uint64_t now_ns) {
+  if (!check_) return;
+  std::optional<Firing> f = check_->advance(now_ns);
+  if (f && procs_.count(f->pid)) fire(*f, Event(TickEvent{0, 0, now_ns}));
+}
+
 void Monitor::process_gone(uint32_t pid) {
   pending_maps_.erase(pid);
   auto it = procs_.find(pid);

@@ -41,6 +41,9 @@ class Monitor : public EventSink {
   void consume(const Event& ev) override;
   // A traced process exited: its line, and nothing of it kept.
   void process_gone(uint32_t pid);
+  // The live clock (CLOCK_MONOTONIC), a few times a second: input
+  // triggers judge events that became final with no record since.
+  void advance(uint64_t now_ns);
 
   size_t traced() const { return procs_.size(); }
   uint64_t dumps() const { return dumps_; }

@@ -127,12 +127,27 @@ std::optional<Firing> TriggerCheck::check(const Event& ev) {
   input_->consume(ev);
   if (input_->pending() > kMaxInputPending)
     input_ = std::make_unique<InputAnalyzer>(input_options_);
+  if (!out) out = next_input_firing(event_end_ns(ev));
+  return out;
+}
+
+std::optional<Firing> TriggerCheck::advance(uint64_t now_ns) {
+  if (!input_) return {};
+  input_->advance(now_ns);
+  return next_input_firing(now_ns);
+}
+
+std::optional<Firing> TriggerCheck::next_input_firing(uint64_t now_ns) {
+  std::optional<Firing> out;
   // Events of a process not seen (pid 0) cannot be dumped.
   while (!out && !input_fired_.empty()) {
     if (input_fired_.front().pid != 0) out = input_fired_.front();
     input_fired_.pop_front();
   }
   if (input_fired_.size() > kRanKept) input_fired_.clear();
+  // A dump ends when the event was judged: its window holds what came
+  // until then.
+  if (out) out->ts_ns = std::max(out->ts_ns, now_ns);
   return out;
 }
 

@@ -53,6 +53,9 @@ class TriggerCheck {
                FrameOptions frames);
   // The first trigger `ev` fires, if any.
   std::optional<Firing> check(const Event& ev);
+  // The live clock moved on to now_ns (no record may have come): an input
+  // event complete since may be final and fire.
+  std::optional<Firing> advance(uint64_t now_ns);
   void forget(uint32_t pid);
   size_t threads() const { return threads_.size(); }
 
@@ -64,6 +67,8 @@ class TriggerCheck {
   };
   std::optional<Firing> check_span(const SpanEvent& s);
   void check_input(const InputEventInfo& e);
+  // The next input firing of a followed process, if any, as of now_ns.
+  std::optional<Firing> next_input_firing(uint64_t now_ns);
   // The missed vsyncs of a frame (and the thread's books for the next).
   uint64_t frame_missed(Thread& t, const SpanEvent& s);
 
