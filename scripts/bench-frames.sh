@@ -8,6 +8,10 @@
 #                recorded)
 #   no-frames    the same probes from a profile file without the frame
 #                role: the same keys, no frame crosses the ring buffer
+#   monitor      `looptrace monitor -p PID` (the gtk3 profile, every span
+#                through the ring buffer for its window): what leaving it
+#                on costs a 60 Hz animation, the app and the monitor's own
+#                CPU (its threads' schedstat over the same time)
 # For each, the CPU time of the whole GTK process (user + system, its
 # threads' schedstat) over the animation, from the app's SIGUSR1 to the
 # end of its ticks, per frame the app drew (its own log), as a median over
@@ -87,11 +91,19 @@ run_one() {
       "$LT" record -p "$app" --profile "$prof" --json "$d.json" >"$d.log" 2>&1 &
       lt=$!; PIDS+=("$lt")
       wait_attached "$d.log" "$cfg" "$lt" ;;
+    monitor)
+      "$LT" monitor -p "$app" >"$d.log" 2>&1 &
+      lt=$!; PIDS+=("$lt")
+      wait_for "$d.log" "SIGINT or SIGTERM to stop" 60 ||
+        die "$cfg: the monitor did not start: $(cat "$d.log")" ;;
   esac
+  local t0=0 t1=0
   c0=$(cpu_of "$app")
+  [[ -z $lt ]] || t0=$(cpu_of "$lt")
   kill -USR1 "$app"
   sleep "$SECS.3"
   c1=$(cpu_of "$app")
+  [[ -z $lt ]] || t1=$(cpu_of "$lt")
   [[ -z $lt || $STATS_RUN -eq 0 ]] || prog_stats "$lt" "$cfg" >"$d.stats"
   wait "$app" || die "$cfg: the app failed: $(tail -3 "$d.err")"
   if [[ -n $lt ]]; then
@@ -101,7 +113,7 @@ run_one() {
   PIDS=("$XVFB")
   frames=$(jq -s '[.[] | select(.event == "frame" and .animating)] | length' "$d.app")
   [[ $frames -gt 0 ]] || die "$cfg: the app logged no frame"
-  echo "$cfg $((c1 - c0)) $frames" >>"$WORK/results"
+  echo "$cfg $((c1 - c0)) $frames $((t1 - t0))" >>"$WORK/results"
   if [[ $cfg == frames ]] && check_json "$d.json" "$cfg run $n"; then
     local seen all
     seen=$(jq '[.frames[]?.count] | add // 0' "$d.json")
@@ -113,25 +125,29 @@ run_one() {
 }
 
 STATS_RUN=0
-CONFIGS=(untraced frames no-frames)
+CONFIGS=(untraced frames no-frames monitor)
 echo "$BENCH: $REPEATS runs of each of ${CONFIGS[*]}; GTK $GTK, ${SECS} s at 60 Hz" >&2
 for ((n = 0; n < REPEATS; n++)); do
-  for ((i = 0; i < 3; i++)); do run_one "${CONFIGS[(i + n) % 3]}" "$n"; done
+  for ((i = 0; i < ${#CONFIGS[@]}; i++)); do
+    run_one "${CONFIGS[(i + n) % ${#CONFIGS[@]}]}" "$n"
+  done
 done
 
 awk '
-  { c[$1] = c[$1] " " ($2 / $3); f[$1] = f[$1] " " $3; if (!seen[$1]++) order[++m] = $1 }
+  { c[$1] = c[$1] " " ($2 / $3); f[$1] = f[$1] " " $3; t[$1] = t[$1] " " ($4 / $3)
+    if (!seen[$1]++) order[++m] = $1 }
   function med(s,   v, n, i, j, t) {
     n = split(s, v, " ")
     for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
     return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
   }
   END {
-    printf "%-10s %10s %18s %14s\n", "config", "frames", "CPU us per frame", "over untraced"
+    printf "%-10s %10s %18s %14s %20s\n", "config", "frames", "CPU us per frame", "over untraced",
+      "tracer us per frame"
     for (o = 1; o <= m; o++) {
       k = order[o]; v[k] = med(c[k])
-      printf "%-10s %10d %18.1f %14s\n", k, med(f[k]), v[k] / 1000,
-        k == "untraced" ? "-" : sprintf("%+.1f us", (v[k] - v["untraced"]) / 1000)
+      printf "%-10s %10d %18.1f %14s %20.1f\n", k, med(f[k]), v[k] / 1000,
+        k == "untraced" ? "-" : sprintf("%+.1f us", (v[k] - v["untraced"]) / 1000), med(t[k]) / 1000
     }
   }' "$WORK/results" | tee "$WORK/table"
 
