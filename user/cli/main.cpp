@@ -460,6 +460,16 @@ int no_command(const CLI::App& app, bool version) {
   return 2;
 }
 
+// `looptrace help [COMMAND]`, as git and perf have it; not listed: the
+// commands' list stays what they do.
+CLI::App* add_help_command(CLI::App& app, std::string& topic) {
+  CLI::App* help =
+      app.add_subcommand("help", "Print the help of a command (or this one)");
+  help->add_option("COMMAND", topic, "The command");
+  help->group("");
+  return help;
+}
+
 // `looptrace help [COMMAND]`: that command's --help, or looptrace's.
 int print_help(const CLI::App& app, const std::string& topic) {
   // The formatter, not help(): that one prints the selected command's
@@ -552,12 +562,8 @@ int main(int argc, char** argv) {
                                       "looptrace and compare with its own log");
   demo->add_option("--json", demo_json, "Also write the JSON report to FILE");
 
-  // `looptrace help [COMMAND]`, as git and perf have it.
   std::string help_topic;
-  CLI::App* help =
-      app.add_subcommand("help", "Print the help of a command (or this one)");
-  help->add_option("COMMAND", help_topic, "The command");
-  help->group("");  // not listed: the commands' list stays what they do
+  CLI::App* help = add_help_command(app, help_topic);
 
   app.footer(std::string(kExamples) + "\nThe manual: man looptrace\n");
   point_to_manual({rec, mon, rep, profiles, list, check, demo});
