@@ -327,6 +327,8 @@ static __always_inline const struct lt_py_proc *py_proc(void)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
+	if (!lt_cfg.python_on)
+		return 0;
 	return bpf_map_lookup_elem(&lt_py_procs, &tgid);
 }
 

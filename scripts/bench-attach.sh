@@ -40,7 +40,7 @@ bench_workdir looptrace-bench-attach
 targets=()
 if [[ $PROFILES == *node* ]]; then
   node -e 'setInterval(() => {}, 1000)' &
-  PIDS+=($!); targets+=("node $!")
+  PIDS+=($!); targets+=("node node $!")
 fi
 if [[ ,$PROFILES, == *,glib,* ]]; then
   /usr/bin/python3 "$REPO/tests/programs/glib_loop.py" --duration 600000 \

@@ -230,6 +230,10 @@ struct lt_config {
 	/* 1: record where threads in spans block and who wakes them
 	 * (LT_REC_OFFCPU, LT_REC_WAKE). */
 	__u32 offcpu_on;
+	/* 1: a traced process may run CPython (its frames are walked); 0:
+	 * none does (-p of a process that maps no CPython), and the verifier
+	 * drops the walk: attach is faster. */
+	__u32 python_on;
 	/* The kernel's interrupt entry code (__irqentry_text_start/_end from
 	 * kallsyms; 0 when hidden): a wakeup whose kernel stack passes through
 	 * it came from an interrupt (LT_WAKE_IRQ). */

@@ -724,6 +724,7 @@ Result<std::unique_ptr<Tracer>> Tracer::CreateWith(const TraceOptions& opts,
   for (int r = 0; r < LT_ROLE_MAX; ++r) cfg.slow_ns[r] = opts.limits.slow_ns[r];
   cfg.sample_after_ns = opts.limits.sample_after_ns;
   cfg.record_all = opts.limits.record_all ? 1 : 0;
+  cfg.python_on = opts.python ? 1 : 0;
   cfg.nprobes = static_cast<uint32_t>(opts.probes.size());
   cfg.hist_max = opts.hist_max;
   cfg.use_steal = kernel_accounts_steal() ? 1 : 0;

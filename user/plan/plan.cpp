@@ -9,8 +9,10 @@
 
 #include "base/log.h"
 #include "plan/steps.h"
+#include "proc/maps.h"
 #include "proc/sockets.h"
 #include "profiles/profile.h"
+#include "python/interpreter.h"
 
 namespace looptrace {
 namespace plan {
@@ -136,6 +138,15 @@ std::string display_note(const std::vector<proc::PeerSocket>& conns) {
 Status plan_input(const RecordArgs& a, const ResolveContext& rctx, pid_t target,
                   Plan* p) {
   p->opts.pid = target;
+  // -p of a process that runs no CPython: no Python walk in the kernel.
+  if (a.pid > 0 && a.command.empty()) {
+    auto maps = proc::read_maps(static_cast<uint32_t>(a.pid));
+    auto in =
+        maps.ok()
+            ? python::find_interpreter(static_cast<uint32_t>(a.pid), *maps)
+            : Result<std::optional<python::Interpreter>>(maps.status());
+    p->opts.python = !in.ok() || in->has_value();
+  }
   // A profile whose dispatch handles display input (gtk3) brings the
   // process's X11 and Wayland connections along, with --input or with no
   // input option at all: the same channels either way. --input-peer and

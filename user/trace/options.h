@@ -96,6 +96,11 @@ struct TraceOptions {
   CallGraph call_graph = CallGraph::kFramePointer;
   // Where threads in spans block and who wakes them (--no-off-cpu: off).
   bool off_cpu = true;
+  // A traced process may run CPython: the kernel walks its frames. False
+  // for -p of a process that maps none (the walk is then verified out of
+  // the BPF programs, a faster attach); a child of it that execs python
+  // later gets native frames only.
+  bool python = true;
   InputTrace input;
 };
 
