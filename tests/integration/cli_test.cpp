@@ -155,7 +155,8 @@ TEST(Cli, UnknownCommandIsNamedWithTheCommands) {
                "--debug: unknown area 'nosuch'");
   expect_error(run({looptrace_bin(), "profiles", "--debug", "elf,"}), 2,
                "unknown area ''");
-  RunResult all = run({looptrace_bin(), "--debug", "elf,resolve", "profiles"});
+  RunResult all =
+      run({looptrace_bin(), "--debug", "elf,resolve,python", "profiles"});
   EXPECT_EQ(all.exit_code, 0) << all.err;
   expect_error(run({looptrace_bin(), "profiles", "extra"}), 2, "extra");
 }

@@ -417,8 +417,9 @@ CLI::App* add_check_command(CLI::App& app, looptrace::InspectArgs& args) {
 
 // --debug AREAS: each one a known area, or "all".
 std::string check_debug_areas(const std::string& text) {
-  static const std::set<std::string> kAreas{
-      "elf", "resolve", "loader", "libbpf", "symbolize", "unwind", "all"};
+  static const std::set<std::string> kAreas{"elf",    "resolve",   "loader",
+                                            "libbpf", "symbolize", "unwind",
+                                            "python", "all"};
   size_t pos = 0;
   while (pos <= text.size()) {
     size_t comma = std::min(text.find(',', pos), text.size());
@@ -426,7 +427,7 @@ std::string check_debug_areas(const std::string& text) {
     if (!kAreas.count(area))
       return fmt::format(
           "unknown area '{}' (elf, resolve, loader, libbpf, symbolize, "
-          "unwind or all)",
+          "unwind, python or all)",
           looptrace::log::printable(area, 40));
     pos = comma + 1;
   }
@@ -538,7 +539,8 @@ int main(int argc, char** argv) {
   app.add_flag("-v,--verbose", verbose, "Print progress and libbpf messages");
   app.add_option(
          "--debug", debug_areas,
-         "Debug areas: elf,resolve,loader,libbpf,symbolize,unwind or all")
+         "Debug areas: elf,resolve,loader,libbpf,symbolize,unwind,python or "
+         "all")
       ->check(check_debug_areas)
       ->type_name("AREAS");
 
