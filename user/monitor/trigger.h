@@ -51,6 +51,9 @@ class TriggerCheck {
  public:
   TriggerCheck(std::vector<DumpTrigger> triggers, const SessionEvent& session,
                FrameOptions frames);
+  // Its input analysis calls back into it.
+  TriggerCheck(const TriggerCheck&) = delete;
+  TriggerCheck& operator=(const TriggerCheck&) = delete;
   // The first trigger `ev` fires, if any.
   std::optional<Firing> check(const Event& ev);
   // The live clock moved on to now_ns (no record may have come): an input

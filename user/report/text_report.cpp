@@ -400,7 +400,12 @@ std::string nested_samples(const std::vector<const SlowSpan*>& spans, size_t i,
                            const ReportContext& ctx) {
   const SpanEvent& outer = spans[i]->span;
   if (!spans[i]->stacks.empty()) return "";
-  for (size_t j = 0; j < spans.size(); ++j) {
+  // Spans are listed by start, a nested one near its outer one: only the
+  // neighbours are looked at (a run may have thousands of slow spans).
+  constexpr size_t kNear = 64;
+  const size_t from = i > kNear ? i - kNear : 0;
+  const size_t to = std::min(spans.size(), i + kNear + 1);
+  for (size_t j = from; j < to; ++j) {
     const SpanEvent& in = spans[j]->span;
     if (j == i || in.tid != outer.tid || in.pid != outer.pid ||
         in.depth <= outer.depth || in.start_ns < outer.start_ns ||
