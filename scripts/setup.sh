@@ -32,6 +32,7 @@ packages=(
   golang-go # `go tool pprof`: the pprof test's independent reader
   prometheus-cpp-dev # looptrace monitor --metrics (user/monitor/metrics)
   prometheus # the metrics test's scraper (and its promtool)
+  curl # bench-monitor.sh: what a scrape of /metrics costs (its GETs)
 )
 
 missing=()
