@@ -547,6 +547,12 @@ int BPF_KPROBE(lt_span_entry)
 	start_frame(st, task, f, &b, PT_REGS_SP(ctx), probe_id, d);
 	cfg = &lt_cfg.probes[probe_id];
 	read_keys(ctx, st, cfg, f);
+	if (cfg->only_key && !f->keys[(cfg->only_key - 1) & (LT_MAX_KEYS - 1)]) {
+		/* No span: an input mark it took stays for the next one. */
+		if (f->flags & LT_SPAN_INPUT)
+			st->input_next = 1;
+		return 0;
+	}
 	if (!entry_role(ctx, st, cfg, f, d))
 		return 0;
 	/* Publish the frame only once it is complete: the sampler reads it. */
@@ -630,9 +636,12 @@ static __always_inline struct lt_frame *pop_frame(struct pt_regs *ctx, struct lt
 	}
 	fd = frame_of_return(st, d, PT_REGS_SP(ctx));
 	if (fd < 0) {
-		/* The return of a call inside an outermost-only span (the
-		 * cookie is read only here, off the fast path). */
-		if (!inside_outermost(st, (__u32)bpf_get_attach_cookie(ctx)))
+		/* The return of a call inside an outermost-only span, or of
+		 * one its only_key left out (the cookie is read only here, off
+		 * the fast path). */
+		__u32 id = (__u32)bpf_get_attach_cookie(ctx);
+
+		if (!inside_outermost(st, id) && !lt_cfg.probes[id & (LT_MAX_PROBES - 1)].only_key)
 			count(LT_CNT_RET_UNMATCHED);
 		return NULL;
 	}

@@ -77,7 +77,7 @@ PY
 # map_id HOLDER NAME: the id of the BPF map NAME the holder has open.
 map_id() {
   local ids
-  ids=$(cat /proc/"$1"/fdinfo/* 2>/dev/null | awk '$1 == "map_id:" { print $2 }' | sort -un | jq -s -c .)
+  ids=$(fd_ids "$1" map_id)
   bpftool -j map show | jq -r --argjson ids "$ids" --arg n "$2" \
     '.[] | select((.id as $i | $ids | index($i)) and .name == $n) | .id' | head -1
 }

@@ -150,6 +150,10 @@ struct lt_probe_cfg {
 	__u32 flags_key;
 	__u32 async_mask; /* enqueue: flags bits that make a message async */
 	__u32 flags;	  /* LT_PROBE_* */
+	/* Key index + 1 (0: none) without which a call is no span: read 0
+	 * (a GObject closure that is no Python callable), the call is not
+	 * pushed and its return finds no frame (not counted as unmatched). */
+	__u32 only_key;
 	/* Key index + 1 whose value points to a string (format `str`), read
 	 * into the span record's key_str; 0: none. */
 	__u32 str_key;

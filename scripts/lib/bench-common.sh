@@ -20,6 +20,10 @@
 #   -h, --help           the script's usage
 
 BENCH=$(basename "$0")
+# A command that fails outside a check ends the script (set -e): say which,
+# for a CI log that would otherwise show only "FAILED (exit 1)".
+set -E
+trap 'echo "$BENCH: error: line $LINENO: exit $? from: $BASH_COMMAND" >&2' ERR
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD_DIR="$REPO/build-bench"
 DO_BUILD=1
@@ -192,9 +196,17 @@ bench_exit() {
 # for each program the holder has open (by the prog_id lines of its fds'
 # fdinfo: this bpftool may lack the pid column, and other tracers may be
 # running).
+# fd_ids HOLDER KIND: the ids (a JSON array) of the BPF objects of KIND
+# (prog_id, map_id) the holder has open. An fd closed while its fdinfo is
+# read is skipped: cat fails on it, and under pipefail a failed cat once
+# ended a bench run in silence (the holder closes fds after attaching).
+fd_ids() {
+  { cat /proc/"$1"/fdinfo/* 2>/dev/null || true; } |
+    awk -v k="$2:" '$1 == k { print $2 }' | sort -un | jq -s -c .
+}
 prog_stats() {
   local ids
-  ids=$(cat /proc/"$1"/fdinfo/* 2>/dev/null | awk '$1 == "prog_id:" { print $2 }' | sort -un | jq -s -c .)
+  ids=$(fd_ids "$1" prog_id)
   bpftool -j prog show | jq -r --argjson ids "$ids" --arg l "$2" '
     .[] | select(.id as $i | $ids | index($i))
     | "\($l) \(.name // "")#\(.id):\(.bytes_xlated // 0)B \(.run_cnt // 0) \(.run_time_ns // 0)"'

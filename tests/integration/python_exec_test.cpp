@@ -20,14 +20,6 @@ namespace {
 
 constexpr int64_t kToleranceNs = 1'000'000;
 
-int line_of(const std::string& path, const std::string& text) {
-  std::ifstream in(path);
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n)
-    if (line.find(text) != std::string::npos) return n;
-  return 0;
-}
-
 TEST(PythonAfterExec, ALoopThatExecsIntoPythonHasItsCallbacksNamed) {
   LT_REQUIRE_BPF();
   if (access("/usr/bin/python3", X_OK) != 0) {

@@ -763,6 +763,31 @@ TEST(InputBlameTest, AShortWaitThenASlowOwnHandlingIsHandledSlowly) {
   EXPECT_EQ(b->chain[0].span.span_id, 5u);
 }
 
+// A key handled slowly in GTK's event whose Python handler, nested in it,
+// took nearly all of its time: the handler is named; a nested span with
+// less of it (or on another thread) is not.
+TEST(InputBlameTest, HandledSlowlyNamesTheHandlerThatHeldItsDispatch) {
+  InputEventInfo e = slow_event();
+  e.sent_ns = 100 * kMs;
+  e.received_ns = 101 * kMs;
+  e.handling_start_ns = 101 * kMs;
+  e.finished_ns = 221 * kMs;
+  std::vector<SpanEvent> spans = {
+      span(kAppTid, 9, 101 * kMs, 221 * kMs),
+      span(kAppTid, 10, 102 * kMs, 112 * kMs, 1),
+      span(kAppTid, 11, 112 * kMs, 220 * kMs, 1),
+      span(kAppTid + 1, 12, 101 * kMs, 221 * kMs, 2)};
+  auto b = select_blame(e, spans, kBlame);
+  ASSERT_TRUE(b.has_value());
+  EXPECT_TRUE(b->own_handler);
+  ASSERT_EQ(b->chain.size(), 1u);
+  EXPECT_EQ(b->chain[0].span.span_id, 11u);
+  spans[2] = span(kAppTid, 11, 112 * kMs, 200 * kMs, 1);  // 73 %
+  b = select_blame(e, spans, kBlame);
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->chain[0].span.span_id, 9u);
+}
+
 TEST(InputBlameTest, AChainOfTwoNamesTheOneRunningAtArrival) {
   InputEventInfo e = slow_event();
   e.sent_ns = 120 * kMs;

@@ -96,10 +96,17 @@ TEST(Profile, BuiltinGtk3HasGlibsProbesAndGdkEvents) {
   auto p = load_profile("gtk3");
   ASSERT_TRUE(p.ok()) << p.status().message();
   ASSERT_TRUE(glib.ok());
-  ASSERT_EQ(p->probes.size(), glib->probes.size() + 1);
+  ASSERT_EQ(p->probes.size(), glib->probes.size() + 2);
   for (size_t i = 0; i < glib->probes.size(); ++i)
     EXPECT_EQ(p->probes[i].symbol, glib->probes[i].symbol);
-  const ProbeDef& d = p->probes.back();
+  // Python signal handlers: PyGClosure's callable, spans only for those.
+  const ProbeDef& h = p->probes.back();
+  EXPECT_EQ(h.binary, "libgobject-2.0.so.0");
+  EXPECT_EQ(h.symbol, "g_closure_invoke");
+  ASSERT_EQ(h.keys.size(), 1u);
+  EXPECT_EQ(h.keys[0].format, KeyFormat::kPyFunc);
+  EXPECT_EQ(h.only_if, 1u);
+  const ProbeDef& d = p->probes[p->probes.size() - 2];
   EXPECT_EQ(d.binary, "libgtk-3.so.0");
   EXPECT_EQ(d.symbol, "gtk_main_do_event");
   ASSERT_EQ(d.keys.size(), 3u);
@@ -117,6 +124,33 @@ TEST(Profile, BuiltinGtk3HasGlibsProbesAndGdkEvents) {
   EXPECT_EQ(d.keys[0].names.at(-1), "GDK_NOTHING");
   EXPECT_EQ(d.keys[0].names.at(5), "GDK_2BUTTON_PRESS");
   EXPECT_EQ(p->name, "gtk3");
+}
+
+// "only_if" names one of the probe's keys, on a span probe.
+TEST(ProfileTypes, OnlyIfNamesAKeyOfASpanProbe) {
+  auto parse = [](const std::string& role, const std::string& only) {
+    return parse_profile(
+        R"({"probes": [{"role": ")" + role +
+            R"j(", "binary": "b", "symbol": "s", "keys": [{"name": "python",
+            "expr": "*(arg0+32)", "format": "pyfunc"}], "only_if": )j" +
+            only + "}]}",
+        "p.json");
+  };
+  auto ok = parse("dispatch", "\"python\"");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->probes[0].only_if, 1u);
+  auto unknown = parse("dispatch", "\"py\"");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find(
+                "probes[0].only_if: \"py\": no key of this probe"),
+            std::string::npos)
+      << unknown.status().message();
+  auto point = parse("enqueue", "\"python\"");
+  ASSERT_FALSE(point.ok());
+  EXPECT_NE(point.status().message().find("only for the dispatch and idle"),
+            std::string::npos)
+      << point.status().message();
+  EXPECT_FALSE(parse("dispatch", "1").ok());
 }
 
 TEST(ProfileTypes, EnumKeysNeedTheirNames) {

@@ -187,27 +187,30 @@ std::vector<const SpanEvent*> ran_instead(const InputEventInfo& ev,
   return cand;
 }
 
+// What ran in `outer`: the deepest span of `cand` nested in it that holds
+// nearly all of its time (90 %), the outer ones wrappers (GDK's event
+// source around gtk_main_do_event around a Python handler); else `outer`.
+const SpanEvent* specific(const SpanEvent* outer,
+                          const std::vector<const SpanEvent*>& cand) {
+  const SpanEvent* best = outer;
+  for (const SpanEvent* s : cand)
+    if (s->tid == outer->tid && s->depth > best->depth &&
+        s->start_ns >= outer->start_ns && span_end(*s) <= span_end(*outer) &&
+        s->duration_ns * 10 >= outer->duration_ns * 9)
+      best = s;
+  return best;
+}
+
 // Outermost only: a nested dispatch is part of the one around it (a nested
-// main loop's). Unless one nested in it holds nearly all of its time (90
-// %): then that one is what ran, the outer a wrapper (GDK's event source
-// around gtk_main_do_event); the deepest such is named.
+// main loop's), unless it is what ran in it (specific).
 std::vector<BlameSpan> outermost(const std::vector<const SpanEvent*>& cand,
                                  uint64_t a) {
-  auto specific = [&](const SpanEvent* outer) {
-    const SpanEvent* best = outer;
-    for (const SpanEvent* s : cand)
-      if (s->depth > best->depth && s->start_ns >= outer->start_ns &&
-          span_end(*s) <= span_end(*outer) &&
-          s->duration_ns * 10 >= outer->duration_ns * 9)
-        best = s;
-    return best;
-  };
   std::vector<BlameSpan> chain;
   uint64_t covered_to = 0;
   for (const SpanEvent* s : cand) {
     if (!chain.empty() && span_end(*s) <= covered_to) continue;
     BlameSpan bs;
-    bs.span = *specific(s);
+    bs.span = *specific(s, cand);
     bs.running_at_arrival = bs.span.start_ns <= a && a < span_end(bs.span);
     chain.push_back(std::move(bs));
     covered_to = std::max(covered_to, span_end(*s));
@@ -263,7 +266,14 @@ std::optional<InputBlame> select_blame(const InputEventInfo& ev,
     return b;
   }
   if (own != nullptr) {
-    b.chain.assign(1, BlameSpan{*own, false});
+    // Named by what ran in it: the Python handler inside GTK's event.
+    std::vector<const SpanEvent*> inside;
+    for (const SpanEvent& s : spans)
+      if (s.depth > own->depth && s.start_ns >= own->start_ns &&
+          span_end(s) <= span_end(*own) &&
+          (s.role == LT_ROLE_DISPATCH || s.role == LT_ROLE_IDLE))
+        inside.push_back(&s);
+    b.chain.assign(1, BlameSpan{*specific(own, inside), false});
     b.own_handler = true;
     b.waited_ns = 0;
     b.unattributed_ns = 0;

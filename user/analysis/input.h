@@ -66,7 +66,8 @@ struct InputBlame {
   uint64_t unattributed_ns = 0;
   // Outermost dispatches that ran on the loop thread between the event's
   // arrival and the start of its handling, in time order; or the handling
-  // dispatch itself (own_handler).
+  // dispatch itself (own_handler). Each is named by what ran in it: a
+  // nested span holding 90 % of its time (a Python handler in GTK's event).
   std::vector<BlameSpan> chain;
   // Dispatches left out of chain (InputOptions::max_chain): the longest
   // are kept, with the primary one, in time order.

@@ -567,6 +567,8 @@ Status configure_probes(const TraceOptions& opts, lt_config& cfg) {
       set_frame_names(pc, *p.frame);
     pc.async_mask = p.async_mask;
     pc.flags = p.outermost ? LT_PROBE_OUTERMOST : 0;
+    if (p.role == LT_ROLE_DISPATCH || p.role == LT_ROLE_IDLE)
+      pc.only_key = p.only_if;
     if (p.role != LT_ROLE_DISPATCH && p.role != LT_ROLE_ENQUEUE) pc.msg_key = 0;
     if (p.role != LT_ROLE_DISPATCH) pc.due_key = 0;
   }

@@ -97,6 +97,10 @@ struct ProbeDef {
   // thread is part of that one, not a span (Qt's notify nests for events
   // sent from a handler).
   bool outermost = false;
+  // Spans only: the key (index + 1; 0: none) without which a call is no
+  // span (profiles' "only_if"): GObject closures are spans only where
+  // the closure's callable is a Python function.
+  uint32_t only_if = 0;
   // A dispatch that handles a display server's input events (profiles'
   // "input"): which keys say the event's type and its server time, and
   // which type values are input of which kind. Such a span is recorded

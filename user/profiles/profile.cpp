@@ -326,7 +326,13 @@ constexpr std::string_view kQtProfile = R"json({
 // its own static GSourceFuncs, which the glib probes do not see; this
 // does. GdkEvent is a union whose every member starts { GdkEventType type;
 // GdkWindow *window; ... }: public API, fixed for all of GTK 3
-// (libgtk-3.so.0); checked against 3.24 (Debian 12).
+// (libgtk-3.so.0); checked against 3.24 (Debian 12). A handler a Python
+// program connected (widget.connect("key-press-event", on_key)) runs from
+// g_closure_invoke(GClosure*, ...) as PyGObject's closure, PyGClosure {
+// GClosure closure (32 bytes); PyObject *callback @32; ... } (pygi-closure.h
+// and pygtype.h, both kinds, unchanged since PyGObject 3.0): a span named
+// by that callable, nested in the event's; a closure whose callable is no
+// Python function (every C handler) is no span ("only_if").
 constexpr std::string_view kGtk3Profile = R"json({
   "name": "gtk3",
   "description": "GTK 3: GDK events by type, and GLib's sources as the glib profile",
@@ -396,6 +402,16 @@ constexpr std::string_view kGtk3Profile = R"json({
           "6": "button_press", "7": "button_release", "8": "key_press",
           "9": "key_release", "37": "touch_begin", "38": "touch_update",
           "39": "touch_end"}}
+    },
+    {
+      "role": "dispatch",
+      "binary": "libgobject-2.0.so.0",
+      "symbol": "g_closure_invoke",
+      "label": "GObject signal handler",
+      "keys": [
+        {"name": "python", "expr": "*(arg0+32)", "format": "pyfunc"}
+      ],
+      "only_if": "python"
     }
   ]
 })json";
@@ -713,6 +729,25 @@ class ProfileReader {
     return Status::Ok();
   }
 
+  // "only_if": KEY, a span only where the probe's key KEY reads nonzero.
+  Status only_if(const Json& jp, const std::string& where,
+                 ProbeDef* def) const {
+    if (!jp.contains("only_if")) return Status::Ok();
+    const std::string only_at = at(where, "only_if");
+    auto name = string(jp, where, "only_if", std::nullopt);
+    if (!name.ok()) return name.status();
+    if (def->role != LT_ROLE_DISPATCH && def->role != LT_ROLE_IDLE)
+      return error(only_at, "only for the dispatch and idle roles (spans)");
+    auto k = std::find_if(def->keys.begin(), def->keys.end(),
+                          [&](const KeyDef& d) { return d.name == *name; });
+    if (k == def->keys.end())
+      return error(only_at,
+                   fmt::format("\"{}\": no key of this probe has that name",
+                               log::printable(*name, kQuoted)));
+    def->only_if = static_cast<uint32_t>(k - def->keys.begin() + 1);
+    return Status::Ok();
+  }
+
   // "async_mask" is lt_probe_cfg.async_mask, a __u32 in the ABI.
   Status async_mask(const Json& jp, const std::string& where,
                     ProbeDef* def) const {
@@ -792,10 +827,10 @@ class ProfileReader {
     if (!jp.is_object())
       return error(where,
                    fmt::format("expected an object, got {}", jp.type_name()));
-    LT_RETURN_IF_ERROR(
-        only_known(jp, where,
-                   {"role", "binary", "symbol", "label", "outermost",
-                    "async_mask", "buffer", "keys", "input", "frame"}));
+    LT_RETURN_IF_ERROR(only_known(
+        jp, where,
+        {"role", "binary", "symbol", "label", "outermost", "async_mask",
+         "buffer", "keys", "only_if", "input", "frame"}));
     ProbeDef def;
     auto role_text = string(jp, where, "role", "dispatch");
     if (!role_text.ok()) return role_text.status();
@@ -834,6 +869,7 @@ class ProfileReader {
       def.msghdr = *buffer == "msghdr";
     }
     LT_RETURN_IF_ERROR(keys(jp, where, &def));
+    LT_RETURN_IF_ERROR(only_if(jp, where, &def));
     LT_RETURN_IF_ERROR(input(jp, where, &def));
     LT_RETURN_IF_ERROR(frame(jp, where, &def));
     return def;

@@ -554,6 +554,7 @@ template <typename F, Is<ProbeDef> P>
 void doc_fields(F&& f, P& p) {
   f("id", p.id);
   f("outermost", p.outermost, true);  // none before nesting
+  f("only_if", p.only_if, true);      // none before GObject closures
   f("role", p.role);
   f("binary", p.binary);
   f("symbol", p.symbol);

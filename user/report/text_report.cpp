@@ -225,13 +225,43 @@ SpanKey span_key(const SlowSpan& s, report::AppCode& app,
   return k;
 }
 
+// For a slow span without samples, the first slow span nested in it that
+// has some ("166 in the nested GTK event GDK_KEY_PRESS (#2)"); "" if none.
+std::string nested_samples(const std::vector<const SlowSpan*>& spans, size_t i,
+                           const ReportContext& ctx) {
+  const SpanEvent& outer = spans[i]->span;
+  if (!spans[i]->stacks.empty()) return "";
+  // Spans are listed by start, a nested one near its outer one: only the
+  // neighbours are looked at (a run may have thousands of slow spans).
+  constexpr size_t kNear = 64;
+  const size_t from = i > kNear ? i - kNear : 0;
+  const size_t to = std::min(spans.size(), i + kNear + 1);
+  for (size_t j = from; j < to; ++j) {
+    const SpanEvent& in = spans[j]->span;
+    if (j == i || in.tid != outer.tid || in.pid != outer.pid ||
+        in.depth <= outer.depth || in.start_ns < outer.start_ns ||
+        in.start_ns + in.duration_ns > outer.start_ns + outer.duration_ns ||
+        spans[j]->nsamples == 0)
+      continue;
+    return fmt::format("{} in the nested {} (#{})", spans[j]->nsamples,
+                       report::describe_target(in, ctx).text, j + 1);
+  }
+  return "";
+}
+
+// Spans whose samples are all in a slow span nested in them (GDK's event
+// source around a GTK event around a Python handler) are that span's row:
+// one stall, one row.
 void write_key_lines(std::ostream& os,
                      const std::vector<const SlowSpan*>& spans, uint32_t role,
-                     report::AppCode& app, report::FrameNames& names) {
+                     const ReportContext& ctx, report::AppCode& app,
+                     report::FrameNames& names) {
   if (spans.size() < 2) return;  // the span's own "> " says it
   std::map<std::string, KeyLineRow> rows;
   bool any_key = false;
-  for (const SlowSpan* s : spans) {
+  for (size_t i = 0; i < spans.size(); ++i) {
+    const SlowSpan* s = spans[i];
+    if (!nested_samples(spans, i, ctx).empty()) continue;
     const SpanKey k = span_key(*s, app, names);
     any_key = any_key || k.found;
     KeyLineRow& r = rows[k.group];
@@ -394,30 +424,6 @@ void write_slow_deliveries(std::ostream& os, const DispatchAnalysis& a,
   }
 }
 
-// For a slow span without samples, the first slow span nested in it that
-// has some ("166 in the nested GTK event GDK_KEY_PRESS (#2)"); "" if none.
-std::string nested_samples(const std::vector<const SlowSpan*>& spans, size_t i,
-                           const ReportContext& ctx) {
-  const SpanEvent& outer = spans[i]->span;
-  if (!spans[i]->stacks.empty()) return "";
-  // Spans are listed by start, a nested one near its outer one: only the
-  // neighbours are looked at (a run may have thousands of slow spans).
-  constexpr size_t kNear = 64;
-  const size_t from = i > kNear ? i - kNear : 0;
-  const size_t to = std::min(spans.size(), i + kNear + 1);
-  for (size_t j = from; j < to; ++j) {
-    const SpanEvent& in = spans[j]->span;
-    if (j == i || in.tid != outer.tid || in.pid != outer.pid ||
-        in.depth <= outer.depth || in.start_ns < outer.start_ns ||
-        in.start_ns + in.duration_ns > outer.start_ns + outer.duration_ns ||
-        spans[j]->nsamples == 0)
-      continue;
-    return fmt::format("{} in the nested {} (#{})", spans[j]->nsamples,
-                       report::describe_target(in, ctx).text, j + 1);
-  }
-  return "";
-}
-
 void write_slow(std::ostream& os, const DispatchAnalysis& a,
                 const ReportContext& ctx, uint32_t role, report::AppCode& app,
                 report::FrameNames& names) {
@@ -442,7 +448,7 @@ void write_slow(std::ostream& os, const DispatchAnalysis& a,
     write_slow_deliveries(os, a, ctx, spans, base);
     return;
   }
-  write_key_lines(os, spans, role, app, names);
+  write_key_lines(os, spans, role, ctx, app, names);
   put(os,
       fmt::format("{}: {} (>= {})", slow_title(role), spans.size(), threshold));
   for (size_t i = 0; i < spans.size(); ++i) {
