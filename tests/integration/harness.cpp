@@ -65,8 +65,11 @@ Process::Process(std::vector<std::string> argv, const std::string& out_path,
   }
 }
 
+// The whole group: a program's own children die with it (meld's
+// multiprocessing workers outlived a killed meld, holding its display).
 Process::~Process() {
   if (pid_ > 0 && !reaped_) {
+    kill(-pid_, SIGKILL);
     kill(pid_, SIGKILL);
     waitpid(pid_, nullptr, 0);
   }

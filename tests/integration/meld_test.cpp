@@ -3,11 +3,13 @@
 // beyond a low threshold. Its slow spans' stacks name meld's own Python
 // functions; each one is checked against meld's installed source: the
 // file exists in meld's package and the function is defined there, at or
-// before the line named.
+// before the line named; the handlers meld connected to GTK's signals
+// are spans named by their function, at its def.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <regex>
@@ -37,6 +39,19 @@ bool defined_by(const std::string& path, const std::string& name, int line) {
   const std::regex def("^\\s*(async\\s+)?def\\s+" + name + "\\s*\\(");
   for (int i = line; i > 0; --i)
     if (std::regex_search(lines[i], def)) return true;
+  return false;
+}
+
+// Whether `line` of `path` starts the code object of function NAME: its
+// def, or the first of the decorators above it (co_firstlineno).
+bool def_at(const std::string& path, const std::string& name, int line) {
+  const std::vector<std::string> lines = source_lines(path);
+  const std::regex def("^\\s*(async\\s+)?def\\s+" + name + "\\s*\\(");
+  const std::regex decorator("^\\s*@");
+  for (int i = line; i > 0 && static_cast<size_t>(i) < lines.size(); ++i) {
+    if (std::regex_search(lines[i], def)) return true;
+    if (!std::regex_search(lines[i], decorator)) return false;
+  }
   return false;
 }
 
@@ -126,6 +141,28 @@ TEST(Meld, SlowSpansNameMeldsOwnPythonFunctions) {
   EXPECT_GT(spans_with_meld, 0u)
       << "no slow span's stack names meld's code; "
       << report["slow_dispatches"].size() << " slow spans";
+  // Handlers meld connected to GTK's signals are spans of their own, named
+  // by the function at its def: ctrl+d is FileDiff.action_next_change.
+  const std::regex handler(
+      "^GObject signal handler (.*) \\(([^():]+\\.py):([0-9]+)\\)$");
+  std::set<std::string> handlers;
+  for (const auto& s : report["slow_dispatches"]) {
+    const std::string target = s["target"];
+    if (!target.starts_with("GObject signal handler ")) continue;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(target, m, handler)) << target;
+    const std::string qual = m[1];
+    // By its name: meld's modules are in the package and its subpackages.
+    std::string file;
+    for (const auto& e :
+         std::filesystem::recursive_directory_iterator(kMeldPackage))
+      if (file.empty() && e.path().filename() == m[2].str()) file = e.path();
+    EXPECT_TRUE(def_at(file, qual.substr(qual.rfind('.') + 1), std::stoi(m[3])))
+        << target << ": no such def at that line of " << file;
+    handlers.insert(qual);
+  }
+  EXPECT_EQ(handlers.count("FileDiff.action_next_change"), 1u)
+      << fmt::format("{}", fmt::join(handlers, "\n"));
   // Drawing the diff is meld's own code: its views' do_draw.
   bool draws = false;
   for (const std::string& fn : named)
