@@ -635,6 +635,16 @@ void addScenarioOptions(CLI::App& app, Options& opt, GivenFlags& given) {
                      "(rate mode only)")
           ->capture_default_str()
           ->check(CLI::Range(0.0, 1000.0));
+  app.add_option("--frame-stall-every", opt.frame_stall_every,
+                 "every Nth frame of --barrier-rate (frames 0, N, 2N, ...) "
+                 "works --frame-stall-ms instead of 0.1 ms: a janky frame")
+      ->type_name("N")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
+  app.add_option("--frame-stall-ms", opt.frame_stall_ms,
+                 "the work of a frame --frame-stall-every picks")
+      ->capture_default_str()
+      ->type_name("MS")
+      ->check(CLI::Range(int64_t{1}, int64_t{10000}));
   given.async_rate =
       app.add_option("--async-rate", opt.async_rate,
                      "asynchronous refapp::AsyncHandler messages per second "
@@ -856,6 +866,10 @@ bool checkEvents(Options* opt, std::string* error) {
     *error =
         "--barrier-leak, --async-rate and --barrier-rate need rate mode (not "
         "--messages, whose dispatch count is exact)";
+    return false;
+  }
+  if (opt->frame_stall_every > 0 && opt->barrier_rate <= 0) {
+    *error = "--frame-stall-every needs --barrier-rate (the frames)";
     return false;
   }
   return true;

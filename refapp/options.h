@@ -37,6 +37,10 @@ struct Options {
   int idle_handlers = 0;
   double async_rate = 0;
   double barrier_rate = 0;
+  // Every Nth frame of --barrier-rate (0: none) does MS ms of work, not
+  // 0.1 ms: a janky frame.
+  int64_t frame_stall_every = 0;
+  int64_t frame_stall_ms = 30;
   int64_t barrier_report_ms = 3000;
   std::vector<EventSpec> events;
   // The input channel (any --input-* flag turns it on).

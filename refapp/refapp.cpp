@@ -111,6 +111,8 @@ refapp::Config makeConfig(const Options& opt) {
       opt.barrier_rate > 0
           ? static_cast<int64_t>(std::llround(1e9 / opt.barrier_rate))
           : 0;
+  cfg.frame_stall_every = opt.frame_stall_every;
+  cfg.frame_stall_ns = opt.frame_stall_ms * 1000000;
   cfg.barrier_report_ns = opt.barrier_report_ms * 1000000;
   cfg.fork_at_ns = opt.fork_at_ms >= 0 ? opt.fork_at_ms * 1000000 : -1;
   return cfg;

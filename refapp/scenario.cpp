@@ -569,11 +569,24 @@ void FrameHandler::handleMessage(Message* msg) {
     // doTraversal: remove the barrier first, then traverse.
     q.removeSyncBarrier(msg->arg1);
     op_ = MessageQueue::lastBarrierOp();
-    busyWork(kFrameWorkNs);
+    doFrame(msg->arg2);
   }
 }
 
+__attribute__((noinline)) void FrameHandler::doFrame(int64_t k) {
+  const Config& cfg = loop_.config();
+  frame_.k = k;
+  frame_.start_ns = monotonicNs();
+  const bool stall =
+      cfg.frame_stall_every > 0 && k % cfg.frame_stall_every == 0;
+  busyWork(stall ? cfg.frame_stall_ns : kFrameWorkNs);
+  frame_.end_ns = monotonicNs();
+}
+
 void FrameHandler::onDispatched(Message* msg) {
+  if (frame_.k >= 0 && msg->isAsynchronous())
+    loop_.logFrame(frame_.k, frame_.start_ns, frame_.end_ns);
+  frame_.k = -1;
   loop_.logBarrierOp(op_, "frame", msg->what);
   ++loop_.stats().frames;
   loop_.logIfSlow(msg, "refapp::FrameHandler", nullptr);
@@ -952,6 +965,17 @@ void LoopThread::logLeaks(int64_t now_ns) {
 
 void LoopThread::finishOne() {
   if (--remaining_ == 0 && config_.messages_mode) quit();
+}
+
+void LoopThread::logFrame(int64_t k, int64_t start_ns, int64_t end_ns) {
+  log_.write({{"event", "frame"},
+              {"index", k},
+              {"start_ns", start_ns},
+              {"end_ns", end_ns},
+              {"duration_ns", end_ns - start_ns},
+              {"tid", static_cast<int>(tid_)},
+              {"pid", static_cast<int>(getpid())},
+              {"thread", index_}});
 }
 
 void LoopThread::logIfSlow(const Message* msg, const char* target,

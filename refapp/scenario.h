@@ -70,8 +70,10 @@ struct Config {
   uint64_t seed = 1;
   int64_t log_slow_ns = 0;  // log other dispatches at least this long; 0 off
   int idle_handlers = 0;    // CheapIdleHandlers per loop thread
-  int64_t async_period_ns = 0;  // 1/--async-rate; 0 = no async stream
-  int64_t frame_period_ns = 0;  // 1/--barrier-rate (thread 0); 0 = none
+  int64_t async_period_ns = 0;    // 1/--async-rate; 0 = no async stream
+  int64_t frame_period_ns = 0;    // 1/--barrier-rate (thread 0); 0 = none
+  int64_t frame_stall_every = 0;  // --frame-stall-every; 0 = none
+  int64_t frame_stall_ns = 0;     // --frame-stall-ms
   int64_t barrier_report_ns = 3000000000;  // barrier_stalled after this
   int64_t fork_at_ns = -1;  // --fork-at (thread 0), after t0; -1: never
 };
@@ -276,10 +278,17 @@ class FrameHandler : public Handler {
   void handleMessage(Message* msg) override;
   void onDispatched(Message* msg) override;
   void postSchedule(int64_t k);
+  // Choreographer.doFrame's stand-in: frame k's own work, a function of
+  // its own for `looptrace record --frame refapp:'*doFrame*'`.
+  void doFrame(int64_t k);
 
  private:
   LoopThread& loop_;
   MessageQueue::BarrierOp op_;
+  // The last doFrame's, logged by onDispatched; k < 0: none.
+  struct FrameTimes {
+    int64_t k = -1, start_ns = 0, end_ns = 0;
+  } frame_;
 };
 
 // --burst: the posting message (what = burst index, arg1 = N, callback
@@ -404,6 +413,8 @@ class LoopThread {
   // that took at least --log-slow (stalls and nested outers have their own
   // lines).
   void logIfSlow(const Message* msg, const char* target, const char* callback);
+  // A "frame" line: FrameHandler::doFrame(k) ran [start_ns, end_ns).
+  void logFrame(int64_t k, int64_t start_ns, int64_t end_ns);
 
  private:
   void run(std::function<void()> on_exit);

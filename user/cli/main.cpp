@@ -137,6 +137,9 @@ void add_probe_options(CLI::App* rec, looptrace::RecordArgs& ra) {
                   "name, demangled C++ name, glob or 0x file offset");
   rec->add_option("--idle", ra.idle,
                   "Ad-hoc idle-handler span BINARY:SYMBOL (repeatable)");
+  rec->add_option("--frame", ra.frame,
+                  "Ad-hoc frame span BINARY:SYMBOL: each call draws a frame, "
+                  "timed against --refresh-rate (repeatable)");
   rec->add_option(
       "--key", ra.keys,
       "Key read at entry of ad-hoc probes: NAME=EXPR[:int|hex|sym|vtable], "

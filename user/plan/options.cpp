@@ -134,8 +134,9 @@ Status check_options_apply(const RecordArgs& a) {
         fmt::format("{} applies to {}: none given", what, needs),
         ErrorKind::kUsage);
   };
-  if (!a.keys.empty() && a.dispatch.empty() && a.idle.empty())
-    return unused("--key", "ad-hoc spans (--dispatch, --idle)");
+  if (!a.keys.empty() && a.dispatch.empty() && a.idle.empty() &&
+      a.frame.empty())
+    return unused("--key", "ad-hoc spans (--dispatch, --idle, --frame)");
   if (given.queue_arg && a.barrier_post.empty() && a.barrier_remove.empty() &&
       a.enqueue.empty())
     return unused(

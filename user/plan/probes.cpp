@@ -15,8 +15,8 @@ namespace {
 
 bool any_probe_option(const RecordArgs& a) {
   return !a.profile.empty() || !a.dispatch.empty() || !a.idle.empty() ||
-         !a.barrier_post.empty() || !a.barrier_remove.empty() ||
-         !a.enqueue.empty() || input_wanted(a);
+         !a.frame.empty() || !a.barrier_post.empty() ||
+         !a.barrier_remove.empty() || !a.enqueue.empty() || input_wanted(a);
 }
 
 // The profile to load: --profile, or with -p and no probe option the one
@@ -118,11 +118,13 @@ Status add_adhoc(const RecordArgs& a, std::vector<ProbeDef>* probes) {
   auto keys = parse_keys(a.keys);
   if (!keys.ok()) return keys.status();
   for (auto [list, role] : {std::pair{&a.dispatch, LT_ROLE_DISPATCH},
-                            std::pair{&a.idle, LT_ROLE_IDLE}})
+                            std::pair{&a.idle, LT_ROLE_IDLE},
+                            std::pair{&a.frame, LT_ROLE_DISPATCH}})
     for (const std::string& s : *list) {
       auto p = parse_probe_arg(s, role);
       if (!p.ok()) return p.status();
       p->keys = *keys;
+      if (list == &a.frame) p->frame = ProbeDef::FrameMatch{};
       probes->push_back(std::move(*p));
     }
   const ArgKey queue{KeyRole::kQueue, "queue", a.queue_arg};

@@ -29,6 +29,9 @@ struct RecordArgs {
   std::string profile;
   std::vector<std::string> dispatch;  // BINARY:SYMBOL
   std::vector<std::string> idle;      // BINARY:SYMBOL
+  // Ad-hoc frame spans, BINARY:SYMBOL: dispatch spans that are each a
+  // frame (a profile's "frame": {}).
+  std::vector<std::string> frame;
   // Point probes, BINARY:SYMBOL, with the argument positions of what they
   // carry (C++ members: arg0 is `this`, the queue).
   std::vector<std::string> barrier_post;    // token = return value
