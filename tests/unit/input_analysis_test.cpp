@@ -645,6 +645,26 @@ TEST(TriggerCheckInput, FiresOnTheEventThatMadeItsStageKnown) {
   EXPECT_FALSE(none.check(span(3000, 8, 3000 * kMs, 3001 * kMs, 0, 0, 3000)));
 }
 
+// 70 slow events judged at once: one fires now, 64 wait for their turn,
+// and the 5 oldest of the rest are let go, counted.
+TEST(TriggerCheckInput, APileUpOfFiringsIsCountedNotLostInSilence) {
+  SessionEvent session;
+  session.has_input = true;
+  TriggerCheck c({*parse_dump_trigger("input.handling_latency_dur > 3ms")},
+                 session, FrameOptions{});
+  for (uint64_t i = 0; i < 70; ++i) {
+    const uint64_t t = (9 + 20 * i) * kMs;
+    EXPECT_FALSE(c.check(raw_read(500, t + kMs, 3000, 1, t, 100 + i)));
+    EXPECT_FALSE(
+        c.check(span(3000, 100 + i, t, t + 5 * kMs, 0, LT_SPAN_INPUT, 3000)));
+  }
+  EXPECT_TRUE(c.check(span(3000, 999, 9000 * kMs, 9001 * kMs, 0, 0, 3000)));
+  EXPECT_EQ(c.dropped(), 5u);
+  size_t more = 0;
+  while (c.advance(9002 * kMs)) ++more;
+  EXPECT_EQ(more, 64u);
+}
+
 TEST(TriggerCheckInput, StagesAreTriggerMetrics) {
   for (int s = 0; s < kInputStages; ++s) {
     const std::string metric =

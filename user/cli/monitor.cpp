@@ -155,8 +155,8 @@ Status MonitorSession::prepare() {
 void MonitorSession::status_line(const std::string& state) {
   std::cerr << fmt::format(
       "looptrace: monitor {}: {} processes traced, {} dumps ({} held back by "
-      "--dump-every), window {} KiB ({} events dropped by --window-max), {} "
-      "records lost\n",
+      "--dump-every or a pile-up), window {} KiB ({} events dropped by "
+      "--window-max), {} records lost\n",
       state, monitor_->traced(), monitor_->dumps(),
       monitor_->dumps_suppressed(), monitor_->window().bytes() >> 10,
       monitor_->window().evicted_by_cap(),

@@ -47,8 +47,10 @@ class Monitor : public EventSink {
 
   size_t traced() const { return procs_.size(); }
   uint64_t dumps() const { return dumps_; }
+  // Held back by --dump-every, or input firings more than 64 at once.
   uint64_t dumps_suppressed() const {
-    return o_.dumps ? o_.dumps->suppressed() : 0;
+    return (o_.dumps ? o_.dumps->suppressed() : 0) +
+           (check_ ? check_->dropped() : 0);
   }
   uint64_t dump_failures() const { return dump_failures_; }
   const FlightRecorder& window() const { return window_; }

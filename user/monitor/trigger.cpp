@@ -144,7 +144,12 @@ std::optional<Firing> TriggerCheck::next_input_firing(uint64_t now_ns) {
     if (input_fired_.front().pid != 0) out = input_fired_.front();
     input_fired_.pop_front();
   }
-  if (input_fired_.size() > kRanKept) input_fired_.clear();
+  // More waiting than dumps could be taken for (one per process per
+  // --dump-every): the oldest go, counted.
+  while (input_fired_.size() > kRanKept) {
+    input_fired_.pop_front();
+    ++dropped_;
+  }
   // A dump ends when the event was judged: its window holds what came
   // until then.
   if (out) out->ts_ns = std::max(out->ts_ns, now_ns);

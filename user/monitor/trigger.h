@@ -61,6 +61,8 @@ class TriggerCheck {
   std::optional<Firing> advance(uint64_t now_ns);
   void forget(uint32_t pid);
   size_t threads() const { return threads_.size(); }
+  // Input firings let go unjudged: more than 64 waited at once.
+  uint64_t dropped() const { return dropped_; }
 
  private:
   struct Thread {
@@ -82,6 +84,7 @@ class TriggerCheck {
   InputOptions input_options_;
   std::unique_ptr<InputAnalyzer> input_;
   std::deque<Firing> input_fired_;
+  uint64_t dropped_ = 0;
 };
 
 }  // namespace looptrace

@@ -402,6 +402,8 @@ json to_json(const DispatchAnalysis& a, const ReportContext& ctx) {
       {"version", kSchemaVersion},
       {"command", ctx.command_line},
       {"duration_ns", ctx.duration_ns},
+      {"dump_reason",
+       ctx.dump_reason.empty() ? json(nullptr) : json(ctx.dump_reason)},
       {"slow_threshold_ns", thresholds},
       {"app_code", report::AppCode(ctx.app_code).patterns()},
       {"threads", std::move(threads)},
