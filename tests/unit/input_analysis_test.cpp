@@ -636,6 +636,21 @@ TEST(TriggerCheckInput, FiresOnTheEventThatMadeItsStageKnown) {
   ASSERT_TRUE(f);
   EXPECT_EQ(f->ts_ns, 2100 * kMs);          // the dump ends when it was judged
   EXPECT_FALSE(quiet.advance(2200 * kMs));  // once
+  // The process exits 100 ms after: its event is judged then, not 2 s
+  // later when nothing of it would be left to dump.
+  TriggerCheck gone({*parse_dump_trigger("input.handling_latency_dur > 3ms")},
+                    session, FrameOptions{});
+  EXPECT_FALSE(gone.check(raw_read(500, 10 * kMs, 3000, 1, 9 * kMs, 7)));
+  EXPECT_FALSE(
+      gone.check(span(3000, 7, 9 * kMs, 14 * kMs, 0, LT_SPAN_INPUT, 3000)));
+  EXPECT_FALSE(gone.advance(100 * kMs));
+  EXPECT_TRUE(gone.process_gone(4242).empty());  // another process's exit
+  std::vector<Firing> fired = gone.process_gone(3000);
+  ASSERT_EQ(fired.size(), 1u);
+  EXPECT_EQ(fired[0].pid, 3000u);
+  EXPECT_EQ(fired[0].why, "input.handling_latency_dur 4.00ms > 3ms");
+  EXPECT_TRUE(gone.process_gone(3000).empty());
+  EXPECT_FALSE(gone.advance(3000 * kMs));  // once
   // Without input traced, an input trigger judges nothing.
   TriggerCheck none({*parse_dump_trigger("input.handling_latency_dur > 3ms")},
                     SessionEvent{}, FrameOptions{});

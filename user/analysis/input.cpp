@@ -456,6 +456,31 @@ void InputAnalyzer::advance(uint64_t now_ns) {
   settle_ready();
 }
 
+void InputAnalyzer::process_gone(uint32_t pid) {
+  std::vector<uint64_t> now;
+  for (uint64_t idx : settling_)
+    if (auto it = live_.find(idx); it != live_.end() && it->second.pid == pid)
+      now.push_back(idx);
+  std::erase_if(settling_, [&now](uint64_t idx) {
+    return std::find(now.begin(), now.end(), idx) != now.end();
+  });
+  for (uint64_t idx : now) {
+    settling_set_.erase(idx);
+    settle(idx);
+  }
+  // Their handling dispatch will not come either.
+  for (auto it = pending_blame_.begin(); it != pending_blame_.end();) {
+    if (it->first.first != pid) {
+      ++it;
+      continue;
+    }
+    std::vector<uint64_t> idxs = std::move(it->second);
+    it = pending_blame_.erase(it);
+    for (uint64_t idx : idxs)
+      if (live_.count(idx)) finalize(idx);
+  }
+}
+
 void InputAnalyzer::done(uint64_t idx) {
   if (settling_set_.insert(idx).second) settling_.push_back(idx);
 }

@@ -272,6 +272,9 @@ class InputAnalyzer {
   // system; the live source's clock): events complete since are final
   // once it is reorder_ns past them, as if a record had come.
   void advance(uint64_t now_ns);
+  // Process pid exited: its events complete so far are final now (no
+  // frame, no later record of it will come); the others stay open.
+  void process_gone(uint32_t pid);
   // Input events seen so far, each once, when its first message or read
   // came: at the end, InputAnalysis::total.
   uint64_t events_seen() const { return next_idx_; }

@@ -101,6 +101,11 @@ void Monitor::process_gone(uint32_t pid) {
   pending_maps_.erase(pid);
   auto it = procs_.find(pid);
   if (it == procs_.end()) return;
+  // Its input events complete so far are judged now: nothing of it comes
+  // later to make them final.
+  if (check_)
+    for (const Firing& f : check_->process_gone(pid))
+      fire(f, Event(TickEvent{0, 0, f.ts_ns}));
   log_ << fmt::format(
       "looptrace: detach pid {} ({}): exited after {} dispatches\n", pid,
       log::printable(it->second.comm, 32), it->second.dispatches);

@@ -137,6 +137,18 @@ std::optional<Firing> TriggerCheck::advance(uint64_t now_ns) {
   return next_input_firing(now_ns);
 }
 
+std::vector<Firing> TriggerCheck::process_gone(uint32_t pid) {
+  std::vector<Firing> out;
+  if (!input_) return out;
+  input_->process_gone(pid);
+  std::erase_if(input_fired_, [&](const Firing& f) {
+    if (f.pid != pid) return false;
+    out.push_back(f);
+    return true;
+  });
+  return out;
+}
+
 std::optional<Firing> TriggerCheck::next_input_firing(uint64_t now_ns) {
   std::optional<Firing> out;
   // Events of a process not seen (pid 0) cannot be dumped.

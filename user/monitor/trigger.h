@@ -59,6 +59,9 @@ class TriggerCheck {
   // The live clock moved on to now_ns (no record may have come): an input
   // event complete since may be final and fire.
   std::optional<Firing> advance(uint64_t now_ns);
+  // Process pid exited: its input events complete so far are judged now,
+  // and what they fire is returned (the others' firings stay queued).
+  std::vector<Firing> process_gone(uint32_t pid);
   void forget(uint32_t pid);
   size_t threads() const { return threads_.size(); }
   // Input firings let go unjudged: more than 64 waited at once.
