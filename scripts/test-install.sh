@@ -135,8 +135,18 @@ dpkg -s looptrace | found -x 'Status: install ok installed' ||
   fail "looptrace is not /usr/bin/looptrace on PATH"
 man -w looptrace | found '^/usr/share/man/man1/looptrace.1' ||
   fail "man -w looptrace finds no installed page"
-(cd / && looptrace demo >"$tmp/demo.log" 2>&1) ||
-  fail "looptrace demo from /usr/bin failed: $(tail -5 "$tmp/demo.log")"
+# The demo times a live system against the app's own clock, as the BPF
+# tests do, and like them it is run once more when it fails (scripts/test.sh):
+# on a shared VM a probe's trap now and then waits on the host for tens of
+# ms the app's clock reads do not see. Passing then, it is named FLAKY with
+# what failed the first time.
+demo_failed() { sed -n '/^Ground truth/,$p' "$tmp/demo.log" | grep -v '^$' | head -20; }
+if ! (cd / && looptrace demo >"$tmp/demo.log" 2>&1); then
+  first=$(demo_failed)
+  (cd / && looptrace demo >"$tmp/demo.log" 2>&1) ||
+    fail "looptrace demo from /usr/bin failed twice: $(demo_failed)"
+  printf 'test-install: FLAKY (failed, then passed when run again): looptrace demo:\n%s\n' "$first" >&2
+fi
 echo "test-install: ok: dpkg -i; looptrace demo from /usr/bin: $(grep -c . "$tmp/demo.log") lines" >&2
 dpkg -r looptrace >"$tmp/dpkg-r.log" 2>&1 || fail "dpkg -r: $(tail -3 "$tmp/dpkg-r.log")"
 dpkg -s looptrace 2>/dev/null | found 'Status: install ok installed' &&
