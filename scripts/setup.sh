@@ -16,6 +16,8 @@ packages=(
   elfutils  # eu-stack: the unwinder tests' independent reference
   libc6-dbg # glibc's separate debug file (by build-id): names of its internals
   libdebuginfod-dev # debug files by build-id from DEBUGINFOD_URLS (user/symbolize/debuginfod)
+  libcapstone-dev # x86-64 decoding: virtual-call sites (user/elf/call_sites)
+  android-libutils-dev # AOSP's native Looper, for the android profile and its test
   debuginfod # a local server for the debuginfod test
   liblzma-dev xz-utils # MiniDebugInfo (.gnu_debugdata) and its tests
   nodejs # the perf-map (JIT frames) test: node --perf-basic-prof

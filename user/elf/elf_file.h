@@ -106,10 +106,11 @@ class ElfFile {
   // The 4 bytes the file holds at `vaddr` (a `const unsigned` such as
   // glib_major_version), as the file has them: no relocation is applied.
   Result<uint32_t> u32_at(uint64_t vaddr) const;
+  // n bytes of the file at `vaddr`, all inside one segment's file part (a
+  // function's code, to decode).
+  Status read_bytes(uint64_t vaddr, void* out, size_t n) const;
 
  private:
-  // n bytes of the file at `vaddr`, all inside one segment's file part.
-  Status read_bytes(uint64_t vaddr, void* out, size_t n) const;
   ElfFile(std::string path, int fd, Elf* elf);
   Status load(Read what = Read::kAll);
   // Every header table, loadable segment and section lies inside the file.

@@ -1,0 +1,43 @@
+// Virtual calls inside one function, found by decoding its x86-64 code
+// (capstone): where the span of a dispatch that is a virtual call starts
+// and returns. AOSP's Looper::pollInner runs each native message as
+// `handler->handleMessage(message)`, compiled to `mov (%rdi),%rax; ...;
+// call *0x10(%rax)`: no function of the library is the dispatch, the call
+// instruction and the one after it are (two plain uprobes).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace looptrace::elf {
+
+class ElfFile;
+struct SymbolMatch;
+
+struct CallSite {
+  uint64_t vaddr = 0;   // the call instruction
+  uint32_t length = 0;  // its bytes: it returns to vaddr + length
+  int64_t slot = 0;     // the vtable offset it calls through (0x10)
+  std::string text;     // "call qword ptr [rax + 0x10]", for messages
+};
+
+// The calls through memory, `call *DISP(%REG)`, in `n` bytes of code at
+// `vaddr` whose REG was loaded, within the few instructions before, from
+// the first word of the object the call passes as `this` (%rdi, unchanged
+// since): virtual calls, in address order. An indirect call whose register
+// has another origin (a function pointer in a struct) is not one.
+// Decoding stops at the first byte capstone cannot decode (padding after
+// the function's end).
+std::vector<CallSite> virtual_calls(const uint8_t* code, size_t n,
+                                    uint64_t vaddr);
+
+// The same for function `m` of `file` (its symbol's size bytes). Errors:
+// the function's size is unknown, or its bytes cannot be read.
+Result<std::vector<CallSite>> virtual_calls(const ElfFile& file,
+                                            const SymbolMatch& m);
+
+}  // namespace looptrace::elf
