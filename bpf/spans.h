@@ -521,16 +521,23 @@ int BPF_KPROBE(lt_span_entry)
 	struct books_now b;
 	struct lt_frame *f;
 	__u32 d, sw;
+	__u64 sp;
 
 	if (!lt_ready || probe_id >= LT_MAX_PROBES)
 		return 0;
 	probe_id &= LT_MAX_PROBES - 1; /* keeps the verifier's bound */
+	/* A call site's entry is its call instruction: its frame is where the
+	 * call is about to push the return address, which the exit (a uprobe
+	 * there) pops, as a function entry's and its uretprobe's. */
+	sp = PT_REGS_SP(ctx);
+	if (lt_cfg.probes[probe_id].flags & LT_PROBE_CALL_SITE)
+		sp -= 8;
 	task = bpf_get_current_task_btf();
 	st = span_thread(task);
 	if (!st)
 		return 0;
 	if (st->depth) {
-		drop_abandoned(st, task, PT_REGS_SP(ctx));
+		drop_abandoned(st, task, sp);
 		if (inside_outermost(st, probe_id))
 			return 0;
 	}
@@ -544,8 +551,10 @@ int BPF_KPROBE(lt_span_entry)
 		return 0;
 	}
 	f = &st->stack[d];
-	start_frame(st, task, f, &b, PT_REGS_SP(ctx), probe_id, d);
+	start_frame(st, task, f, &b, sp, probe_id, d);
 	cfg = &lt_cfg.probes[probe_id];
+	if (cfg->flags & LT_PROBE_CALL_SITE)
+		f->ret_addr = 0; /* not pushed yet, and no trampoline to mend */
 	read_keys(ctx, st, cfg, f);
 	if (cfg->only_key && !f->keys[(cfg->only_key - 1) & (LT_MAX_KEYS - 1)]) {
 		/* No span: an input mark it took stays for the next one. */

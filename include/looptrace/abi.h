@@ -138,6 +138,9 @@ struct lt_key_spec {
 
 /* lt_probe_cfg.flags */
 #define LT_PROBE_OUTERMOST 1 /* a call inside a span of the same probe is part of it */
+/* The entry is a call instruction (a virtual call site), the exit a plain
+ * uprobe at its return address: the frame is the one the call pushes. */
+#define LT_PROBE_CALL_SITE 2
 
 struct lt_probe_cfg {
 	__u32 role;

@@ -41,6 +41,10 @@ TEST(CallSites, AospPollInnerHasItsTwoDispatches) {
     EXPECT_EQ(bytes[2], 0x10);
   }
   EXPECT_LT((*sites)[0].vaddr, (*sites)[1].vaddr);
+  // handleMessage(const Message&): `mov %r12,%rsi`; handleEvent(int fd,
+  // ...): `mov %r12d,%esi`.
+  EXPECT_EQ((*sites)[0].arg1_bits, 64);
+  EXPECT_EQ((*sites)[1].arg1_bits, 32);
 }
 
 std::vector<CallSite> decode(std::vector<uint8_t> code) {
@@ -54,6 +58,7 @@ TEST(CallSites, AVtableLoadFromThisIsAVirtualCall) {
   EXPECT_EQ(s[0].vaddr, 0x1006u);
   EXPECT_EQ(s[0].length, 3u);
   EXPECT_EQ(s[0].slot, 0x10);
+  EXPECT_EQ(s[0].arg1_bits, 64);
 }
 
 // mov (%rbx),%rax; mov %rbx,%rdi; call *0x18(%rax): this copied to %rdi.

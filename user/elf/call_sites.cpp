@@ -142,6 +142,14 @@ std::vector<CallSite> virtual_calls(const uint8_t* code, size_t n,
       continue;
     if (!is_virtual(d, raw, i, static_cast<x86_reg>(op.mem.base))) continue;
     CallSite s;
+    for (size_t j = i, from = i > kWindow ? i - kWindow : 0; j-- > from;) {
+      const cs_x86& x = raw[j].detail->x86;
+      if (!d.writes(raw[j], X86_REG_RSI)) continue;
+      if (x.op_count >= 1 && x.operands[0].type == X86_OP_REG &&
+          full(x.operands[0].reg) == X86_REG_RSI)
+        s.arg1_bits = x.operands[0].size * 8;
+      break;
+    }
     s.vaddr = in.address;
     s.length = in.size;
     s.slot = op.mem.disp;

@@ -22,6 +22,11 @@ struct CallSite {
   uint64_t vaddr = 0;   // the call instruction
   uint32_t length = 0;  // its bytes: it returns to vaddr + length
   int64_t slot = 0;     // the vtable offset it calls through (0x10)
+  // The width of the last write to the first argument after `this`
+  // (%rsi, %esi) before the call, in the same few instructions: 64 for a
+  // pointer (AOSP's handleMessage(const Message&)), 32 for an int
+  // (handleEvent(int fd, ...)); 0 when not seen.
+  int arg1_bits = 0;
   std::string text;     // "call qword ptr [rax + 0x10]", for messages
 };
 

@@ -267,11 +267,15 @@ struct Tracer::Impl {
       if (ret &&
           (p.role == LT_ROLE_BARRIER_REMOVE || p.role == LT_ROLE_ENQUEUE))
         continue;
-      LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = p.id, .retprobe = ret);
+      // A call site's exit is a plain uprobe at its return address.
+      const bool call_site = p.return_offset != 0;
+      LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = p.id,
+                  .retprobe = ret && !call_site);
       bpf_program* prog =
           ret ? skel->progs.lt_span_return : skel->progs.lt_span_entry;
-      bpf_link* link = bpf_program__attach_uprobe_opts(prog, -1, p.path.c_str(),
-                                                       p.file_offset, &uo);
+      bpf_link* link = bpf_program__attach_uprobe_opts(
+          prog, -1, p.path.c_str(),
+          ret && call_site ? p.return_offset : p.file_offset, &uo);
       if (!link) {
         int err = errno;
         return Status::Errno(
@@ -567,6 +571,8 @@ Status configure_probes(const TraceOptions& opts, lt_config& cfg) {
       set_frame_names(pc, *p.frame);
     pc.async_mask = p.async_mask;
     pc.flags = p.outermost ? LT_PROBE_OUTERMOST : 0;
+    if (p.return_offset && (p.role == LT_ROLE_DISPATCH || p.role == LT_ROLE_IDLE))
+      pc.flags |= LT_PROBE_CALL_SITE;
     if (p.role == LT_ROLE_DISPATCH || p.role == LT_ROLE_IDLE)
       pc.only_key = p.only_if;
     if (p.role != LT_ROLE_DISPATCH && p.role != LT_ROLE_ENQUEUE) pc.msg_key = 0;

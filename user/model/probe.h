@@ -89,6 +89,9 @@ struct ProbeDef {
   std::string path;             // absolute path of the ELF file
   std::string resolved_symbol;  // demangled name of the match
   uint64_t file_offset = 0;     // what the uprobe attaches at
+  // A call site's: its return address's file offset, where the exit's
+  // uprobe attaches; 0 for a function (a uretprobe).
+  uint64_t return_offset = 0;
   uint32_t async_mask = 0;      // enqueue: flags bits of an async message
   // input.recv/input.send: arg1 is a struct msghdr * (recvmsg-like), not
   // the buffer itself.
@@ -101,6 +104,19 @@ struct ProbeDef {
   // span (profiles' "only_if"): GObject closures are spans only where
   // the closure's callable is a Python function.
   uint32_t only_if = 0;
+  // Spans only: the virtual calls the function `symbol` makes instead of
+  // the function itself (profiles' "call"): each call through vtable
+  // offset `slot` (any: -1) a span, from its call instruction to the one
+  // after it (two plain uprobes). AOSP's Looper dispatches each message as
+  // handler->handleMessage(message), a call inside pollInner.
+  struct CallMatch {
+    int64_t slot = -1;
+    // The width of the argument after `this` as the call site sets it
+    // (64: a pointer, 32: an int; 0: any): tells AOSP's handleMessage
+    // (const Message&) from handleEvent(int fd, ...), both slot 0x10.
+    int arg1_bits = 0;
+  };
+  std::optional<CallMatch> call;
   // A dispatch that handles a display server's input events (profiles'
   // "input"): which keys say the event's type and its server time, and
   // which type values are input of which kind. Such a span is recorded

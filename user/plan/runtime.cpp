@@ -23,8 +23,9 @@ struct Detector {
 // The reference app's profile probes the refapp binary itself.
 constexpr Detector kDetectors[] = {
     {"refapp", "refapp"},       {"node", "node"},
-    {"gtk3", "libgtk-3.so.0"},  {"qt6", "libQt6Core.so.6"},
-    {"qt5", "libQt5Core.so.5"}, {"glib", "libglib-2.0.so"}};
+    {"android", "libutils.so"}, {"gtk3", "libgtk-3.so.0"},
+    {"qt6", "libQt6Core.so.6"}, {"qt5", "libQt5Core.so.5"},
+    {"glib", "libglib-2.0.so"}};
 
 }  // namespace
 
@@ -79,9 +80,11 @@ Status command_profiles(const RecordArgs& a, std::vector<ProbeDef>* probes,
     if (!here) continue;
     chosen.push_back(d.profile);
     for (ProbeDef& p : prof->probes) {
+      // (Two call probes in one function are two probes.)
       bool dup =
           std::any_of(probes->begin(), probes->end(), [&](const ProbeDef& q) {
-            return q.binary == p.binary && q.symbol == p.symbol;
+            return q.binary == p.binary && q.symbol == p.symbol && !q.call &&
+                   !p.call;
           });
       if (!dup) probes->push_back(std::move(p));
     }

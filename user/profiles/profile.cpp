@@ -416,6 +416,45 @@ constexpr std::string_view kGtk3Profile = R"json({
   ]
 })json";
 
+// AOSP's native Looper (libutils: system/core/libutils/Looper.cpp), the
+// message loop under every Android app's MessageQueue. pollInner runs
+// each due native message as handler->handleMessage(const Message&) and
+// each ready fd's callback->handleEvent(int fd, int events, void* data):
+// virtual calls through vtable offset 0x10 to the program's own classes,
+// not functions of the library, so each is a call-site span ("call"),
+// told apart by how the call site sets the argument after `this` (a
+// Message pointer, an int fd). Message is {int what}. Checked against
+// AOSP 10 as Debian builds it (android-libutils; docs/android.md).
+constexpr std::string_view kAndroidProfile = R"json({
+  "name": "android",
+  "description": "AOSP's native Looper (libutils): each message and fd callback pollInner dispatches, by class",
+  "probes": [
+    {
+      "role": "dispatch",
+      "binary": "libutils.so",
+      "symbol": "android::Looper::pollInner(int)",
+      "call": {"slot": 16, "arg1": "pointer"},
+      "label": "Looper message",
+      "keys": [
+        {"name": "target", "expr": "*(arg0+0)", "format": "vtable"},
+        {"name": "what", "expr": "u32 *(arg1+0)", "format": "int"}
+      ]
+    },
+    {
+      "role": "dispatch",
+      "binary": "libutils.so",
+      "symbol": "android::Looper::pollInner(int)",
+      "call": {"slot": 16, "arg1": "int"},
+      "label": "Looper fd callback",
+      "keys": [
+        {"name": "target", "expr": "*(arg0+0)", "format": "vtable"},
+        {"name": "fd", "expr": "arg1", "format": "int"},
+        {"name": "events", "expr": "arg2", "format": "int"}
+      ]
+    }
+  ]
+})json";
+
 struct Builtin {
   const char* name;
   std::string_view json;
@@ -430,7 +469,8 @@ constexpr Builtin kBuiltins[] = {
     {"node", kNodeProfile},
     {"qt5", kQtProfile, nullptr, {{{"@QT@", "5"}, {"@TYPE_AT@", "16"}}}},
     {"qt6", kQtProfile, nullptr, {{{"@QT@", "6"}, {"@TYPE_AT@", "8"}}}},
-    {"gtk3", kGtk3Profile, "glib"}};
+    {"gtk3", kGtk3Profile, "glib"},
+    {"android", kAndroidProfile}};
 
 // A built-in's JSON, its placeholders filled in.
 std::string builtin_json(const Builtin& b) {
@@ -748,6 +788,43 @@ class ProfileReader {
     return Status::Ok();
   }
 
+  // "call": {"slot": N}: the function's virtual calls through vtable
+  // offset N (any without "slot"), each a span.
+  Status call(const Json& jp, const std::string& where, ProbeDef* def) const {
+    auto it = jp.find("call");
+    if (it == jp.end()) return Status::Ok();
+    const std::string call_at = at(where, "call");
+    if (!it->is_object())
+      return error(call_at,
+                   fmt::format("expected an object, got {}", it->type_name()));
+    LT_RETURN_IF_ERROR(only_known(*it, call_at, {"slot", "arg1"}));
+    if (def->role != LT_ROLE_DISPATCH && def->role != LT_ROLE_IDLE)
+      return error(call_at, "only for the dispatch and idle roles (spans)");
+    ProbeDef::CallMatch m;
+    if (auto s = it->find("slot"); s != it->end()) {
+      if (!s->is_number_unsigned() || s->get<uint64_t>() > 0xffff ||
+          s->get<uint64_t>() % 8 != 0)
+        return error(at(call_at, "slot"),
+                     "expected a vtable offset in bytes: a multiple of 8 "
+                     "from 0 to 65528");
+      m.slot = static_cast<int64_t>(s->get<uint64_t>());
+    }
+    if (auto a = it->find("arg1"); a != it->end()) {
+      if (*a == "pointer")
+        m.arg1_bits = 64;
+      else if (*a == "int")
+        m.arg1_bits = 32;
+      else
+        return error(at(call_at, "arg1"),
+                     "expected \"pointer\" or \"int\": how the call site "
+                     "sets the argument after `this`");
+    }
+    if (def->outermost)
+      return error(call_at, "not with \"outermost\"");
+    def->call = m;
+    return Status::Ok();
+  }
+
   // "async_mask" is lt_probe_cfg.async_mask, a __u32 in the ABI.
   Status async_mask(const Json& jp, const std::string& where,
                     ProbeDef* def) const {
@@ -830,7 +907,7 @@ class ProfileReader {
     LT_RETURN_IF_ERROR(only_known(
         jp, where,
         {"role", "binary", "symbol", "label", "outermost", "async_mask",
-         "buffer", "keys", "only_if", "input", "frame"}));
+         "buffer", "keys", "only_if", "call", "input", "frame"}));
     ProbeDef def;
     auto role_text = string(jp, where, "role", "dispatch");
     if (!role_text.ok()) return role_text.status();
@@ -870,6 +947,7 @@ class ProfileReader {
     }
     LT_RETURN_IF_ERROR(keys(jp, where, &def));
     LT_RETURN_IF_ERROR(only_if(jp, where, &def));
+    LT_RETURN_IF_ERROR(call(jp, where, &def));
     LT_RETURN_IF_ERROR(input(jp, where, &def));
     LT_RETURN_IF_ERROR(frame(jp, where, &def));
     return def;

@@ -17,6 +17,7 @@
 #include <tuple>
 
 #include "base/log.h"
+#include "elf/call_sites.h"
 #include "elf/elf_file.h"
 #include "elf/resolve.h"
 #include "elf/resolve_cache.h"
@@ -233,6 +234,53 @@ Result<std::vector<elf::SymbolMatch>> find_matches(const std::string& path,
   return matches;
 }
 
+// A call probe's sites in each function it names (elf/call_sites.h): one
+// match per virtual call through its slot, at the call instruction, each
+// one's return address in `returns`. A function with none is a build the
+// probe does not match: an error naming it.
+Result<std::vector<elf::SymbolMatch>> call_sites(
+    const std::string& path, const ProbeDef& p,
+    const std::vector<elf::SymbolMatch>& funcs,
+    std::vector<uint64_t>* returns) {
+  auto file = open_cached(path);
+  if (!file.ok()) return file.status();
+  std::vector<elf::SymbolMatch> out;
+  for (const elf::SymbolMatch& m : funcs) {
+    auto sites = elf::virtual_calls(**file, m);
+    if (!sites.ok()) return sites.status();
+    const std::string name = m.demangled.empty() ? m.name : m.demangled;
+    size_t n = 0;
+    for (const elf::CallSite& s : *sites) {
+      if ((p.call->slot >= 0 && s.slot != p.call->slot) ||
+          (p.call->arg1_bits != 0 && s.arg1_bits != p.call->arg1_bits))
+        continue;
+      auto at = (*file)->vaddr_to_offset(s.vaddr);
+      if (!at.ok()) return at.status();
+      auto back = (*file)->vaddr_to_offset(s.vaddr + s.length);
+      if (!back.ok()) return back.status();
+      elf::SymbolMatch c = m;
+      c.file_offset = *at;
+      c.demangled = fmt::format("{}+{:#x} ({})", name, s.vaddr - m.vaddr,
+                                s.text);
+      out.push_back(std::move(c));
+      returns->push_back(*back);
+      ++n;
+    }
+    if (n == 0)
+      return Status::Error(
+          fmt::format("{}: {} makes no virtual call{}: this build does not "
+                      "match the probe ({} virtual calls in it)",
+                      log::printable(path, 120), log::printable(name, 120),
+                      p.call->slot >= 0
+                          ? fmt::format(" through vtable offset {:#x}",
+                                        p.call->slot)
+                          : std::string(),
+                      sites->size()),
+          ErrorKind::kUsage);
+  }
+  return out;
+}
+
 std::string probe_name(const ProbeDef& p) {
   return fmt::format("{} {}:{}", role_name(p.role),
                      log::printable(p.binary, 80),
@@ -311,6 +359,12 @@ Status resolve_probes(std::vector<ProbeDef>* probes,
     std::string version;
     auto matches = find_matches(*path, p, &version);
     if (!matches.ok()) return matches.status();
+    // A call probe is a probe per call site of the functions it names.
+    std::vector<uint64_t> returns;
+    if (p.call) {
+      matches = call_sites(*path, p, *matches, &returns);
+      if (!matches.ok()) return matches.status();
+    }
     if (takes_slot(p)) {
       --pending;
       if (slots + matches->size() + pending > LT_MAX_PROBES)
@@ -328,13 +382,17 @@ Status resolve_probes(std::vector<ProbeDef>* probes,
       slots += matches->size();
     }
     // A glob becomes one probe per function it matches.
-    for (const elf::SymbolMatch& m : *matches) {
+    for (size_t i = 0; i < matches->size(); ++i) {
+      const elf::SymbolMatch& m = (*matches)[i];
       ProbeDef r = p;
       r.id = static_cast<uint32_t>(out.size());
       r.path = *path;
-      // An explicit 0x offset is taken as given.
-      r.file_offset = is_offset(p.symbol) ? m.file_offset
-                                          : uprobe_offset(*path, m.file_offset);
+      // An explicit 0x offset is taken as given; so is a call site (no
+      // endbr64 or single-thread check to skip in the middle of code).
+      r.file_offset = is_offset(p.symbol) || p.call
+                          ? m.file_offset
+                          : uprobe_offset(*path, m.file_offset);
+      if (p.call) r.return_offset = returns[i];
       r.resolved_symbol = m.demangled.empty() ? m.name : m.demangled;
       r.version = version;
       log::debug("resolve", "{}:{} -> {} offset {:#x} ({})", r.binary, r.symbol,

@@ -1,0 +1,187 @@
+// AOSP's own native Looper (Debian's android-libutils, AOSP 10) running a
+// MessageHandler that posts itself a message every 10 ms and an fd
+// callback on a pipe a writer thread feeds every 25 ms, some of each
+// stalling. Its ground truth, CLOCK_MONOTONIC, one JSON line each:
+//   {"event":"ready","pid":..}
+//   {"event":"dispatch","kind":"message"|"fd","what":N|"fd":N,
+//    "start_ns":..,"end_ns":..,"stall":"busy"|"sleep"|"lock"|null,"tid":..}
+//   {"event":"done","messages":N,"callbacks":N}
+// Usage: android_looper --duration MS --log FILE [--stall KIND:MS@WHAT]...
+//   [--fd-stall KIND:MS@N]...: message WHAT (0, 1, ...), or the Nth fd
+//   callback, stalls MS ms: busy (spins), sleep, lock (waits for a mutex a
+//   helper thread holds that long; the helper logs {"event":"unlock"}).
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+#include <utils/Looper.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+
+namespace {
+
+int64_t now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+std::mutex g_log_mu;
+FILE* g_log = nullptr;
+void log_line(const std::string& s) {
+  std::lock_guard<std::mutex> g(g_log_mu);
+  std::fprintf(g_log, "%s\n", s.c_str());
+  std::fflush(g_log);
+}
+
+struct Stall {
+  std::string kind;
+  int ms = 0;
+};
+std::map<int, Stall> g_msg_stalls, g_fd_stalls;
+std::mutex g_lock;
+
+// Spins, sleeps, or waits for g_lock held by a helper for `s.ms`.
+void stall(const Stall& s) {
+  const int64_t ns = int64_t{s.ms} * 1'000'000;
+  if (s.kind == "busy") {
+    const int64_t end = now_ns() + ns;
+    volatile uint64_t x = 0;
+    while (now_ns() < end) x = x + 1;
+  } else if (s.kind == "sleep") {
+    timespec ts{static_cast<time_t>(ns / 1'000'000'000),
+                static_cast<long>(ns % 1'000'000'000)};
+    nanosleep(&ts, nullptr);
+  } else {
+    std::atomic<bool> held{false};
+    std::thread holder([&] {
+      std::lock_guard<std::mutex> g(g_lock);
+      held = true;
+      timespec ts{static_cast<time_t>(ns / 1'000'000'000),
+                  static_cast<long>(ns % 1'000'000'000)};
+      nanosleep(&ts, nullptr);
+      log_line("{\"event\":\"unlock\",\"tid\":" + std::to_string(gettid()) +
+               ",\"at_ns\":" + std::to_string(now_ns()) + "}");
+    });
+    while (!held) usleep(100);
+    { std::lock_guard<std::mutex> g(g_lock); }
+    holder.join();
+  }
+}
+
+std::string dispatch_line(const char* kind, const char* id_name, int id,
+                          int64_t start, int64_t end, const Stall* s) {
+  return std::string("{\"event\":\"dispatch\",\"kind\":\"") + kind + "\",\"" +
+         id_name + "\":" + std::to_string(id) +
+         ",\"start_ns\":" + std::to_string(start) +
+         ",\"end_ns\":" + std::to_string(end) + ",\"stall\":" +
+         (s ? "\"" + s->kind + "\"" : std::string("null")) +
+         ",\"tid\":" + std::to_string(gettid()) + "}";
+}
+
+class TickHandler : public android::MessageHandler {
+ public:
+  explicit TickHandler(android::sp<android::Looper> looper)
+      : looper_(std::move(looper)) {}
+  void handleMessage(const android::Message& message) override {
+    const int64_t start = now_ns();
+    auto it = g_msg_stalls.find(message.what);
+    if (it != g_msg_stalls.end()) stall(it->second);
+    const int64_t end = now_ns();
+    log_line(dispatch_line("message", "what", message.what, start, end,
+                           it != g_msg_stalls.end() ? &it->second : nullptr));
+    ++count;
+    looper_->sendMessageDelayed(10'000'000, this,
+                                android::Message(message.what + 1));
+  }
+  int count = 0;
+
+ private:
+  android::sp<android::Looper> looper_;
+};
+
+class PipeCallback : public android::LooperCallback {
+ public:
+  int handleEvent(int fd, int /*events*/, void* /*data*/) override {
+    const int64_t start = now_ns();
+    char b;
+    if (read(fd, &b, 1) != 1) return 0;
+    auto it = g_fd_stalls.find(count);
+    if (it != g_fd_stalls.end()) stall(it->second);
+    const int64_t end = now_ns();
+    log_line(dispatch_line("fd", "n", count, start, end,
+                           it != g_fd_stalls.end() ? &it->second : nullptr));
+    ++count;
+    return 1;
+  }
+  int count = 0;
+};
+
+// "busy:30@4" -> {4, {busy, 30}}
+bool parse_stall(const char* arg, std::map<int, Stall>* out) {
+  char kind[16];
+  int ms = 0, at = 0;
+  if (std::sscanf(arg, "%15[a-z]:%d@%d", kind, &ms, &at) != 3) return false;
+  (*out)[at] = Stall{kind, ms};
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int duration_ms = 3000;
+  const char* log_path = nullptr;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string a = argv[i];
+    if (a == "--duration")
+      duration_ms = std::atoi(argv[i + 1]);
+    else if (a == "--log")
+      log_path = argv[i + 1];
+    else if (a == "--stall" && parse_stall(argv[i + 1], &g_msg_stalls))
+      continue;
+    else if (a == "--fd-stall" && parse_stall(argv[i + 1], &g_fd_stalls))
+      continue;
+    else {
+      std::fprintf(stderr, "android_looper: bad argument %s\n", argv[i]);
+      return 2;
+    }
+  }
+  if (!log_path || !(g_log = std::fopen(log_path, "w"))) {
+    std::fprintf(stderr, "android_looper: --log FILE needed\n");
+    return 2;
+  }
+  android::sp<android::Looper> looper = android::Looper::prepare(0);
+  int pipefd[2];
+  if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) != 0) return 1;
+  android::sp<PipeCallback> cb = new PipeCallback();
+  looper->addFd(pipefd[0], 0, android::Looper::EVENT_INPUT, cb, nullptr);
+  android::sp<TickHandler> handler = new TickHandler(looper);
+  // Start once the tracer is in: a second after "ready".
+  log_line("{\"event\":\"ready\",\"pid\":" + std::to_string(getpid()) + "}");
+  std::fprintf(stderr, "android_looper: ready pid=%d\n", getpid());
+  usleep(1'000'000);
+  const int64_t end = now_ns() + int64_t{duration_ms} * 1'000'000;
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    while (!done) {
+      if (write(pipefd[1], "x", 1) != 1) break;
+      usleep(25'000);
+    }
+  });
+  looper->sendMessage(handler, android::Message(0));
+  while (now_ns() < end) looper->pollOnce(100);
+  done = true;
+  writer.join();
+  log_line("{\"event\":\"done\",\"messages\":" + std::to_string(handler->count) +
+           ",\"callbacks\":" + std::to_string(cb->count) + "}");
+  std::fclose(g_log);
+  return 0;
+}
