@@ -82,8 +82,8 @@ std::string dispatch_line(const char* kind, const char* id_name, int id,
   return std::string("{\"event\":\"dispatch\",\"kind\":\"") + kind + "\",\"" +
          id_name + "\":" + std::to_string(id) +
          ",\"start_ns\":" + std::to_string(start) +
-         ",\"end_ns\":" + std::to_string(end) + ",\"stall\":" +
-         (s ? "\"" + s->kind + "\"" : std::string("null")) +
+         ",\"end_ns\":" + std::to_string(end) +
+         ",\"stall\":" + (s ? "\"" + s->kind + "\"" : std::string("null")) +
          ",\"tid\":" + std::to_string(gettid()) + "}";
 }
 
@@ -180,8 +180,9 @@ int main(int argc, char** argv) {
   while (now_ns() < end) looper->pollOnce(100);
   done = true;
   writer.join();
-  log_line("{\"event\":\"done\",\"messages\":" + std::to_string(handler->count) +
-           ",\"callbacks\":" + std::to_string(cb->count) + "}");
+  log_line(
+      "{\"event\":\"done\",\"messages\":" + std::to_string(handler->count) +
+      ",\"callbacks\":" + std::to_string(cb->count) + "}");
   std::fclose(g_log);
   return 0;
 }

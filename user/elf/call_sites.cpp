@@ -85,9 +85,8 @@ x86_reg load_from(const cs_insn& in, x86_reg reg) {
 bool moves_to_rdi(const cs_insn& in, x86_reg from) {
   const cs_x86& x = in.detail->x86;
   return in.id == X86_INS_MOV && x.op_count == 2 &&
-         x.operands[0].type == X86_OP_REG &&
-         x.operands[0].reg == X86_REG_RDI && x.operands[1].type == X86_OP_REG &&
-         x.operands[1].reg == from;
+         x.operands[0].type == X86_OP_REG && x.operands[0].reg == X86_REG_RDI &&
+         x.operands[1].type == X86_OP_REG && x.operands[1].reg == from;
 }
 
 // Whether the call at insns[i], through [base + disp], is a virtual call:

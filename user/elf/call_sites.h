@@ -27,7 +27,7 @@ struct CallSite {
   // pointer (AOSP's handleMessage(const Message&)), 32 for an int
   // (handleEvent(int fd, ...)); 0 when not seen.
   int arg1_bits = 0;
-  std::string text;     // "call qword ptr [rax + 0x10]", for messages
+  std::string text;  // "call qword ptr [rax + 0x10]", for messages
 };
 
 // The calls through memory, `call *DISP(%REG)`, in `n` bytes of code at

@@ -92,7 +92,7 @@ struct ProbeDef {
   // A call site's: its return address's file offset, where the exit's
   // uprobe attaches; 0 for a function (a uretprobe).
   uint64_t return_offset = 0;
-  uint32_t async_mask = 0;      // enqueue: flags bits of an async message
+  uint32_t async_mask = 0;  // enqueue: flags bits of an async message
   // input.recv/input.send: arg1 is a struct msghdr * (recvmsg-like), not
   // the buffer itself.
   bool msghdr = false;

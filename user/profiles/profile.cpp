@@ -819,8 +819,7 @@ class ProfileReader {
                      "expected \"pointer\" or \"int\": how the call site "
                      "sets the argument after `this`");
     }
-    if (def->outermost)
-      return error(call_at, "not with \"outermost\"");
+    if (def->outermost) return error(call_at, "not with \"outermost\"");
     def->call = m;
     return Status::Ok();
   }

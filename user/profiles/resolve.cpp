@@ -260,22 +260,22 @@ Result<std::vector<elf::SymbolMatch>> call_sites(
       if (!back.ok()) return back.status();
       elf::SymbolMatch c = m;
       c.file_offset = *at;
-      c.demangled = fmt::format("{}+{:#x} ({})", name, s.vaddr - m.vaddr,
-                                s.text);
+      c.demangled =
+          fmt::format("{}+{:#x} ({})", name, s.vaddr - m.vaddr, s.text);
       out.push_back(std::move(c));
       returns->push_back(*back);
       ++n;
     }
     if (n == 0)
       return Status::Error(
-          fmt::format("{}: {} makes no virtual call{}: this build does not "
-                      "match the probe ({} virtual calls in it)",
-                      log::printable(path, 120), log::printable(name, 120),
-                      p.call->slot >= 0
-                          ? fmt::format(" through vtable offset {:#x}",
-                                        p.call->slot)
-                          : std::string(),
-                      sites->size()),
+          fmt::format(
+              "{}: {} makes no virtual call{}: this build does not "
+              "match the probe ({} virtual calls in it)",
+              log::printable(path, 120), log::printable(name, 120),
+              p.call->slot >= 0
+                  ? fmt::format(" through vtable offset {:#x}", p.call->slot)
+                  : std::string(),
+              sites->size()),
           ErrorKind::kUsage);
   }
   return out;

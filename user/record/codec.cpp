@@ -553,8 +553,8 @@ void doc_fields(F&& f, M& m) {
 template <typename F, Is<ProbeDef> P>
 void doc_fields(F&& f, P& p) {
   f("id", p.id);
-  f("outermost", p.outermost, true);  // none before nesting
-  f("only_if", p.only_if, true);      // none before GObject closures
+  f("outermost", p.outermost, true);          // none before nesting
+  f("only_if", p.only_if, true);              // none before GObject closures
   f("return_offset", p.return_offset, true);  // none before call sites
   f("role", p.role);
   f("binary", p.binary);

@@ -1,0 +1,125 @@
+// AOSP's own native Looper (Debian's android-libutils, AOSP 10;
+// tests/programs/android_looper.cpp) traced with `looptrace record -p PID`
+// and no other option: the android profile chosen from libutils.so, each
+// native message and fd callback the span of the virtual call pollInner
+// makes, checked against the program's own CLOCK_MONOTONIC log.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+
+namespace lt_test {
+namespace {
+
+const std::string kPrograms = LT_TEST_PROGRAMS_DIR;
+constexpr int64_t kToleranceNs = 200'000;  // the 0.2 ms
+
+// The slow span of the program's thread that ran the logged dispatch d.
+const nlohmann::json* span_of(const nlohmann::json& report,
+                              const nlohmann::json& d) {
+  const nlohmann::json* best = nullptr;
+  for (const auto& s : report["slow_dispatches"]) {
+    const int64_t start = s["start_ns"],
+                  end = start + s["duration_ns"].get<int64_t>();
+    if (s["tid"] == d["tid"] && start <= d["start_ns"].get<int64_t>() &&
+        end >= d["end_ns"].get<int64_t>())
+      best = &s;
+  }
+  return best;
+}
+
+TEST(AndroidLooper, EveryStallIsTheSpanOfItsVirtualCallNamedByItsClass) {
+  LT_REQUIRE_BPF();
+  const std::string prog = kPrograms + "/android_looper";
+  if (access(prog.c_str(), X_OK) != 0) {
+    if (bpf_required())
+      FAIL() << prog << " not built: android-libutils-dev (scripts/setup.sh)";
+    GTEST_SKIP() << prog << " not built (android-libutils-dev)";
+  }
+  TempDir dir;
+  const std::string log = dir.file("truth.jsonl"), json = dir.file("r.json");
+  Process app({prog, "--duration", "2500", "--log", log, "--stall",
+               "busy:40@20", "--stall", "sleep:50@60", "--stall", "lock:60@100",
+               "--fd-stall", "busy:30@10", "--fd-stall", "sleep:40@30"},
+              dir.file("app.out"), dir.file("app.err"));
+  ASSERT_TRUE(wait_for_text(dir.file("app.err"), "ready pid=", 10000))
+      << read_file(dir.file("app.err"));
+  Process lt({looptrace_bin(), "record", "-p", std::to_string(app.pid()),
+              "--json", json},
+             dir.file("lt.out"), dir.file("lt.err"));
+  ASSERT_TRUE(wait_for_text(dir.file("lt.err"), "tracing", 15000))
+      << read_file(dir.file("lt.err"));
+  ASSERT_EQ(app.wait(20000), 0) << read_file(dir.file("app.err"));
+  ASSERT_EQ(lt.wait(15000), 0) << read_file(dir.file("lt.err"));
+  const std::string err = read_file(dir.file("lt.err"));
+  EXPECT_NE(err.find(fmt::format("looptrace: profile android: pid {} maps ",
+                                 app.pid())),
+            std::string::npos)
+      << err;
+
+  const auto truth = read_jsonl(log);
+  const nlohmann::json report = read_json(json);
+  const auto dispatches = events(truth, "dispatch");
+  const auto done = events(truth, "done");
+  ASSERT_EQ(done.size(), 1u) << read_file(log);
+  // Every dispatch counted once: the program started them after tracing.
+  uint64_t counted = 0;
+  for (const auto& t : report["threads"])
+    if (t["pid"] == app.pid() && t["role"] == "dispatch")
+      counted += t["count"].get<uint64_t>();
+  EXPECT_EQ(counted, done[0]["messages"].get<uint64_t>() +
+                         done[0]["callbacks"].get<uint64_t>());
+
+  size_t stalls = 0;
+  for (const auto& d : dispatches) {
+    if (d["stall"].is_null()) continue;
+    ++stalls;
+    const nlohmann::json* s = span_of(report, d);
+    ASSERT_NE(s, nullptr) << d.dump() << "\n"
+                          << report["slow_dispatches"].dump();
+    const int64_t dur =
+        d["end_ns"].get<int64_t>() - d["start_ns"].get<int64_t>();
+    EXPECT_LE(std::llabs((*s)["duration_ns"].get<int64_t>() - dur),
+              kToleranceNs)
+        << s->dump() << "\n"
+        << d.dump();
+    const std::string target = (*s)["target"];
+    if (d["kind"] == "message") {
+      EXPECT_EQ(target, fmt::format("Looper message TickHandler what={}",
+                                    d["what"].get<int>()))
+          << s->dump();
+    } else {
+      EXPECT_EQ(target.rfind("Looper fd callback PipeCallback fd=", 0), 0u)
+          << s->dump();
+    }
+    if (d["stall"] == "lock") {
+      ASSERT_FALSE((*s)["blocked"].empty()) << s->dump();
+      const auto& b = (*s)["blocked"][0];
+      ASSERT_FALSE(b["wakers"].empty()) << b.dump();
+      const auto unlocks = events(truth, "unlock");
+      ASSERT_EQ(unlocks.size(), 1u);
+      EXPECT_EQ(b["wakers"][0]["tid"], unlocks[0]["tid"]) << b.dump();
+    }
+  }
+  EXPECT_EQ(stalls, 5u) << read_file(log);
+  // Nothing else slow but what the program's own clock saw over 16 ms.
+  for (const auto& s : report["slow_dispatches"]) {
+    bool seen = false;
+    for (const auto& d : dispatches)
+      seen =
+          seen || (s["tid"] == d["tid"] &&
+                   std::llabs(s["start_ns"].get<int64_t>() -
+                              d["start_ns"].get<int64_t>()) < 2'000'000 &&
+                   d["end_ns"].get<int64_t>() - d["start_ns"].get<int64_t>() >
+                       15'000'000);
+    EXPECT_TRUE(seen) << "not slow by the program's log: " << s.dump();
+  }
+}
+
+}  // namespace
+}  // namespace lt_test
