@@ -127,11 +127,11 @@ void add_budget_option(CLI::App* app, std::vector<std::string>* fail_if) {
 
 // What to trace: a profile or ad-hoc probes and what they read.
 void add_probe_options(CLI::App* rec, looptrace::RecordArgs& ra) {
-  rec->add_option(
-      "--profile", ra.profile,
-      "Probe set: a built-in (refapp, glib, node, qt5, qt6, gtk3: `looptrace "
-      "profiles`) or a JSON profile file; with -p and no probe "
-      "option, found from the process's libraries");
+  rec->add_option("--profile", ra.profile,
+                  "Probe set: a built-in (refapp, glib, node, qt5, qt6, gtk3, "
+                  "android: `looptrace "
+                  "profiles`) or a JSON profile file; with -p and no probe "
+                  "option, found from the process's libraries");
   rec->add_option("--dispatch", ra.dispatch,
                   "Ad-hoc dispatch span BINARY:SYMBOL (repeatable); SYMBOL: "
                   "name, demangled C++ name, glob or 0x file offset");
