@@ -118,6 +118,16 @@ static __always_inline int is_frame(struct lt_thread *st, const volatile struct 
 	return r;
 }
 
+/* The message's tag (its msg_tag key's low 32 bits), 0 without one. */
+static __always_inline __u32 msg_tag(const volatile struct lt_probe_cfg *cfg, struct lt_frame *f)
+{
+	__u32 tk = cfg->tag_key;
+
+	if (!tk || tk > LT_MAX_KEYS)
+		return 0;
+	return (__u32)f->keys[(tk - 1) & (LT_MAX_KEYS - 1)];
+}
+
 /* An enqueue: remember the message's due time until it is dispatched. */
 static __always_inline void on_enqueue(const volatile struct lt_probe_cfg *cfg, struct lt_frame *f)
 {
@@ -129,6 +139,7 @@ static __always_inline void on_enqueue(const volatile struct lt_probe_cfg *cfg, 
 		return;
 	key.pid = current_ids() >> 32;
 	key.msg = f->keys[(mk - 1) & (LT_MAX_KEYS - 1)];
+	key.tag = msg_tag(cfg, f);
 	val.when_ns = f->keys[(wk - 1) & (LT_MAX_KEYS - 1)];
 	if (qk && qk <= LT_MAX_KEYS)
 		val.queue = f->keys[(qk - 1) & (LT_MAX_KEYS - 1)];
@@ -210,6 +221,7 @@ static __always_inline void on_delivery(struct lt_thread *st,
 		return;
 	key.pid = current_ids() >> 32;
 	key.msg = f->keys[(mk - 1) & (LT_MAX_KEYS - 1)];
+	key.tag = msg_tag(cfg, f);
 	val = bpf_map_lookup_elem(&lt_pending, &key);
 	if (!val) {
 		count(LT_CNT_DELIVERY_UNMATCHED);

@@ -153,6 +153,12 @@ struct lt_probe_cfg {
 	__u32 flags_key;
 	__u32 async_mask; /* enqueue: flags bits that make a message async */
 	__u32 flags;	  /* LT_PROBE_* */
+	/* Key index + 1 (0: none) of "msg_tag": a dispatch and an enqueue
+	 * pair when msg and the tag's low 32 bits both match (AOSP's native
+	 * Looper dispatches a copy of its message: msg is the handler, the
+	 * tag its what). */
+	__u32 tag_key;
+	__u32 tag_pad;
 	/* Key index + 1 (0: none) without which a call is no span: read 0
 	 * (a GObject closure that is no Python callable), the call is not
 	 * pushed and its return finds no frame (not counted as unmatched). */
@@ -187,7 +193,7 @@ struct lt_probe_cfg {
 /* A message enqueued and not yet dispatched (LRU hash lt_pending). */
 struct lt_pending_key {
 	__u32 pid;
-	__u32 pad;
+	__u32 tag; /* msg_tag's low 32 bits; 0 without one */
 	__u64 msg;
 };
 

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,61 @@ const nlohmann::json* span_of(const nlohmann::json& report,
       best = &s;
   }
   return best;
+}
+
+// Delivery lag, from sendMessageAtTime's due time to the dispatch: each
+// message the program saw start 16 ms (the default --slow-delivery) or
+// more after its due time is a slow delivery with that lag, named by its
+// handler's class and what; nothing else is; the lag distribution counts
+// every message dispatched.
+void expect_delivery_lag_as_logged(const nlohmann::json& report,
+                                   const std::vector<nlohmann::json>& truth,
+                                   int pid) {
+  constexpr int64_t kSlow = 16'000'000;
+  const auto name = [](const std::string& handler, int what) {
+    return fmt::format("Looper message (anonymous namespace)::{} what={}",
+                       handler == "tick" ? "TickHandler" : "PostHandler", what);
+  };
+  std::map<std::string, int64_t> due, lag;  // by target, from the log
+  for (const auto& p : events(truth, "post"))
+    due[name(p["handler"], p["what"])] = p["due_ns"];
+  for (const auto& d : events(truth, "dispatch")) {
+    if (d["kind"] == "fd") continue;
+    const std::string n =
+        name(d["kind"] == "message" ? "tick" : "post", d["what"]);
+    ASSERT_EQ(due.count(n), 1u) << n << " has no post in the log";
+    lag[n] = d["start_ns"].get<int64_t>() - due[n];
+  }
+  std::map<std::string, const nlohmann::json*> reported;
+  for (const auto& s : report["slow_deliveries"]) reported[s["target"]] = &s;
+  size_t late = 0;
+  for (const auto& [n, l] : lag) {
+    auto it = reported.find(n);
+    if (l >= kSlow + kToleranceNs) {
+      ++late;
+      EXPECT_NE(it, reported.end()) << n << " waited " << l;
+    }
+    if (it == reported.end()) continue;
+    EXPECT_LE(std::llabs((*it->second)["lag_ns"].get<int64_t>() - l),
+              kToleranceNs)
+        << it->second->dump() << " logged lag " << l;
+    EXPECT_EQ((*it->second)["due_ns"].get<int64_t>(), due[n]);
+    reported.erase(it);
+  }
+  for (const auto& [n, s] : reported)
+    ADD_FAILURE() << "late by looptrace, not by the log: " << s->dump()
+                  << (lag.count(n) ? fmt::format(" logged lag {}", lag[n])
+                                   : std::string(" never dispatched"));
+  // The stalls (30 ms or more) hold back several poster messages each.
+  EXPECT_GE(late, 5u);
+  uint64_t lags = 0, dispatched = 0;
+  for (const auto& t : report["threads"])
+    if (t["pid"] == pid && t["role"] == "delivery")
+      lags += t["count"].get<uint64_t>();
+  const auto done = events(truth, "done");
+  for (const char* k : {"messages", "posted"})
+    dispatched += done.at(0)[k].get<uint64_t>();
+  EXPECT_EQ(lags, dispatched);
 }
 
 TEST(AndroidLooper, EveryStallIsTheSpanOfItsVirtualCallNamedByItsClass) {
@@ -73,6 +129,7 @@ TEST(AndroidLooper, EveryStallIsTheSpanOfItsVirtualCallNamedByItsClass) {
     if (t["pid"] == app.pid() && t["role"] == "dispatch")
       counted += t["count"].get<uint64_t>();
   EXPECT_EQ(counted, done[0]["messages"].get<uint64_t>() +
+                         done[0]["posted"].get<uint64_t>() +
                          done[0]["callbacks"].get<uint64_t>());
 
   size_t stalls = 0;
@@ -112,6 +169,7 @@ TEST(AndroidLooper, EveryStallIsTheSpanOfItsVirtualCallNamedByItsClass) {
     }
   }
   EXPECT_EQ(stalls, 5u) << read_file(log);
+  expect_delivery_lag_as_logged(report, truth, app.pid());
   // Nothing else slow but what the program's own clock saw over 16 ms.
   for (const auto& s : report["slow_dispatches"]) {
     bool seen = false;

@@ -1,11 +1,14 @@
 // AOSP's own native Looper (Debian's android-libutils, AOSP 10) running a
-// MessageHandler that posts itself a message every 10 ms and an fd
-// callback on a pipe a writer thread feeds every 25 ms, some of each
-// stalling. Its ground truth, CLOCK_MONOTONIC, one JSON line each:
+// MessageHandler that posts itself a message every 10 ms, a second one a
+// poster thread sends a message every 7 ms (due 3 ms later, by
+// sendMessageAtTime), and an fd callback on a pipe a writer thread feeds
+// every 25 ms, some stalling. Its ground truth, CLOCK_MONOTONIC, one JSON
+// line each:
 //   {"event":"ready","pid":..}
-//   {"event":"dispatch","kind":"message"|"fd","what":N|"fd":N,
+//   {"event":"post","handler":"tick"|"post","what":N,"due_ns":..}
+//   {"event":"dispatch","kind":"message"|"posted"|"fd","what":N|"n":N,
 //    "start_ns":..,"end_ns":..,"stall":"busy"|"sleep"|"lock"|null,"tid":..}
-//   {"event":"done","messages":N,"callbacks":N}
+//   {"event":"done","messages":N,"posted":N,"callbacks":N}
 // Usage: android_looper --duration MS --log FILE [--stall KIND:MS@WHAT]...
 //   [--fd-stall KIND:MS@N]...: message WHAT (0, 1, ...), or the Nth fd
 //   callback, stalls MS ms: busy (spins), sleep, lock (waits for a mutex a
@@ -99,13 +102,28 @@ class TickHandler : public android::MessageHandler {
     log_line(dispatch_line("message", "what", message.what, start, end,
                            it != g_msg_stalls.end() ? &it->second : nullptr));
     ++count;
-    looper_->sendMessageDelayed(10'000'000, this,
-                                android::Message(message.what + 1));
+    const int64_t due = now_ns() + 10'000'000;
+    log_line("{\"event\":\"post\",\"handler\":\"tick\",\"what\":" +
+             std::to_string(message.what + 1) +
+             ",\"due_ns\":" + std::to_string(due) + "}");
+    looper_->sendMessageAtTime(due, this, android::Message(message.what + 1));
   }
   int count = 0;
 
  private:
   android::sp<android::Looper> looper_;
+};
+
+// The poster thread's messages (what 1000, 1001, ...): never stall.
+class PostHandler : public android::MessageHandler {
+ public:
+  void handleMessage(const android::Message& message) override {
+    const int64_t start = now_ns();
+    log_line(
+        dispatch_line("posted", "what", message.what, start, start, nullptr));
+    ++count;
+  }
+  std::atomic<int> count{0};
 };
 
 class PipeCallback : public android::LooperCallback {
@@ -164,6 +182,7 @@ int main(int argc, char** argv) {
   android::sp<PipeCallback> cb = new PipeCallback();
   looper->addFd(pipefd[0], 0, android::Looper::EVENT_INPUT, cb, nullptr);
   android::sp<TickHandler> handler = new TickHandler(looper);
+  android::sp<PostHandler> posted = new PostHandler();
   // Start once the tracer is in: a second after "ready".
   log_line("{\"event\":\"ready\",\"pid\":" + std::to_string(getpid()) + "}");
   std::fprintf(stderr, "android_looper: ready pid=%d\n", getpid());
@@ -176,12 +195,30 @@ int main(int argc, char** argv) {
       usleep(25'000);
     }
   });
-  looper->sendMessage(handler, android::Message(0));
+  std::thread poster([&] {
+    for (int what = 1000; !done; ++what) {
+      const int64_t due = now_ns() + 3'000'000;
+      log_line("{\"event\":\"post\",\"handler\":\"post\",\"what\":" +
+               std::to_string(what) + ",\"due_ns\":" + std::to_string(due) +
+               "}");
+      looper->sendMessageAtTime(due, posted, android::Message(what));
+      usleep(7'000);
+    }
+  });
+  const int64_t first = now_ns();
+  log_line("{\"event\":\"post\",\"handler\":\"tick\",\"what\":0,\"due_ns\":" +
+           std::to_string(first) + "}");
+  looper->sendMessageAtTime(first, handler, android::Message(0));
   while (now_ns() < end) looper->pollOnce(100);
   done = true;
   writer.join();
+  poster.join();
+  // The poster's last messages (due in 3 ms): dispatched before "done".
+  const int64_t drained = now_ns() + 100'000'000;
+  while (now_ns() < drained) looper->pollOnce(30);
   log_line(
       "{\"event\":\"done\",\"messages\":" + std::to_string(handler->count) +
+      ",\"posted\":" + std::to_string(posted->count) +
       ",\"callbacks\":" + std::to_string(cb->count) + "}");
   std::fclose(g_log);
   return 0;

@@ -550,6 +550,7 @@ Status configure_probes(const TraceOptions& opts, lt_config& cfg) {
       const KeyRole role = p.keys[k].role;
       uint32_t idx = static_cast<uint32_t>(k + 1);
       if (role == KeyRole::kMessage) pc.msg_key = idx;
+      if (role == KeyRole::kMsgTag) pc.tag_key = idx;
       if (role == KeyRole::kWhen) pc.when_key = idx;
       if (role == KeyRole::kQueue) pc.queue_key = idx;
       if (role == KeyRole::kFlags) pc.flags_key = idx;
@@ -576,7 +577,8 @@ Status configure_probes(const TraceOptions& opts, lt_config& cfg) {
       pc.flags |= LT_PROBE_CALL_SITE;
     if (p.role == LT_ROLE_DISPATCH || p.role == LT_ROLE_IDLE)
       pc.only_key = p.only_if;
-    if (p.role != LT_ROLE_DISPATCH && p.role != LT_ROLE_ENQUEUE) pc.msg_key = 0;
+    if (p.role != LT_ROLE_DISPATCH && p.role != LT_ROLE_ENQUEUE)
+      pc.msg_key = pc.tag_key = 0;
     if (p.role != LT_ROLE_DISPATCH) pc.due_key = 0;
   }
   return Status::Ok();

@@ -9,7 +9,7 @@ KeyRole key_role_for(std::string_view name) {
       {"queue", KeyRole::kQueue},  {"msg", KeyRole::kMessage},
       {"when", KeyRole::kWhen},    {"flags", KeyRole::kFlags},
       {"token", KeyRole::kToken},  {"due_us", KeyRole::kDueUs},
-      {"due_ns", KeyRole::kDueNs},
+      {"due_ns", KeyRole::kDueNs}, {"msg_tag", KeyRole::kMsgTag},
   };
   for (auto [n, role] : kNames)
     if (n == name) return role;

@@ -38,6 +38,7 @@ enum class KeyRole : uint8_t {
   kShown,    // only shown: what ran ("target", "what", ...)
   kQueue,    // "queue": the queue of a barrier or enqueue probe
   kMessage,  // "msg": pairs an enqueue with the dispatch of its message
+  kMsgTag,   // "msg_tag": with msg, for a loop that dispatches a copy
   kWhen,     // "when": an enqueued message's due time (CLOCK_MONOTONIC ns)
   kFlags,    // "flags": an enqueued message's flags (async: async_mask)
   kToken,    // "token": the barrier a barrier.remove removes

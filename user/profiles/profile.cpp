@@ -423,7 +423,10 @@ constexpr std::string_view kGtk3Profile = R"json({
 // virtual calls through vtable offset 0x10 to the program's own classes,
 // not functions of the library, so each is a call-site span ("call"),
 // told apart by how the call site sets the argument after `this` (a
-// Message pointer, an int fd). Message is {int what}. Checked against
+// Message pointer, an int fd). Message is {int what}. sendMessageAtTime
+// (what sendMessage and sendMessageDelayed call, through the PLT) queues
+// a copy of the message: an enqueue pairs with its dispatch by handler
+// (msg) and what (msg_tag). Checked against
 // AOSP 10 as Debian builds it (android-libutils; docs/android.md).
 constexpr std::string_view kAndroidProfile = R"json({
   "name": "android",
@@ -437,7 +440,20 @@ constexpr std::string_view kAndroidProfile = R"json({
       "label": "Looper message",
       "keys": [
         {"name": "target", "expr": "*(arg0+0)", "format": "vtable"},
-        {"name": "what", "expr": "u32 *(arg1+0)", "format": "int"}
+        {"name": "what", "expr": "u32 *(arg1+0)", "format": "int"},
+        {"name": "msg", "expr": "arg0", "format": "ptr"},
+        {"name": "msg_tag", "expr": "u32 *(arg1+0)", "format": "int"}
+      ]
+    },
+    {
+      "role": "enqueue",
+      "binary": "libutils.so",
+      "symbol": "android::Looper::sendMessageAtTime(long, android::sp<android::MessageHandler> const&, android::Message const&)",
+      "keys": [
+        {"name": "queue", "expr": "arg0", "format": "ptr"},
+        {"name": "when", "expr": "arg1", "format": "int"},
+        {"name": "msg", "expr": "*(arg2+0)", "format": "ptr"},
+        {"name": "msg_tag", "expr": "u32 *(arg3+0)", "format": "int"}
       ]
     },
     {
