@@ -168,8 +168,8 @@ TEST(Cli, OptionsThatWouldDoNothingAreRefused) {
                "--queue-arg applies to ad-hoc --barrier-post, "
                "--barrier-remove or --enqueue probes: none given");
   expect_error(run(record({"--key", "w=arg1:int", "--", "true"})), 2,
-               "--key applies to ad-hoc spans (--dispatch, --idle, --frame): "
-               "none given");
+               "--key applies to ad-hoc spans (--dispatch, --idle, --frame, "
+               "--dispatch-call): none given");
   expect_error(run(record({"--input", "--input-binary",
                            "/lib/x86_64-linux-gnu/libc.so.6", "--", "true"})),
                2, "--input-binary applies to --input-mode uprobe, not syscall");

@@ -197,8 +197,8 @@ TEST(Plan, OptionsThatWouldDoNothingAreRefused) {
          a.profile = "refapp";
          a.keys = {"w=arg1:int"};
        },
-       "--key applies to ad-hoc spans (--dispatch, --idle, --frame): none "
-       "given"},
+       "--key applies to ad-hoc spans (--dispatch, --idle, --frame, "
+       "--dispatch-call): none given"},
       {[](RecordArgs& a) { a.given.queue_arg = true; },
        "--queue-arg applies to ad-hoc --barrier-post, --barrier-remove or "
        "--enqueue probes: none given"},

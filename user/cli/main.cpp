@@ -140,6 +140,11 @@ void add_probe_options(CLI::App* rec, looptrace::RecordArgs& ra) {
   rec->add_option("--frame", ra.frame,
                   "Ad-hoc frame span BINARY:SYMBOL: each call draws a frame, "
                   "timed against --refresh-rate (repeatable)");
+  rec->add_option("--dispatch-call", ra.dispatch_call,
+                  "Ad-hoc dispatch span of each virtual call inside a "
+                  "function, BINARY:FUNCTION[+N] (N: the call's offset in "
+                  "it), from the call to its return, named by the callee's "
+                  "class (repeatable)");
   rec->add_option(
       "--key", ra.keys,
       "Key read at entry of ad-hoc probes: NAME=EXPR[:int|hex|sym|vtable], "

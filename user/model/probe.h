@@ -116,6 +116,9 @@ struct ProbeDef {
     // (64: a pointer, 32: an int; 0: any): tells AOSP's handleMessage
     // (const Message&) from handleEvent(int fd, ...), both slot 0x10.
     int arg1_bits = 0;
+    // The call's offset in the function (--dispatch-call FUNCTION+N);
+    // -1: every call that matches.
+    int64_t at = -1;
   };
   std::optional<CallMatch> call;
   // A dispatch that handles a display server's input events (profiles'

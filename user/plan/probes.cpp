@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
 #include <utility>
 
 #include "base/log.h"
@@ -15,8 +18,9 @@ namespace {
 
 bool any_probe_option(const RecordArgs& a) {
   return !a.profile.empty() || !a.dispatch.empty() || !a.idle.empty() ||
-         !a.frame.empty() || !a.barrier_post.empty() ||
-         !a.barrier_remove.empty() || !a.enqueue.empty() || input_wanted(a);
+         !a.frame.empty() || !a.dispatch_call.empty() ||
+         !a.barrier_post.empty() || !a.barrier_remove.empty() ||
+         !a.enqueue.empty() || input_wanted(a);
 }
 
 // The profile to load: --profile, or with -p and no probe option the one
@@ -114,6 +118,30 @@ Status add_points(const std::vector<std::string>& list, uint32_t role,
   return Status::Ok();
 }
 
+// --dispatch-call BINARY:FUNCTION[+N]: a call probe of every virtual call
+// in FUNCTION, or of the one at offset N (decimal or 0x hex) in it.
+Result<ProbeDef> parse_call_arg(std::string_view arg) {
+  std::string_view fn = arg;
+  int64_t at = -1;
+  const size_t plus = arg.rfind('+');
+  if (plus != std::string_view::npos && plus + 1 < arg.size()) {
+    const std::string n(arg.substr(plus + 1));
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(n.c_str(), &end, 0);
+    if (end != nullptr && *end == '\0' && errno == 0 && v >= 0 &&
+        std::isdigit(static_cast<unsigned char>(n[0]))) {
+      fn = arg.substr(0, plus);
+      at = v;
+    }
+  }
+  auto p = parse_probe_arg(fn, LT_ROLE_DISPATCH);
+  if (!p.ok()) return p.status();
+  p->call = ProbeDef::CallMatch{};
+  p->call->at = at;
+  return p;
+}
+
 Status add_adhoc(const RecordArgs& a, std::vector<ProbeDef>* probes) {
   auto keys = parse_keys(a.keys);
   if (!keys.ok()) return keys.status();
@@ -127,6 +155,24 @@ Status add_adhoc(const RecordArgs& a, std::vector<ProbeDef>* probes) {
       if (list == &a.frame) p->frame = ProbeDef::FrameMatch{};
       probes->push_back(std::move(*p));
     }
+  for (const std::string& s : a.dispatch_call) {
+    auto p = parse_call_arg(s);
+    if (!p.ok()) return p.status();
+    if (keys->empty()) {
+      // The object called: its vtable names its class.
+      KeyDef k;
+      k.name = "target";
+      k.expr = "*(arg0+0)";
+      k.format = KeyFormat::kVtable;
+      auto spec = parse_key_expr(k.expr);
+      if (!spec.ok()) return spec.status();
+      k.spec = *spec;
+      p->keys = {k};
+    } else {
+      p->keys = *keys;
+    }
+    probes->push_back(std::move(*p));
+  }
   const ArgKey queue{KeyRole::kQueue, "queue", a.queue_arg};
   LT_RETURN_IF_ERROR(
       add_points(a.barrier_post, LT_ROLE_BARRIER_POST, {queue}, probes));

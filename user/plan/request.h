@@ -32,6 +32,10 @@ struct RecordArgs {
   // Ad-hoc frame spans, BINARY:SYMBOL: dispatch spans that are each a
   // frame (a profile's "frame": {}).
   std::vector<std::string> frame;
+  // Ad-hoc call-site spans, BINARY:FUNCTION[+N]: the virtual calls inside
+  // FUNCTION (or the one at offset N in it), each a dispatch span from the
+  // call to its return, named by the callee's class.
+  std::vector<std::string> dispatch_call;
   // Point probes, BINARY:SYMBOL, with the argument positions of what they
   // carry (C++ members: arg0 is `this`, the queue).
   std::vector<std::string> barrier_post;    // token = return value

@@ -252,7 +252,9 @@ Result<std::vector<elf::SymbolMatch>> call_sites(
     size_t n = 0;
     for (const elf::CallSite& s : *sites) {
       if ((p.call->slot >= 0 && s.slot != p.call->slot) ||
-          (p.call->arg1_bits != 0 && s.arg1_bits != p.call->arg1_bits))
+          (p.call->arg1_bits != 0 && s.arg1_bits != p.call->arg1_bits) ||
+          (p.call->at >= 0 &&
+           s.vaddr - m.vaddr != static_cast<uint64_t>(p.call->at)))
         continue;
       auto at = (*file)->vaddr_to_offset(s.vaddr);
       if (!at.ok()) return at.status();
@@ -265,6 +267,19 @@ Result<std::vector<elf::SymbolMatch>> call_sites(
       out.push_back(std::move(c));
       returns->push_back(*back);
       ++n;
+    }
+    if (n == 0 && p.call->at >= 0) {
+      std::string offsets;
+      for (const elf::CallSite& s : *sites)
+        offsets += fmt::format("{}+{:#x}", offsets.empty() ? "" : ", ",
+                               s.vaddr - m.vaddr);
+      return Status::Error(
+          fmt::format("{}: {}+{:#x} is no virtual call ({})",
+                      log::printable(path, 120), log::printable(name, 120),
+                      p.call->at,
+                      offsets.empty() ? "it makes none"
+                                      : "its virtual calls: " + offsets),
+          ErrorKind::kUsage);
     }
     if (n == 0)
       return Status::Error(
