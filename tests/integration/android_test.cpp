@@ -248,3 +248,60 @@ TEST(DispatchCall, EveryVirtualCallInsideAFunctionIsASpanNamedByItsClass) {
 
 }  // namespace
 }  // namespace lt_test
+
+namespace lt_test {
+namespace {
+
+// A stripped program: its classes (in an anonymous namespace) have no
+// vtable symbols left (nm says so), and are named from their RTTI, as
+// the unstripped program's symbols name them.
+TEST(AndroidLooper, AStrippedProgramsClassesAreNamedFromTheirRtti) {
+  LT_REQUIRE_BPF();
+  const std::string built = kPrograms + "/android_looper";
+  if (access(built.c_str(), X_OK) != 0) {
+    if (bpf_required())
+      FAIL() << built << " not built: android-libutils-dev (scripts/setup.sh)";
+    GTEST_SKIP() << built << " not built (android-libutils-dev)";
+  }
+  TempDir dir;
+  const std::string prog = dir.file("android_looper");
+  RunResult strip = run({"objcopy", "--strip-all", built, prog});
+  ASSERT_EQ(strip.exit_code, 0) << strip.err;
+  RunResult nm = run({"nm", prog});
+  ASSERT_NE(nm.err.find("no symbols"), std::string::npos) << nm.out;
+  const std::string log = dir.file("truth.jsonl"), json = dir.file("r.json");
+  Process app({prog, "--duration", "1200", "--log", log, "--stall",
+               "busy:30@20", "--fd-stall", "busy:30@10"},
+              dir.file("app.out"), dir.file("app.err"));
+  ASSERT_TRUE(wait_for_text(dir.file("app.err"), "ready pid=", 10000))
+      << read_file(dir.file("app.err"));
+  Process lt({looptrace_bin(), "record", "-p", std::to_string(app.pid()),
+              "--json", json},
+             dir.file("lt.out"), dir.file("lt.err"));
+  ASSERT_TRUE(wait_for_text(dir.file("lt.err"), "tracing", 15000))
+      << read_file(dir.file("lt.err"));
+  ASSERT_EQ(app.wait(20000), 0) << read_file(dir.file("app.err"));
+  ASSERT_EQ(lt.wait(15000), 0) << read_file(dir.file("lt.err"));
+  const auto truth = read_jsonl(log);
+  const nlohmann::json report = read_json(json);
+  size_t stalls = 0;
+  for (const auto& d : events(truth, "dispatch")) {
+    if (d["stall"].is_null()) continue;
+    ++stalls;
+    const nlohmann::json* s = span_of(report, d);
+    ASSERT_NE(s, nullptr) << d.dump();
+    const std::string target = (*s)["target"];
+    EXPECT_EQ(
+        target.rfind(d["kind"] == "message" ? "Looper message (anonymous "
+                                              "namespace)::TickHandler what="
+                                            : "Looper fd callback (anonymous "
+                                              "namespace)::PipeCallback fd=",
+                     0),
+        0u)
+        << s->dump();
+  }
+  EXPECT_EQ(stalls, 2u) << read_file(log);
+}
+
+}  // namespace
+}  // namespace lt_test

@@ -13,6 +13,7 @@
 
 #include "base/log.h"
 #include "elf/debug_file.h"
+#include "elf/rtti.h"
 #include "proc/process.h"
 
 namespace looptrace {
@@ -546,6 +547,15 @@ Frame ProcSymbolizer::lookup(uint32_t pid, uint64_t addr, bool* retry) {
         f.function = sym->demangled;
         f.offset = *vaddr - sym->vaddr;
         return f;
+      }
+      // Data without a symbol: a vtable key's class, named by its RTTI
+      // (a stripped program's classes), as its symbol would name it.
+      if (vaddr.ok() && !m->executable()) {
+        std::string cls = elf::class_of_vtable(*file, *vaddr);
+        if (!cls.empty()) {
+          f.function = "vtable for " + cls;
+          return f;
+        }
       }
     }
   }
