@@ -61,6 +61,19 @@ Roles builtin_roles(const elf::ElfFile& file, const ResolveContext& ctx) {
   return roles;
 }
 
+// A call probe's sites, after its function: ", its virtual calls through
+// vtable+0x10 passing a pointer"; nothing for any other probe.
+std::string call_text(const ProbeDef& p) {
+  if (!p.call) return {};
+  std::string out = ", its virtual calls";
+  if (p.call->slot >= 0)
+    out += fmt::format(" through vtable+{:#x}", p.call->slot);
+  if (p.call->arg1_bits != 0)
+    out += p.call->arg1_bits == 64 ? " passing a pointer" : " passing an int";
+  if (p.call->at >= 0) out += fmt::format(" at +{:#x}", p.call->at);
+  return out;
+}
+
 bool matches(const std::string& glob, const elf::Symbol& s) {
   return glob.empty() || fnmatch(glob.c_str(), s.demangled.c_str(), 0) == 0 ||
          fnmatch(glob.c_str(), s.name.c_str(), 0) == 0;
@@ -161,8 +174,8 @@ int run_check(const InspectArgs& a) {
   for (const ProbeDef& p : prof->probes) {
     std::vector<ProbeDef> one{p};
     if (!binary.empty()) one[0].binary = binary;
-    std::string what =
-        fmt::format("{:<14} {}:{}", role_name(p.role), one[0].binary, p.symbol);
+    std::string what = fmt::format("{:<14} {}:{}{}", role_name(p.role),
+                                   one[0].binary, p.symbol, call_text(p));
     if (!p.label.empty()) what += " (" + p.label + ")";
     Status st = resolve_probes(&one, ctx);
     if (!st.ok()) {
@@ -193,8 +206,8 @@ int run_profiles() {
     if (!p.ok()) return fail(p.status());
     std::printf("%-8s %s\n", p->name.c_str(), p->description.c_str());
     for (const ProbeDef& d : p->probes)
-      std::printf("         %-14s %s:%s%s%s\n", role_name(d.role),
-                  d.binary.c_str(), d.symbol.c_str(),
+      std::printf("         %-14s %s:%s%s%s%s\n", role_name(d.role),
+                  d.binary.c_str(), d.symbol.c_str(), call_text(d).c_str(),
                   d.label.empty() ? "" : "  ", d.label.c_str());
   }
   std::fflush(stdout);
