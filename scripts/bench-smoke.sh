@@ -6,25 +6,27 @@
 #
 # Usage: sudo scripts/bench-smoke.sh [BENCH...]
 #   BENCH: bench, bench-whole, ... (default: every scripts/bench-*.sh but
-#   this one); the build directory is ${BUILD_DIR:-build} (scripts/build.sh's)
+#   this one, and bench-whole-vcall: bench-whole.sh --vcall); the build directory is ${BUILD_DIR:-build} (scripts/build.sh's)
 # Exit status: 0 every smoke run passed, 1 one failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${BUILD_DIR:-build}
 names=("$@")
 if [[ ${#names[@]} -eq 0 ]]; then
-  names=(bench bench-whole bench-attach bench-stacks bench-python bench-input bench-x11 bench-frames bench-record bench-soak bench-monitor)
+  names=(bench bench-whole bench-attach bench-stacks bench-python bench-input bench-x11 bench-frames bench-record bench-soak bench-monitor bench-whole-vcall)
 fi
 
 failed=()
 summary=()
 t_all=$SECONDS
 for n in "${names[@]}"; do
+  script=$n
   args=(--smoke -B "$build_dir")
   [[ $n != bench-record ]] || args+=(--live)
-  echo "== scripts/$n.sh ${args[*]}" >&2
+  if [[ $n == bench-whole-vcall ]]; then script=bench-whole; args+=(--vcall); fi
+  echo "== scripts/$script.sh ${args[*]}" >&2
   t0=$SECONDS
-  if "scripts/$n.sh" "${args[@]}"; then r=ok; else r="FAILED (exit $?)"; failed+=("$n"); fi
+  if "scripts/$script.sh" "${args[@]}"; then r=ok; else r="FAILED (exit $?)"; failed+=("$n"); fi
   summary+=("$(printf '%-14s %4d s  %s' "$n" $((SECONDS - t0)) "$r")")
 done
 echo >&2

@@ -48,6 +48,16 @@
 #                        no frame test)
 #   --glib-frame         the same named as its paint idle: every dispatch
 #                        a frame, recorded (--func glib_frame)
+#   --vcall              the target is a dispatch made as a virtual call
+#                        (lt_bench_target --func lt_bench_vcall: `call
+#                        *0x10(%rax)` to lt_bench::Target::dispatch, as
+#                        AOSP's Looper calls its handlers); configurations
+#                        untraced, floor (the empty pair on the method),
+#                        looptrace (--dispatch on the method: uprobe +
+#                        uretprobe) and lt-call-site (--dispatch-call on
+#                        lt_bench_vcall: two plain uprobes at the call and
+#                        its return, the android profile's span); no
+#                        bpftrace
 #   --bpf-stats          also one more looptrace run with
 #                        kernel.bpf_stats_enabled=1: ns per run of
 #                        lt_span_entry and lt_span_return
@@ -70,6 +80,8 @@ bench_flag --no-bpftrace USE_BPFTRACE=0
 bench_flag --glib GLIB=1 USE_BPFTRACE=0
 bench_flag --glib-timeout GLIB=2 USE_BPFTRACE=0
 bench_flag --glib-frame GLIB=3 USE_BPFTRACE=0
+VCALL=0
+bench_flag --vcall VCALL=1 USE_BPFTRACE=0
 BPF_STATS=0
 bench_flag --bpf-stats BPF_STATS=1
 bench_parse "$@"
@@ -113,6 +125,12 @@ if [[ $GLIB -ge 2 ]]; then
             {"name": "due_us", "expr": "*(*(arg0+88)+16)", "format": "int"}]}]}
 JSON
 fi
+if [[ $VCALL -eq 1 ]]; then
+  [[ $GLIB -eq 0 ]] || die "--vcall and --glib* exclude each other"
+  FUNC=lt_bench_vcall
+  PROBE_SYM='lt_bench::Target::dispatch(void*)'
+  CONFIGS=(untraced floor looptrace lt-call-site)
+fi
 [[ $USE_BPFTRACE -eq 1 ]] && CONFIGS+=(bpftrace)
 
 # run_one CONFIG N: one fresh target under CONFIG; appends
@@ -130,8 +148,10 @@ run_one() {
     floor)
       "$FLOOR" "$PROBE_BIN" "$PROBE_SYM" -p "$tpid" </dev/null >"$d.log" 2>&1 &
       holder=$!; ready=ready ;;
-    looptrace|lt-no-sample|lt-no-offcpu|lt-no-keys|lt-no-frames)
+    looptrace|lt-no-sample|lt-no-offcpu|lt-no-keys|lt-no-frames|lt-call-site)
       local extra=() probes=(--dispatch "$TGT:$FUNC")
+      [[ $VCALL -eq 1 ]] && probes=(--dispatch "$TGT:$PROBE_SYM")
+      [[ $cfg == lt-call-site ]] && probes=(--dispatch-call "$TGT:$FUNC")
       [[ $GLIB -ge 1 ]] && probes=(--profile glib)
       [[ $cfg == lt-no-keys ]] && probes=(--idle "$PROBE_BIN:$PROBE_SYM")
       [[ $cfg == lt-no-frames ]] && probes=(--profile "$WORK/no-frames.json")

@@ -15,6 +15,13 @@
 //                          attached at once, each to its own copy.
 //   lt_bench_dispatch_endbr  endbr64 first (CET builds): also single-stepped;
 //                          the push %rbp at +4 is emulated.
+//   lt_bench_vcall         a dispatch made as a virtual call, as AOSP's
+//                          Looper makes its handler's: it calls
+//                          g_object->dispatch(arg) through the vtable
+//                          (`call *0x10(%rax)`); the method,
+//                          lt_bench::Target::dispatch, calls the handler.
+//                          What `--dispatch-call` times at the call site and
+//                          `--dispatch` at the method.
 //   glib_idle              not a function of ours: one iteration of a GLib
 //                          main context with one idle source, whose
 //                          dispatch (g_idle_dispatch, *(g_idle_funcs+16) in
@@ -86,6 +93,32 @@ LT_BENCH_DISPATCH(lt_bench_dispatch_d)
 LT_BENCH_DISPATCH(lt_bench_dispatch_e)
 LT_BENCH_DISPATCH(lt_bench_dispatch_f)
 LT_BENCH_DISPATCH(lt_bench_dispatch_g)
+
+// A dispatch through a vtable: two implementations (so that GCC does not
+// call the only one directly), the object behind a pointer set at run
+// time.
+namespace lt_bench {
+struct Object {
+  virtual ~Object() = default;
+  virtual void dispatch(void* arg) = 0;
+};
+struct Target : Object {
+  __attribute__((noinline, noipa)) void dispatch(void* arg) override {
+    lt_bench_handler(arg);
+    asm volatile("" ::: "memory");
+  }
+};
+struct Other : Object {
+  __attribute__((noinline, noipa)) void dispatch(void* arg) override {
+    *static_cast<uint64_t*>(arg) += 2;
+  }
+};
+}  // namespace lt_bench
+lt_bench::Object* volatile g_object = nullptr;
+extern "C" __attribute__((noinline, noipa)) void lt_bench_vcall(void* arg) {
+  g_object->dispatch(arg);
+  asm volatile("" ::: "memory");
+}
 
 // The same code behind a first instruction the kernel cannot emulate.
 extern "C" void lt_bench_dispatch_xol(void* arg);
@@ -229,6 +262,7 @@ constexpr Func kFuncs[] = {
     {"lt_bench_dispatch_xol_b", call_n<lt_bench_dispatch_xol_b>},
     {"lt_bench_dispatch_xol_c", call_n<lt_bench_dispatch_xol_c>},
     {"lt_bench_dispatch_endbr", call_n<lt_bench_dispatch_endbr>},
+    {"lt_bench_vcall", call_n<lt_bench_vcall>},
     {"glib_idle", run_glib<&kIdle>},
     {"glib_timeout", run_glib<&kFlushIdle>},
     {"glib_frame", run_glib<&kPaintIdle>},
@@ -501,6 +535,10 @@ void wait_line() {
 
 int main(int argc, char** argv) {
   Args a = parse(argc, argv);
+  // Which implementation runs is the program's choice at run time.
+  static lt_bench::Target target;
+  static lt_bench::Other other;
+  g_object = argc > 0 ? static_cast<lt_bench::Object*>(&target) : &other;
   if (a.cpu >= 0) {
     cpu_set_t set;
     CPU_ZERO(&set);
