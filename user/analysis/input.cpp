@@ -458,11 +458,11 @@ void InputAnalyzer::advance(uint64_t now_ns) {
 
 void InputAnalyzer::process_gone(uint32_t pid) {
   std::vector<uint64_t> now;
-  for (uint64_t idx : settling_)
-    if (auto it = live_.find(idx); it != live_.end() && it->second.pid == pid)
-      now.push_back(idx);
-  std::erase_if(settling_, [&now](uint64_t idx) {
-    return std::find(now.begin(), now.end(), idx) != now.end();
+  std::erase_if(settling_, [&](uint64_t idx) {
+    auto it = live_.find(idx);
+    if (it == live_.end() || it->second.pid != pid) return false;
+    now.push_back(idx);
+    return true;
   });
   for (uint64_t idx : now) {
     settling_set_.erase(idx);

@@ -225,12 +225,12 @@ SpanKey span_key(const SlowSpan& s, report::AppCode& app,
   return k;
 }
 
-// For a slow span without samples, the first slow span nested in it that
-// has some ("166 in the nested GTK event GDK_KEY_PRESS (#2)"); "" if none.
-std::string nested_samples(const std::vector<const SlowSpan*>& spans, size_t i,
-                           const ReportContext& ctx) {
+// For a slow span without samples, the index of the first slow span nested
+// in it that has some; spans.size() if none.
+size_t nested_with_samples(const std::vector<const SlowSpan*>& spans,
+                           size_t i) {
   const SpanEvent& outer = spans[i]->span;
-  if (!spans[i]->stacks.empty()) return "";
+  if (!spans[i]->stacks.empty()) return spans.size();
   // Spans are listed by start, a nested one near its outer one: only the
   // neighbours are looked at (a run may have thousands of slow spans).
   constexpr size_t kNear = 64;
@@ -243,10 +243,19 @@ std::string nested_samples(const std::vector<const SlowSpan*>& spans, size_t i,
         in.start_ns + in.duration_ns > outer.start_ns + outer.duration_ns ||
         spans[j]->nsamples == 0)
       continue;
-    return fmt::format("{} in the nested {} (#{})", spans[j]->nsamples,
-                       report::describe_target(in, ctx).text, j + 1);
+    return j;
   }
-  return "";
+  return spans.size();
+}
+
+// The same said: "166 in the nested GTK event GDK_KEY_PRESS (#2)"; "" if
+// none.
+std::string nested_samples(const std::vector<const SlowSpan*>& spans, size_t i,
+                           const ReportContext& ctx) {
+  const size_t j = nested_with_samples(spans, i);
+  if (j == spans.size()) return "";
+  return fmt::format("{} in the nested {} (#{})", spans[j]->nsamples,
+                     report::describe_target(spans[j]->span, ctx).text, j + 1);
 }
 
 // Spans whose samples are all in a slow span nested in them (GDK's event
@@ -254,14 +263,13 @@ std::string nested_samples(const std::vector<const SlowSpan*>& spans, size_t i,
 // one stall, one row.
 void write_key_lines(std::ostream& os,
                      const std::vector<const SlowSpan*>& spans, uint32_t role,
-                     const ReportContext& ctx, report::AppCode& app,
-                     report::FrameNames& names) {
+                     report::AppCode& app, report::FrameNames& names) {
   if (spans.size() < 2) return;  // the span's own "> " says it
   std::map<std::string, KeyLineRow> rows;
   bool any_key = false;
   for (size_t i = 0; i < spans.size(); ++i) {
     const SlowSpan* s = spans[i];
-    if (!nested_samples(spans, i, ctx).empty()) continue;
+    if (nested_with_samples(spans, i) != spans.size()) continue;
     const SpanKey k = span_key(*s, app, names);
     any_key = any_key || k.found;
     KeyLineRow& r = rows[k.group];
@@ -448,7 +456,7 @@ void write_slow(std::ostream& os, const DispatchAnalysis& a,
     write_slow_deliveries(os, a, ctx, spans, base);
     return;
   }
-  write_key_lines(os, spans, role, ctx, app, names);
+  write_key_lines(os, spans, role, app, names);
   put(os,
       fmt::format("{}: {} (>= {})", slow_title(role), spans.size(), threshold));
   for (size_t i = 0; i < spans.size(); ++i) {
