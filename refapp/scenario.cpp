@@ -569,13 +569,16 @@ void FrameHandler::handleMessage(Message* msg) {
     // doTraversal: remove the barrier first, then traverse.
     q.removeSyncBarrier(msg->arg1);
     op_ = MessageQueue::lastBarrierOp();
-    doFrame(msg->arg2);
+    doFrame(msg->arg2,
+            loop_.config().t0_ns + msg->arg2 * loop_.config().frame_period_ns);
   }
 }
 
-__attribute__((noinline)) void FrameHandler::doFrame(int64_t k) {
+__attribute__((noinline)) void FrameHandler::doFrame(int64_t k,
+                                                     int64_t frame_time_ns) {
   const Config& cfg = loop_.config();
   frame_.k = k;
+  frame_.vsync_ns = frame_time_ns;
   frame_.start_ns = monotonicNs();
   const bool stall =
       cfg.frame_stall_every > 0 && k % cfg.frame_stall_every == 0;
@@ -585,7 +588,7 @@ __attribute__((noinline)) void FrameHandler::doFrame(int64_t k) {
 
 void FrameHandler::onDispatched(Message* msg) {
   if (frame_.k >= 0 && msg->isAsynchronous())
-    loop_.logFrame(frame_.k, frame_.start_ns, frame_.end_ns);
+    loop_.logFrame(frame_.k, frame_.vsync_ns, frame_.start_ns, frame_.end_ns);
   frame_.k = -1;
   loop_.logBarrierOp(op_, "frame", msg->what);
   ++loop_.stats().frames;
@@ -967,9 +970,11 @@ void LoopThread::finishOne() {
   if (--remaining_ == 0 && config_.messages_mode) quit();
 }
 
-void LoopThread::logFrame(int64_t k, int64_t start_ns, int64_t end_ns) {
+void LoopThread::logFrame(int64_t k, int64_t vsync_ns, int64_t start_ns,
+                          int64_t end_ns) {
   log_.write({{"event", "frame"},
               {"index", k},
+              {"vsync_ns", vsync_ns},
               {"start_ns", start_ns},
               {"end_ns", end_ns},
               {"duration_ns", end_ns - start_ns},

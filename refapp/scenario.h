@@ -278,16 +278,17 @@ class FrameHandler : public Handler {
   void handleMessage(Message* msg) override;
   void onDispatched(Message* msg) override;
   void postSchedule(int64_t k);
-  // Choreographer.doFrame's stand-in: frame k's own work, a function of
-  // its own for `looptrace record --frame refapp:'*doFrame*'`.
-  void doFrame(int64_t k);
+  // Choreographer.doFrame(frameTimeNanos)'s stand-in: frame k's own work,
+  // given the vsync it was scheduled for (frame_time_ns, CLOCK_MONOTONIC),
+  // a function of its own: the refapp profile's frame probe.
+  void doFrame(int64_t k, int64_t frame_time_ns);
 
  private:
   LoopThread& loop_;
   MessageQueue::BarrierOp op_;
   // The last doFrame's, logged by onDispatched; k < 0: none.
   struct FrameTimes {
-    int64_t k = -1, start_ns = 0, end_ns = 0;
+    int64_t k = -1, vsync_ns = 0, start_ns = 0, end_ns = 0;
   } frame_;
 };
 
@@ -413,8 +414,9 @@ class LoopThread {
   // that took at least --log-slow (stalls and nested outers have their own
   // lines).
   void logIfSlow(const Message* msg, const char* target, const char* callback);
-  // A "frame" line: FrameHandler::doFrame(k) ran [start_ns, end_ns).
-  void logFrame(int64_t k, int64_t start_ns, int64_t end_ns);
+  // A "frame" line: FrameHandler::doFrame(k) ran [start_ns, end_ns) for
+  // the vsync at vsync_ns.
+  void logFrame(int64_t k, int64_t vsync_ns, int64_t start_ns, int64_t end_ns);
 
  private:
   void run(std::function<void()> on_exit);

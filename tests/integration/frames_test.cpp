@@ -286,26 +286,11 @@ TEST(AdHocFrames, EachCallOfTheFunctionIsAFrameTimedAgainstTheRate) {
   LT_REQUIRE_BPF();
   TempDir dir;
   const std::string log = dir.file("truth.jsonl"), json = dir.file("r.json");
-  RunResult r = run({looptrace_bin(),
-                     "record",
-                     "--profile",
-                     "refapp",
-                     "--frame",
-                     "refapp:refapp::FrameHandler::doFrame(long)",
-                     "--json",
-                     json,
-                     "--",
-                     refapp_bin(),
-                     "--barrier-rate",
-                     "60",
-                     "--frame-stall-every",
-                     "20",
-                     "--frame-stall-ms",
-                     "30",
-                     "--duration",
-                     "2000",
-                     "--log",
-                     log});
+  RunResult r =
+      run({looptrace_bin(), "record", "--frame",
+           "refapp:refapp::FrameHandler::doFrame(long, long)", "--json", json,
+           "--", refapp_bin(), "--barrier-rate", "60", "--frame-stall-every",
+           "20", "--frame-stall-ms", "30", "--duration", "2000", "--log", log});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto frames = events(read_jsonl(log), "frame");
   ASSERT_GE(frames.size(), 100u) << read_file(log);
@@ -314,7 +299,7 @@ TEST(AdHocFrames, EachCallOfTheFunctionIsAFrameTimedAgainstTheRate) {
   const auto& t = report["frames"][0];
   EXPECT_EQ(t["count"].get<size_t>(), frames.size()) << t.dump();
   EXPECT_EQ(t["tid"], frames[0]["tid"]) << t.dump();
-  EXPECT_EQ(t["source"], "refapp:refapp::FrameHandler::doFrame(long)");
+  EXPECT_EQ(t["source"], "refapp:refapp::FrameHandler::doFrame(long, long)");
   EXPECT_EQ(t["refresh_ns"], 16'666'667) << t.dump();
   constexpr int64_t kTol = 200'000;
   const auto& janky = report["janky_frames"];
@@ -350,6 +335,135 @@ TEST(AdHocFrames, EachCallOfTheFunctionIsAFrameTimedAgainstTheRate) {
         16'666'667 - 1'000'000)
         << "janky, yet short and on time by the app's log: " << j.dump();
   }
+}
+
+}  // namespace
+}  // namespace lt_test
+
+namespace lt_test {
+namespace {
+
+// The reference app's Choreographer stand-in with the refapp profile and
+// no frame option: each FrameHandler::doFrame(k, frameTimeNanos) is a
+// frame timed from the vsync it was scheduled for, as the app logs it.
+// Against the app's own log (vsync, start, end of every frame) and the
+// rules of docs/looptrace.md, FRAMES: expected start = the vsync, or the
+// previous frame's end if later; deadline one interval after; missed
+// vsyncs the intervals from the deadline to the end, rounded up. The
+// frames held back by a stall name the stalling dispatch.
+TEST(RefappFrames, EveryFrameTimedFromItsVsyncAndTheStallThatHeldItNamed) {
+  LT_REQUIRE_BPF();
+  TempDir dir;
+  const std::string log = dir.file("truth.jsonl"), json = dir.file("r.json");
+  RunResult r = run({looptrace_bin(),
+                     "record",
+                     "--profile",
+                     "refapp",
+                     "--json",
+                     json,
+                     "-q",
+                     "--",
+                     refapp_bin(),
+                     "--rate",
+                     "200",
+                     "--barrier-rate",
+                     "60",
+                     "--stall",
+                     "busy:60@410",
+                     "--stall",
+                     "sleep:45@1005",
+                     "--frame-stall-every",
+                     "40",
+                     "--frame-stall-ms",
+                     "25",
+                     "--duration",
+                     "2000",
+                     "--log",
+                     log});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto truth = read_jsonl(log);
+  const auto frames = events(truth, "frame");
+  const auto stalls = events(truth, "stall");
+  ASSERT_GE(frames.size(), 100u) << read_file(log);
+  ASSERT_EQ(stalls.size(), 2u) << read_file(log);
+  const nlohmann::json report = read_json(json);
+  ASSERT_EQ(report["frames"].size(), 1u) << report["frames"].dump();
+  const auto& t = report["frames"][0];
+  EXPECT_EQ(t["count"].get<size_t>(), frames.size()) << t.dump();
+  EXPECT_EQ(t["tid"], frames[0]["tid"]);
+  EXPECT_EQ(t["source"], "doFrame");
+  constexpr int64_t kInterval = 16'666'667, kTol = 200'000, kEdge = 300'000;
+  const auto& janky = report["janky_frames"];
+  // Frames run back to back after a stall, 0.1 ms apart: a janky frame is
+  // the app's frame whose start is nearest to its own.
+  auto nearest_start = [&](int64_t t) {
+    int64_t best = 0;
+    for (const auto& f : frames)
+      if (best == 0 ||
+          std::llabs(f["start_ns"].get<int64_t>() - t) < std::llabs(best - t))
+        best = f["start_ns"];
+    return best;
+  };
+  auto janky_at = [&](int64_t start) -> const nlohmann::json* {
+    for (const auto& j : janky) {
+      const int64_t js = j["start_ns"];
+      if (std::llabs(js - start) <= kTol && nearest_start(js) == start)
+        return &j;
+    }
+    return nullptr;
+  };
+  int64_t prev_end = 0;
+  size_t late = 0, held = 0;
+  for (const auto& f : frames) {
+    const int64_t vsync = f["vsync_ns"], start = f["start_ns"],
+                  end = f["end_ns"];
+    const int64_t expected = std::min(start, std::max(vsync, prev_end));
+    prev_end = end;
+    const int64_t over = end - (expected + kInterval);
+    const nlohmann::json* j = janky_at(start);
+    if (over < -kEdge) {
+      EXPECT_EQ(j, nullptr)
+          << "janky, yet on time by the app's log: " << f.dump() << "\n"
+          << (j ? j->dump() : "");
+      continue;
+    }
+    if (over < kEdge) continue;  // too near the deadline to call
+    ++late;
+    ASSERT_NE(j, nullptr) << "not janky: " << f.dump();
+    EXPECT_LE(std::llabs((*j)["duration_ns"].get<int64_t>() - (end - start)),
+              kTol)
+        << j->dump() << "\n"
+        << f.dump();
+    const int64_t rem = over % kInterval;
+    if (rem > kEdge && rem < kInterval - kEdge) {
+      EXPECT_EQ((*j)["missed_vsyncs"].get<int64_t>(),
+                (over + kInterval - 1) / kInterval)
+          << j->dump() << "\n"
+          << f.dump();
+    }
+    // Held back over 20 ms: by a stall, named as the app names it.
+    if (start - vsync < 20'000'000) continue;
+    ++held;
+    const auto& by = (*j)["cause"]["held_by"];
+    ASSERT_FALSE(by.empty()) << j->dump();
+    const nlohmann::json* stall = nullptr;
+    for (const auto& s : stalls)
+      if (s["start_ns"].get<int64_t>() < start &&
+          s["end_ns"].get<int64_t>() > vsync)
+        stall = &s;
+    ASSERT_NE(stall, nullptr) << f.dump();
+    EXPECT_EQ(by[0]["target"],
+              fmt::format("{} what={}", (*stall)["target"].get<std::string>(),
+                          (*stall)["what"].get<int>()))
+        << j->dump();
+    EXPECT_LE(std::llabs(by[0]["start_ns"].get<int64_t>() -
+                         (*stall)["start_ns"].get<int64_t>()),
+              kTol)
+        << j->dump();
+  }
+  // Every 40th frame runs 25 ms; the two stalls hold a frame each.
+  EXPECT_GE(late, frames.size() / 40) << read_file(log);
+  EXPECT_EQ(held, 2u) << janky.dump();
 }
 
 }  // namespace

@@ -24,6 +24,8 @@ namespace {
 // Message { Handler* target @0; callback @8; int32 what @16 }. The target's
 // vtable names the handler class, as Android's printer names msg.target.
 // Idle handlers run through MessageQueue::runIdleHandler(IdleHandler*).
+// Its Choreographer stand-in draws each frame in FrameHandler::doFrame(k,
+// frameTimeNanos): a frame, its tick the vsync it was scheduled for.
 constexpr std::string_view kRefappProfile = R"json({
   "name": "refapp",
   "description": "looptrace's reference app: an Android-like Looper",
@@ -38,6 +40,17 @@ constexpr std::string_view kRefappProfile = R"json({
         {"name": "what", "expr": "u32 *(arg1+16)", "format": "int"},
         {"name": "msg", "expr": "arg1", "format": "ptr"}
       ]
+    },
+    {
+      "role": "dispatch",
+      "binary": "refapp",
+      "symbol": "refapp::FrameHandler::doFrame(long, long)",
+      "label": "doFrame",
+      "keys": [
+        {"name": "index", "expr": "arg1", "format": "int"},
+        {"name": "due_ns", "expr": "arg2", "format": "int"}
+      ],
+      "frame": {}
     },
     {
       "role": "enqueue",
