@@ -29,7 +29,8 @@ constexpr uint16_t kHostMachine = EM_NONE;  // no machine check
 #define LT_MULTIARCH "unknown-linux-gnu"
 #endif
 
-// Where ld.so looks when neither the cache nor LD_LIBRARY_PATH has it.
+// Where ld.so looks when neither the cache nor LD_LIBRARY_PATH has it,
+// and a private directory of Debian's.
 const char* const kDefaultLibDirs[] = {
 #if defined(__ANDROID__)
     "/system/lib64",
@@ -43,6 +44,9 @@ const char* const kDefaultLibDirs[] = {
     "/usr/lib64",
     "/lib",
     "/usr/lib",
+    // Not ld.so's: Debian's AOSP libraries (android-libutils, ...), which
+    // their programs reach by RUNPATH (the android profile's libutils.so).
+    "/usr/lib/" LT_MULTIARCH "/android",
 };
 
 enum class Fit { kNone, kOtherMachine, kHost };
