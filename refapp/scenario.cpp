@@ -576,19 +576,36 @@ void FrameHandler::handleMessage(Message* msg) {
 
 __attribute__((noinline)) void FrameHandler::doFrame(int64_t k,
                                                      int64_t frame_time_ns) {
-  const Config& cfg = loop_.config();
   frame_.k = k;
   frame_.vsync_ns = frame_time_ns;
   frame_.start_ns = monotonicNs();
-  const bool stall =
-      cfg.frame_stall_every > 0 && k % cfg.frame_stall_every == 0;
-  busyWork(stall ? cfg.frame_stall_ns : kFrameWorkNs);
+  doCallbacks(kCallbackInput, frame_time_ns);
+  doCallbacks(kCallbackAnimation, frame_time_ns);
+  doCallbacks(kCallbackTraversal, frame_time_ns);
   frame_.end_ns = monotonicNs();
+}
+
+// A frame's 0.1 ms of work: input 10 us, animation 20 us, traversal 70 us;
+// a stalling frame's --frame-stall-ms in its --frame-stall-phase.
+__attribute__((noinline)) void FrameHandler::doCallbacks(
+    int type, int64_t /*frame_time_ns*/) {
+  const Config& cfg = loop_.config();
+  int64_t* at = frame_.phase_ns[type & 3];
+  at[0] = monotonicNs();
+  const bool stall = cfg.frame_stall_every > 0 &&
+                     frame_.k % cfg.frame_stall_every == 0 &&
+                     type == cfg.frame_stall_phase;
+  const int64_t work = type == kCallbackInput       ? 10000
+                       : type == kCallbackAnimation ? 20000
+                                                    : kFrameWorkNs - 30000;
+  busyWork(stall ? cfg.frame_stall_ns : work);
+  at[1] = monotonicNs();
 }
 
 void FrameHandler::onDispatched(Message* msg) {
   if (frame_.k >= 0 && msg->isAsynchronous())
-    loop_.logFrame(frame_.k, frame_.vsync_ns, frame_.start_ns, frame_.end_ns);
+    loop_.logFrame(frame_.k, frame_.vsync_ns, frame_.start_ns, frame_.end_ns,
+                   frame_.phase_ns);
   frame_.k = -1;
   loop_.logBarrierOp(op_, "frame", msg->what);
   ++loop_.stats().frames;
@@ -971,10 +988,18 @@ void LoopThread::finishOne() {
 }
 
 void LoopThread::logFrame(int64_t k, int64_t vsync_ns, int64_t start_ns,
-                          int64_t end_ns) {
+                          int64_t end_ns, const int64_t (&phase_ns)[4][2]) {
+  nlohmann::json phases = nlohmann::json::array();
+  for (auto [type, name] : {std::pair{FrameHandler::kCallbackInput, "input"},
+                            {FrameHandler::kCallbackAnimation, "animation"},
+                            {FrameHandler::kCallbackTraversal, "traversal"}})
+    phases.push_back({{"type", name},
+                      {"start_ns", phase_ns[type][0]},
+                      {"end_ns", phase_ns[type][1]}});
   log_.write({{"event", "frame"},
               {"index", k},
               {"vsync_ns", vsync_ns},
+              {"phases", std::move(phases)},
               {"start_ns", start_ns},
               {"end_ns", end_ns},
               {"duration_ns", end_ns - start_ns},

@@ -74,6 +74,7 @@ struct Config {
   int64_t frame_period_ns = 0;    // 1/--barrier-rate (thread 0); 0 = none
   int64_t frame_stall_every = 0;  // --frame-stall-every; 0 = none
   int64_t frame_stall_ns = 0;     // --frame-stall-ms
+  int frame_stall_phase = 3;      // --frame-stall-phase (callback type)
   int64_t barrier_report_ns = 3000000000;  // barrier_stalled after this
   int64_t fork_at_ns = -1;  // --fork-at (thread 0), after t0; -1: never
 };
@@ -282,6 +283,12 @@ class FrameHandler : public Handler {
   // given the vsync it was scheduled for (frame_time_ns, CLOCK_MONOTONIC),
   // a function of its own: the refapp profile's frame probe.
   void doFrame(int64_t k, int64_t frame_time_ns);
+  // Choreographer.doCallbacks(callbackType, frameTimeNanos): one phase of
+  // a frame, input (0), animation (1) or traversal (3), as Android's
+  // Choreographer runs them in doFrame; the refapp profile's phase probe.
+  void doCallbacks(int type, int64_t frame_time_ns);
+  static constexpr int kCallbackInput = 0, kCallbackAnimation = 1,
+                       kCallbackTraversal = 3;
 
  private:
   LoopThread& loop_;
@@ -289,6 +296,8 @@ class FrameHandler : public Handler {
   // The last doFrame's, logged by onDispatched; k < 0: none.
   struct FrameTimes {
     int64_t k = -1, vsync_ns = 0, start_ns = 0, end_ns = 0;
+    // Each phase's [start, end), by callback type (0..3).
+    int64_t phase_ns[4][2] = {};
   } frame_;
 };
 
@@ -416,7 +425,8 @@ class LoopThread {
   void logIfSlow(const Message* msg, const char* target, const char* callback);
   // A "frame" line: FrameHandler::doFrame(k) ran [start_ns, end_ns) for
   // the vsync at vsync_ns.
-  void logFrame(int64_t k, int64_t vsync_ns, int64_t start_ns, int64_t end_ns);
+  void logFrame(int64_t k, int64_t vsync_ns, int64_t start_ns, int64_t end_ns,
+                const int64_t (&phase_ns)[4][2]);
 
  private:
   void run(std::function<void()> on_exit);

@@ -349,8 +349,10 @@ namespace {
 // Against the app's own log (vsync, start, end of every frame) and the
 // rules of docs/looptrace.md, FRAMES: expected start = the vsync, or the
 // previous frame's end if later; deadline one interval after; missed
-// vsyncs the intervals from the deadline to the end, rounded up. The
-// frames held back by a stall name the stalling dispatch.
+// vsyncs the intervals from the deadline to the end, rounded up. Each
+// janky frame lists its phases (doCallbacks input, animation, traversal)
+// as the app timed them; the frames held back by a stall name the
+// stalling dispatch.
 TEST(RefappFrames, EveryFrameTimedFromItsVsyncAndTheStallThatHeldItNamed) {
   LT_REQUIRE_BPF();
   TempDir dir;
@@ -376,6 +378,8 @@ TEST(RefappFrames, EveryFrameTimedFromItsVsyncAndTheStallThatHeldItNamed) {
                      "40",
                      "--frame-stall-ms",
                      "25",
+                     "--frame-stall-phase",
+                     "animation",
                      "--duration",
                      "2000",
                      "--log",
@@ -413,7 +417,7 @@ TEST(RefappFrames, EveryFrameTimedFromItsVsyncAndTheStallThatHeldItNamed) {
     return nullptr;
   };
   int64_t prev_end = 0;
-  size_t late = 0, held = 0;
+  size_t late = 0, held = 0, ran_long = 0;
   for (const auto& f : frames) {
     const int64_t vsync = f["vsync_ns"], start = f["start_ns"],
                   end = f["end_ns"];
@@ -441,6 +445,31 @@ TEST(RefappFrames, EveryFrameTimedFromItsVsyncAndTheStallThatHeldItNamed) {
           << j->dump() << "\n"
           << f.dump();
     }
+    // Its phases (doCallbacks) as the app timed them, in order.
+    const auto& phases = (*j)["phases"];
+    ASSERT_EQ(phases.size(), f["phases"].size()) << j->dump();
+    for (size_t i = 0; i < phases.size(); ++i) {
+      const auto& lp = f["phases"][i];
+      EXPECT_EQ(phases[i]["target"],
+                "doCallbacks " + lp["type"].get<std::string>());
+      EXPECT_LE(std::llabs(phases[i]["start_ns"].get<int64_t>() -
+                           lp["start_ns"].get<int64_t>()),
+                kTol)
+          << phases.dump();
+      EXPECT_LE(std::llabs(phases[i]["duration_ns"].get<int64_t>() -
+                           (lp["end_ns"].get<int64_t>() -
+                            lp["start_ns"].get<int64_t>())),
+                kTol)
+          << phases.dump();
+    }
+    // A frame that ran long did so in its animation phase (the app's
+    // --frame-stall-phase): the longest span inside it.
+    if (end - start > 20'000'000) {
+      ++ran_long;
+      EXPECT_EQ((*j)["cause"]["longest_inside"]["target"],
+                "doCallbacks animation")
+          << j->dump();
+    }
     // Held back over 20 ms: by a stall, named as the app names it.
     if (start - vsync < 20'000'000) continue;
     ++held;
@@ -463,6 +492,7 @@ TEST(RefappFrames, EveryFrameTimedFromItsVsyncAndTheStallThatHeldItNamed) {
   }
   // Every 40th frame runs 25 ms; the two stalls hold a frame each.
   EXPECT_GE(late, frames.size() / 40) << read_file(log);
+  EXPECT_EQ(ran_long, (frames.size() + 39) / 40) << janky.dump();
   EXPECT_EQ(held, 2u) << janky.dump();
 }
 

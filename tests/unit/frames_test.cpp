@@ -289,6 +289,35 @@ TEST(FrameAnalyzer, EverySpanOfAFrameProbeWithoutTicks) {
   EXPECT_EQ(r.janky[0].cause.held_by[0].span.span_id, 3u);
 }
 
+// A phase probe's spans inside a janky frame are its phases, by start;
+// those of an earlier frame, or of no phase probe, are not.
+TEST(FrameAnalyzer, AJankyFrameListsThePhasesThatRanInsideIt) {
+  constexpr uint32_t kPhaseProbe = 2;
+  FrameOptions o;
+  FrameProbe p;
+  p.label = "doFrame";
+  o.probes[kFrameProbe] = p;
+  o.phase_probes = {kPhaseProbe};
+  FrameAnalyzer a(o);
+  // Frame 1, on time: its phase is not frame 2's.
+  a.consume(span(1, kT0 + 1 * kMs, 1 * kMs, "", kPhaseProbe, 1));
+  a.consume(span(2, kT0, 3 * kMs, ""));
+  // Frame 2 ran 30 ms: three phases (they end, and arrive, before it),
+  // and a dispatch inside it that is no phase.
+  const uint64_t f2 = kT0 + k60;
+  a.consume(span(5, f2 + 2 * kMs, 27 * kMs, "", kPhaseProbe, 1));
+  a.consume(span(4, f2 + 1 * kMs, 1 * kMs, "", kPhaseProbe, 1));
+  a.consume(span(6, f2 + 29 * kMs, kMs / 2, "", kOtherProbe, 1));
+  a.consume(span(3, f2, 30 * kMs, ""));
+  FrameAnalysis r = a.finish(1000 * kMs);
+  ASSERT_EQ(r.janky.size(), 1u);
+  const auto& ph = r.janky[0].phases;
+  ASSERT_EQ(ph.size(), 2u);
+  EXPECT_EQ(ph[0].span_id, 4u);
+  EXPECT_EQ(ph[1].span_id, 5u);
+  EXPECT_EQ(r.janky[0].phases_omitted, 0u);
+}
+
 // Janky frames listed are bounded: the worst kept, the rest counted.
 TEST(FrameAnalyzer, JankyFramesAreBounded) {
   FrameOptions o = gtk_options();

@@ -228,6 +228,32 @@ TEST(ProfileTypes, OutermostIsABooleanOfSpanRoles) {
             "idle roles (spans)");
 }
 
+TEST(ProfileTypes, PhaseIsABooleanOfSpanRolesThatAreNoFrames) {
+  auto parse = [](const std::string& fields) {
+    return parse_profile(
+        R"({"probes": [{"binary": "a", "symbol": "f", )" + fields + "}]}",
+        "p.json");
+  };
+  auto ok = parse(R"("role": "dispatch", "phase": true)");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_TRUE(ok->probes[0].phase);
+  auto r = parse(R"("phase": "yes")");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "profile p.json: probes[0].phase: expected true or false, got "
+            "string");
+  r = parse(R"("role": "barrier.post", "phase": true)");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "profile p.json: probes[0].phase: only for the dispatch and idle "
+            "roles (spans)");
+  r = parse(R"("phase": true, "frame": {})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "profile p.json: probes[0].phase: not with \"frame\": a span is a "
+            "frame or a phase of one");
+}
+
 // GTK 3 and 4 draw each frame from a GLib timeout their frame clock names:
 // the glib profile's timeout probe declares those names as frames (and no
 // other probe has frames: the flush-events idle is not one).

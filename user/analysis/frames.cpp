@@ -120,6 +120,13 @@ void FrameAnalyzer::consume(const Event& ev) {
     t.recent.erase(t.recent.begin(),
                    t.recent.begin() + static_cast<long>(t.recent.size() / 2));
   t.recent.push_back(*s);
+  if (options_.phase_probes.count(s->probe_id)) {
+    // Phases run inside a frame and end before it: kept until it comes.
+    if (t.phases.size() >= options_.max_recent_spans)
+      t.phases.erase(t.phases.begin(),
+                     t.phases.begin() + static_cast<long>(t.phases.size() / 2));
+    t.phases.push_back(*s);
+  }
 }
 
 void FrameAnalyzer::on_frame(Thread& t, const SpanEvent& s,
@@ -163,6 +170,19 @@ void FrameAnalyzer::on_frame(Thread& t, const SpanEvent& s,
     j.source = std::move(source);
     j.timing = timing;
     j.cause = explain(t, s, timing.expected_ns);
+    const uint64_t end = sat_add(s.start_ns, s.duration_ns);
+    for (const SpanEvent& p : t.phases) {
+      if (p.start_ns < s.start_ns || sat_add(p.start_ns, p.duration_ns) > end)
+        continue;
+      if (j.phases.size() < kMaxPhases)
+        j.phases.push_back(p);
+      else
+        ++j.phases_omitted;
+    }
+    std::sort(j.phases.begin(), j.phases.end(),
+              [](const SpanEvent& a, const SpanEvent& b) {
+                return a.start_ns < b.start_ns;
+              });
     if (options_.on_janky) options_.on_janky(j);
     janky_.push_back(std::move(j));
     // Memory stays bounded in a long run: the worst are kept.
@@ -178,6 +198,9 @@ void FrameAnalyzer::on_frame(Thread& t, const SpanEvent& s,
   // one.
   uint64_t end = t.prev->end_ns;
   std::erase_if(t.recent, [end](const SpanEvent& r) {
+    return sat_add(r.start_ns, r.duration_ns) <= end;
+  });
+  std::erase_if(t.phases, [end](const SpanEvent& r) {
     return sat_add(r.start_ns, r.duration_ns) <= end;
   });
 }

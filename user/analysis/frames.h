@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +20,9 @@
 #include "trace/events.h"
 
 namespace looptrace {
+
+// Phases listed per janky frame.
+inline constexpr size_t kMaxPhases = 16;
 
 // A frame's duration past 700 ms is frozen (Android vitals).
 inline constexpr uint64_t kFrozenFrameNs = 700'000'000;
@@ -99,6 +103,8 @@ struct JankyFrame;
 struct FrameOptions {
   uint64_t refresh_ns = 16'666'667;
   std::map<uint32_t, FrameProbe> probes;  // by probe id
+  // Probes whose spans are phases of the frame they run in.
+  std::set<uint32_t> phase_probes;
   // Janky frames kept (the worst; the rest counted).
   size_t max_janky = 10000;
   // What a janky frame's cause lists of the spans that held it back.
@@ -142,6 +148,10 @@ struct JankyFrame {
   std::string source;  // what made it a frame: the GSource name, the label
   FrameTiming timing;
   FrameCause cause;
+  // The phase spans (FrameOptions::phase_probes) that ran inside it, by
+  // start (at most kMaxPhases; phases_omitted counts the rest).
+  std::vector<SpanEvent> phases;
+  size_t phases_omitted = 0;
   // Chromium's rule: an input event of its process, sent before the frame
   // ended, was still not being handled at its deadline (set by
   // mark_input_waiting; false without input tracing).
@@ -207,6 +217,7 @@ class FrameAnalyzer {
     std::optional<PreviousFrame> prev;
     std::vector<uint64_t> durations;
     std::vector<SpanEvent> recent;  // other spans, by arrival
+    std::vector<SpanEvent> phases;  // phase spans since the last frame
   };
 
   void on_frame(Thread& t, const SpanEvent& s, std::string source);

@@ -570,6 +570,10 @@ Status configure_probes(const TraceOptions& opts, lt_config& cfg) {
     }
     if (p.frame && (p.role == LT_ROLE_DISPATCH || p.role == LT_ROLE_IDLE))
       set_frame_names(pc, *p.frame);
+    // A phase is recorded as every frame is (the kernel's frame test; the
+    // analysis tells them apart by the probe).
+    if (p.phase && (p.role == LT_ROLE_DISPATCH || p.role == LT_ROLE_IDLE))
+      pc.frame_all = 1;
     pc.async_mask = p.async_mask;
     pc.flags = p.outermost ? LT_PROBE_OUTERMOST : 0;
     if (p.return_offset &&

@@ -143,6 +143,10 @@ struct ProbeDef {
     std::vector<uint32_t> by = {};
   };
   std::optional<FrameMatch> frame;
+  // A phase of the frames of its thread (a profile's "phase": true): each
+  // span is recorded whatever its length, and a frame lists the phase
+  // spans that ran inside it, named by their targets.
+  bool phase = false;
   // Set when the probe's binary is one its profile's version gate names.
   std::optional<VersionGate> gate;
   // Filled in by resolution when gated: "GLib 2.74".

@@ -15,6 +15,7 @@ FrameOptions frame_options(const std::vector<ProbeDef>& probes,
   FrameOptions o;
   o.refresh_ns = refresh_ns;
   for (const ProbeDef& p : probes) {
+    if (p.phase) o.phase_probes.insert(p.id);
     if (!p.frame) continue;
     FrameProbe f;
     f.names = p.frame->names;

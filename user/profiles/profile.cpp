@@ -25,7 +25,9 @@ namespace {
 // vtable names the handler class, as Android's printer names msg.target.
 // Idle handlers run through MessageQueue::runIdleHandler(IdleHandler*).
 // Its Choreographer stand-in draws each frame in FrameHandler::doFrame(k,
-// frameTimeNanos): a frame, its tick the vsync it was scheduled for.
+// frameTimeNanos): a frame, its tick the vsync it was scheduled for; its
+// phases are doCallbacks(type, frameTimeNanos), input, animation and
+// traversal.
 constexpr std::string_view kRefappProfile = R"json({
   "name": "refapp",
   "description": "looptrace's reference app: an Android-like Looper",
@@ -51,6 +53,17 @@ constexpr std::string_view kRefappProfile = R"json({
         {"name": "due_ns", "expr": "arg2", "format": "int"}
       ],
       "frame": {}
+    },
+    {
+      "role": "dispatch",
+      "binary": "refapp",
+      "symbol": "refapp::FrameHandler::doCallbacks(int, long)",
+      "label": "doCallbacks",
+      "keys": [
+        {"name": "type", "expr": "arg1", "format": "enum",
+         "names": {"0": "input", "1": "animation", "3": "traversal"}}
+      ],
+      "phase": true
     },
     {
       "role": "enqueue",
@@ -934,8 +947,8 @@ class ProfileReader {
                    fmt::format("expected an object, got {}", jp.type_name()));
     LT_RETURN_IF_ERROR(only_known(
         jp, where,
-        {"role", "binary", "symbol", "label", "outermost", "async_mask",
-         "buffer", "keys", "only_if", "call", "input", "frame"}));
+        {"role", "binary", "symbol", "label", "outermost", "phase",
+         "async_mask", "buffer", "keys", "only_if", "call", "input", "frame"}));
     ProbeDef def;
     auto role_text = string(jp, where, "role", "dispatch");
     if (!role_text.ok()) return role_text.status();
@@ -963,6 +976,16 @@ class ProfileReader {
                      "only for the dispatch and idle roles (spans)");
       def.outermost = o->get<bool>();
     }
+    if (auto o = jp.find("phase"); o != jp.end()) {
+      if (!o->is_boolean())
+        return error(
+            at(where, "phase"),
+            fmt::format("expected true or false, got {}", o->type_name()));
+      if (def.role != LT_ROLE_DISPATCH && def.role != LT_ROLE_IDLE)
+        return error(at(where, "phase"),
+                     "only for the dispatch and idle roles (spans)");
+      def.phase = o->get<bool>();
+    }
     LT_RETURN_IF_ERROR(async_mask(jp, where, &def));
     if (jp.contains("buffer")) {
       auto buffer = string(jp, where, "buffer", std::nullopt);
@@ -978,6 +1001,10 @@ class ProfileReader {
     LT_RETURN_IF_ERROR(call(jp, where, &def));
     LT_RETURN_IF_ERROR(input(jp, where, &def));
     LT_RETURN_IF_ERROR(frame(jp, where, &def));
+    if (def.phase && def.frame)
+      return error(at(where, "phase"),
+                   "not with \"frame\": a span is a frame "
+                   "or a phase of one");
     return def;
   }
 

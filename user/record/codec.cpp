@@ -569,6 +569,7 @@ void doc_fields(F&& f, P& p) {
   f("keys", p.keys);
   f("input", p.input, true);
   f("frame", p.frame, true);  // none before frames
+  f("phase", p.phase, true);  // none before phases
 }
 
 // What a field list cannot say: values checked, fields derived.

@@ -70,6 +70,30 @@ void write_cause(std::ostream& os, const JankyFrame& j,
       fmt::format("    ran {}: cpu {}, run queue {}, blocked {}",
                   format_duration(e.duration_ns), format_duration(e.cpu_ns),
                   format_duration(e.runq_ns), format_duration(e.blocked_ns())));
+  if (!j.phases.empty()) {
+    // Its phases in order (the longest is "longest inside" below).
+    // "phases (doCallbacks): input 17.5us, animation 25.0ms, ...":
+    // a label all of them share is said once.
+    std::vector<std::string> names;
+    for (const SpanEvent& p : j.phases)
+      names.push_back(report::describe_target(p, ctx).text);
+    const ProbeDef* first = report::find_probe(ctx, j.phases[0].probe_id);
+    std::string label = first ? first->label : "";
+    for (const std::string& n : names)
+      if (label.empty() || n.size() <= label.size() + 1 ||
+          n.compare(0, label.size() + 1, label + " ") != 0)
+        label.clear();
+    std::string line =
+        label.empty() ? "    phases:" : fmt::format("    phases ({}):", label);
+    for (size_t i = 0; i < j.phases.size(); ++i)
+      line += fmt::format(
+          "{} {} {}", i == 0 ? "" : ",",
+          label.empty() ? names[i] : names[i].substr(label.size() + 1),
+          format_duration(j.phases[i].duration_ns));
+    if (j.phases_omitted)
+      line += fmt::format(", and {} more", j.phases_omitted);
+    put(os, line);
+  }
   if (j.cause.longest_inside) {
     const SpanEvent& in = *j.cause.longest_inside;
     put(os, fmt::format("    longest inside: {} {}",
@@ -137,6 +161,13 @@ nlohmann::json span_ref(const SpanEvent& s, const ReportContext& ctx) {
           {"duration_ns", s.duration_ns}};
 }
 
+// A janky frame's phases, by start: each named by its target.
+nlohmann::json phases_json(const JankyFrame& j, const ReportContext& ctx) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const SpanEvent& p : j.phases) out.push_back(span_ref(p, ctx));
+  return out;
+}
+
 nlohmann::json cause_json(const JankyFrame& j, const ReportContext& ctx) {
   nlohmann::json held = nlohmann::json::array();
   for (const HeldBy& h : j.cause.held_by) {
@@ -201,7 +232,8 @@ nlohmann::json frames_to_json(const FrameAnalysis& a,
                      {"bucket", bucket_name(j.timing.bucket)},
                      {"frozen", j.timing.frozen},
                      {"in_flight", j.span.unfinished()},
-                     {"phases", nlohmann::json::array()},
+                     {"phases", phases_json(j, ctx)},
+                     {"phases_omitted", j.phases_omitted},
                      {"cause", cause_json(j, ctx)},
                      {"input_waiting", j.input_waiting}});
   return {{"frames", std::move(threads)},
