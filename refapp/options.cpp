@@ -645,14 +645,12 @@ void addScenarioOptions(CLI::App& app, Options& opt, GivenFlags& given) {
       ->capture_default_str()
       ->type_name("MS")
       ->check(CLI::Range(int64_t{1}, int64_t{10000}));
-  app.add_option("--frame-stall-phase", opt.frame_stall_phase,
+  app.add_option("--frame-stall-phase", opt.frame_stall_phase_name,
                  "the phase of doFrame those frames work in: input, "
-                 "animation or traversal (default)")
+                 "animation or traversal")
       ->type_name("PHASE")
-      ->transform(CLI::CheckedTransformer(
-          std::map<std::string, int>{
-              {"input", 0}, {"animation", 1}, {"traversal", 3}},
-          CLI::ignore_case));
+      ->capture_default_str()
+      ->check(CLI::IsMember({"input", "animation", "traversal"}));
   given.async_rate =
       app.add_option("--async-rate", opt.async_rate,
                      "asynchronous refapp::AsyncHandler messages per second "

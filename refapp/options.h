@@ -43,7 +43,7 @@ struct Options {
   int64_t frame_stall_ms = 30;
   // The doFrame phase those frames stall in: Choreographer's callback type
   // (0 input, 1 animation, 3 traversal).
-  int frame_stall_phase = 3;
+  std::string frame_stall_phase_name = "traversal";
   int64_t barrier_report_ms = 3000;
   std::vector<EventSpec> events;
   // The input channel (any --input-* flag turns it on).

@@ -113,7 +113,9 @@ refapp::Config makeConfig(const Options& opt) {
           : 0;
   cfg.frame_stall_every = opt.frame_stall_every;
   cfg.frame_stall_ns = opt.frame_stall_ms * 1000000;
-  cfg.frame_stall_phase = opt.frame_stall_phase;
+  cfg.frame_stall_phase = opt.frame_stall_phase_name == "input"       ? 0
+                          : opt.frame_stall_phase_name == "animation" ? 1
+                                                                      : 3;
   cfg.barrier_report_ns = opt.barrier_report_ms * 1000000;
   cfg.fork_at_ns = opt.fork_at_ms >= 0 ? opt.fork_at_ms * 1000000 : -1;
   return cfg;
