@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -32,6 +33,51 @@ const nlohmann::json* span_of(const nlohmann::json& report,
       best = &s;
   }
   return best;
+}
+
+// The built test program: a test without it fails where BPF tests must
+// run (LOOPTRACE_REQUIRE_BPF=1), else skips.
+#define LT_REQUIRE_ANDROID_PROGRAM(prog)                                 \
+  do {                                                                   \
+    if (access((prog).c_str(), X_OK) != 0) {                             \
+      if (bpf_required())                                                \
+        FAIL() << (prog)                                                 \
+               << " not built: android-libutils-dev (scripts/setup.sh)"; \
+      GTEST_SKIP() << (prog) << " not built (android-libutils-dev)";     \
+    }                                                                    \
+  } while (0)
+
+// The program run with `args` and its log in dir, traced from its ready
+// line by `looptrace record -p PID` plus `lt_args` to its end: its log,
+// looptrace's JSON and stderr. `before(pid)` runs first, if given.
+struct Traced {
+  int pid = 0;
+  std::vector<nlohmann::json> truth;
+  nlohmann::json report;
+  std::string lt_err;
+};
+void trace_program(const TempDir& dir, const std::string& prog,
+                   std::vector<std::string> args,
+                   const std::vector<std::string>& lt_args, Traced* out,
+                   const std::function<void(int)>& before = {}) {
+  const std::string log = dir.file("truth.jsonl"), json = dir.file("r.json");
+  args.insert(args.begin(), {prog, "--log", log});
+  Process app(args, dir.file("app.out"), dir.file("app.err"));
+  ASSERT_TRUE(wait_for_text(dir.file("app.err"), "ready pid=", 10000))
+      << read_file(dir.file("app.err"));
+  out->pid = app.pid();
+  if (before) before(app.pid());
+  std::vector<std::string> argv{looptrace_bin(),           "record", "-p",
+                                std::to_string(app.pid()), "--json", json};
+  argv.insert(argv.end(), lt_args.begin(), lt_args.end());
+  Process lt(argv, dir.file("lt.out"), dir.file("lt.err"));
+  ASSERT_TRUE(wait_for_text(dir.file("lt.err"), "tracing", 15000))
+      << read_file(dir.file("lt.err"));
+  ASSERT_EQ(app.wait(20000), 0) << read_file(dir.file("app.err"));
+  ASSERT_EQ(lt.wait(15000), 0) << read_file(dir.file("lt.err"));
+  out->lt_err = read_file(dir.file("lt.err"));
+  out->truth = read_jsonl(log);
+  out->report = read_json(json);
 }
 
 // Delivery lag, from sendMessageAtTime's due time to the dispatch: each
@@ -92,41 +138,30 @@ void expect_delivery_lag_as_logged(const nlohmann::json& report,
 TEST(AndroidLooper, EveryStallIsTheSpanOfItsVirtualCallNamedByItsClass) {
   LT_REQUIRE_BPF();
   const std::string prog = kPrograms + "/android_looper";
-  if (access(prog.c_str(), X_OK) != 0) {
-    if (bpf_required())
-      FAIL() << prog << " not built: android-libutils-dev (scripts/setup.sh)";
-    GTEST_SKIP() << prog << " not built (android-libutils-dev)";
-  }
+  LT_REQUIRE_ANDROID_PROGRAM(prog);
   TempDir dir;
-  const std::string log = dir.file("truth.jsonl"), json = dir.file("r.json");
-  Process app({prog, "--duration", "2500", "--log", log, "--stall",
-               "busy:40@20", "--stall", "sleep:50@60", "--stall", "lock:60@100",
-               "--fd-stall", "busy:30@10", "--fd-stall", "sleep:40@30"},
-              dir.file("app.out"), dir.file("app.err"));
-  ASSERT_TRUE(wait_for_text(dir.file("app.err"), "ready pid=", 10000))
-      << read_file(dir.file("app.err"));
-  Process lt({looptrace_bin(), "record", "-p", std::to_string(app.pid()),
-              "--json", json},
-             dir.file("lt.out"), dir.file("lt.err"));
-  ASSERT_TRUE(wait_for_text(dir.file("lt.err"), "tracing", 15000))
-      << read_file(dir.file("lt.err"));
-  ASSERT_EQ(app.wait(20000), 0) << read_file(dir.file("app.err"));
-  ASSERT_EQ(lt.wait(15000), 0) << read_file(dir.file("lt.err"));
-  const std::string err = read_file(dir.file("lt.err"));
-  EXPECT_NE(err.find(fmt::format("looptrace: profile android: pid {} maps ",
-                                 app.pid())),
+  Traced traced;
+  trace_program(dir, prog,
+                {"--duration", "2500", "--stall", "busy:40@20", "--stall",
+                 "sleep:50@60", "--stall", "lock:60@100", "--fd-stall",
+                 "busy:30@10", "--fd-stall", "sleep:40@30"},
+                {}, &traced);
+  if (HasFatalFailure()) return;
+  EXPECT_NE(traced.lt_err.find(fmt::format(
+                "looptrace: profile android: pid {} maps ", traced.pid)),
             std::string::npos)
-      << err;
+      << traced.lt_err;
 
-  const auto truth = read_jsonl(log);
-  const nlohmann::json report = read_json(json);
+  const auto& truth = traced.truth;
+  const nlohmann::json& report = traced.report;
+  const std::string log = dir.file("truth.jsonl");
   const auto dispatches = events(truth, "dispatch");
   const auto done = events(truth, "done");
   ASSERT_EQ(done.size(), 1u) << read_file(log);
   // Every dispatch counted once: the program started them after tracing.
   uint64_t counted = 0;
   for (const auto& t : report["threads"])
-    if (t["pid"] == app.pid() && t["role"] == "dispatch")
+    if (t["pid"] == traced.pid && t["role"] == "dispatch")
       counted += t["count"].get<uint64_t>();
   EXPECT_EQ(counted, done[0]["messages"].get<uint64_t>() +
                          done[0]["posted"].get<uint64_t>() +
@@ -169,7 +204,7 @@ TEST(AndroidLooper, EveryStallIsTheSpanOfItsVirtualCallNamedByItsClass) {
     }
   }
   EXPECT_EQ(stalls, 5u) << read_file(log);
-  expect_delivery_lag_as_logged(report, truth, app.pid());
+  expect_delivery_lag_as_logged(report, truth, traced.pid);
   // Nothing else slow but what the program's own clock saw over 16 ms.
   for (const auto& s : report["slow_dispatches"]) {
     bool seen = false;
@@ -198,35 +233,26 @@ namespace {
 TEST(DispatchCall, EveryVirtualCallInsideAFunctionIsASpanNamedByItsClass) {
   LT_REQUIRE_BPF();
   const std::string prog = kPrograms + "/android_looper";
-  if (access(prog.c_str(), X_OK) != 0) {
-    if (bpf_required())
-      FAIL() << prog << " not built: android-libutils-dev (scripts/setup.sh)";
-    GTEST_SKIP() << prog << " not built (android-libutils-dev)";
-  }
+  LT_REQUIRE_ANDROID_PROGRAM(prog);
   TempDir dir;
-  const std::string log = dir.file("truth.jsonl"), json = dir.file("r.json");
-  Process app({prog, "--duration", "1500", "--log", log, "--stall",
-               "busy:30@20", "--fd-stall", "sleep:30@10"},
-              dir.file("app.out"), dir.file("app.err"));
-  ASSERT_TRUE(wait_for_text(dir.file("app.err"), "ready pid=", 10000))
-      << read_file(dir.file("app.err"));
   const std::string fn = "libutils.so:android::Looper::pollInner(int)";
-  RunResult bad =
-      run({looptrace_bin(), "record", "-p", std::to_string(app.pid()),
-           "--dispatch-call", fn + "+0x1", "--duration", "1s"});
-  EXPECT_EQ(bad.exit_code, 2) << bad.err;
-  EXPECT_NE(bad.err.find("+0x1 is no virtual call (its virtual calls: +0x"),
-            std::string::npos)
-      << bad.err;
-  Process lt({looptrace_bin(), "record", "-p", std::to_string(app.pid()),
-              "--dispatch-call", fn, "--json", json},
-             dir.file("lt.out"), dir.file("lt.err"));
-  ASSERT_TRUE(wait_for_text(dir.file("lt.err"), "tracing", 15000))
-      << read_file(dir.file("lt.err"));
-  ASSERT_EQ(app.wait(20000), 0) << read_file(dir.file("app.err"));
-  ASSERT_EQ(lt.wait(15000), 0) << read_file(dir.file("lt.err"));
-  const auto truth = read_jsonl(log);
-  const nlohmann::json report = read_json(json);
+  auto bad_offset = [&](int pid) {
+    RunResult bad = run({looptrace_bin(), "record", "-p", std::to_string(pid),
+                         "--dispatch-call", fn + "+0x1", "--duration", "1s"});
+    EXPECT_EQ(bad.exit_code, 2) << bad.err;
+    EXPECT_NE(bad.err.find("+0x1 is no virtual call (its virtual calls: +0x"),
+              std::string::npos)
+        << bad.err;
+  };
+  Traced t;
+  trace_program(dir, prog,
+                {"--duration", "1500", "--stall", "busy:30@20", "--fd-stall",
+                 "sleep:30@10"},
+                {"--dispatch-call", fn}, &t, bad_offset);
+  if (HasFatalFailure()) return;
+  const auto& truth = t.truth;
+  const nlohmann::json& report = t.report;
+  const std::string log = dir.file("truth.jsonl");
   size_t stalls = 0;
   for (const auto& d : events(truth, "dispatch")) {
     if (d["stall"].is_null()) continue;
@@ -258,32 +284,22 @@ namespace {
 TEST(AndroidLooper, AStrippedProgramsClassesAreNamedFromTheirRtti) {
   LT_REQUIRE_BPF();
   const std::string built = kPrograms + "/android_looper";
-  if (access(built.c_str(), X_OK) != 0) {
-    if (bpf_required())
-      FAIL() << built << " not built: android-libutils-dev (scripts/setup.sh)";
-    GTEST_SKIP() << built << " not built (android-libutils-dev)";
-  }
+  LT_REQUIRE_ANDROID_PROGRAM(built);
   TempDir dir;
   const std::string prog = dir.file("android_looper");
   RunResult strip = run({"objcopy", "--strip-all", built, prog});
   ASSERT_EQ(strip.exit_code, 0) << strip.err;
   RunResult nm = run({"nm", prog});
   ASSERT_NE(nm.err.find("no symbols"), std::string::npos) << nm.out;
-  const std::string log = dir.file("truth.jsonl"), json = dir.file("r.json");
-  Process app({prog, "--duration", "1200", "--log", log, "--stall",
-               "busy:30@20", "--fd-stall", "busy:30@10"},
-              dir.file("app.out"), dir.file("app.err"));
-  ASSERT_TRUE(wait_for_text(dir.file("app.err"), "ready pid=", 10000))
-      << read_file(dir.file("app.err"));
-  Process lt({looptrace_bin(), "record", "-p", std::to_string(app.pid()),
-              "--json", json},
-             dir.file("lt.out"), dir.file("lt.err"));
-  ASSERT_TRUE(wait_for_text(dir.file("lt.err"), "tracing", 15000))
-      << read_file(dir.file("lt.err"));
-  ASSERT_EQ(app.wait(20000), 0) << read_file(dir.file("app.err"));
-  ASSERT_EQ(lt.wait(15000), 0) << read_file(dir.file("lt.err"));
-  const auto truth = read_jsonl(log);
-  const nlohmann::json report = read_json(json);
+  Traced t;
+  trace_program(dir, prog,
+                {"--duration", "1200", "--stall", "busy:30@20", "--fd-stall",
+                 "busy:30@10"},
+                {}, &t);
+  if (HasFatalFailure()) return;
+  const auto& truth = t.truth;
+  const nlohmann::json& report = t.report;
+  const std::string log = dir.file("truth.jsonl");
   size_t stalls = 0;
   for (const auto& d : events(truth, "dispatch")) {
     if (d["stall"].is_null()) continue;
