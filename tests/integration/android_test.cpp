@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "harness.h"
@@ -78,6 +79,23 @@ void trace_program(const TempDir& dir, const std::string& prog,
   out->lt_err = read_file(dir.file("lt.err"));
   out->truth = read_jsonl(log);
   out->report = read_json(json);
+}
+
+// The stalls the program logged, each with the slow span that ran it (a
+// stall without one is a failure here, and left out).
+std::vector<std::pair<nlohmann::json, const nlohmann::json*>> stalled_spans(
+    const Traced& t) {
+  std::vector<std::pair<nlohmann::json, const nlohmann::json*>> out;
+  for (const auto& d : events(t.truth, "dispatch")) {
+    if (d["stall"].is_null()) continue;
+    const nlohmann::json* s = span_of(t.report, d);
+    if (s == nullptr) {
+      ADD_FAILURE() << "no slow span: " << d.dump();
+      continue;
+    }
+    out.emplace_back(d, s);
+  }
+  return out;
 }
 
 // Delivery lag, from sendMessageAtTime's due time to the dispatch: each
@@ -250,15 +268,8 @@ TEST(DispatchCall, EveryVirtualCallInsideAFunctionIsASpanNamedByItsClass) {
                  "sleep:30@10"},
                 {"--dispatch-call", fn}, &t, bad_offset);
   if (HasFatalFailure()) return;
-  const auto& truth = t.truth;
-  const nlohmann::json& report = t.report;
-  const std::string log = dir.file("truth.jsonl");
-  size_t stalls = 0;
-  for (const auto& d : events(truth, "dispatch")) {
-    if (d["stall"].is_null()) continue;
-    ++stalls;
-    const nlohmann::json* s = span_of(report, d);
-    ASSERT_NE(s, nullptr) << d.dump();
+  const auto stalls = stalled_spans(t);
+  for (const auto& [d, s] : stalls) {
     EXPECT_LE(
         std::llabs((*s)["duration_ns"].get<int64_t>() -
                    (d["end_ns"].get<int64_t>() - d["start_ns"].get<int64_t>())),
@@ -269,7 +280,7 @@ TEST(DispatchCall, EveryVirtualCallInsideAFunctionIsASpanNamedByItsClass) {
                                   : "(anonymous namespace)::PipeCallback")
         << s->dump();
   }
-  EXPECT_EQ(stalls, 2u) << read_file(log);
+  EXPECT_EQ(stalls.size(), 2u) << read_file(dir.file("truth.jsonl"));
 }
 
 }  // namespace
@@ -297,15 +308,8 @@ TEST(AndroidLooper, AStrippedProgramsClassesAreNamedFromTheirRtti) {
                  "busy:30@10"},
                 {}, &t);
   if (HasFatalFailure()) return;
-  const auto& truth = t.truth;
-  const nlohmann::json& report = t.report;
-  const std::string log = dir.file("truth.jsonl");
-  size_t stalls = 0;
-  for (const auto& d : events(truth, "dispatch")) {
-    if (d["stall"].is_null()) continue;
-    ++stalls;
-    const nlohmann::json* s = span_of(report, d);
-    ASSERT_NE(s, nullptr) << d.dump();
+  const auto stalls = stalled_spans(t);
+  for (const auto& [d, s] : stalls) {
     const std::string target = (*s)["target"];
     EXPECT_EQ(
         target.rfind(d["kind"] == "message" ? "Looper message (anonymous "
@@ -316,7 +320,7 @@ TEST(AndroidLooper, AStrippedProgramsClassesAreNamedFromTheirRtti) {
         0u)
         << s->dump();
   }
-  EXPECT_EQ(stalls, 2u) << read_file(log);
+  EXPECT_EQ(stalls.size(), 2u) << read_file(dir.file("truth.jsonl"));
 }
 
 }  // namespace

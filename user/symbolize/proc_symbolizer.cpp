@@ -521,6 +521,14 @@ const PerfMap* ProcSymbolizer::perf_map_for(uint32_t pid) {
   return state.map.entries() ? &state.map : nullptr;
 }
 
+const std::string& ProcSymbolizer::class_of_vtable(const elf::ElfFile* file,
+                                                   uint64_t vaddr) {
+  auto key = std::make_pair(file, vaddr);
+  if (auto it = rtti_.find(key); it != rtti_.end()) return it->second;
+  if (rtti_.size() >= kMaxCachedResults) rtti_.clear();
+  return rtti_.emplace(key, elf::class_of_vtable(*file, vaddr)).first->second;
+}
+
 Frame ProcSymbolizer::lookup(uint32_t pid, uint64_t addr, bool* retry) {
   Frame f;
   f.addr = addr;
@@ -551,7 +559,7 @@ Frame ProcSymbolizer::lookup(uint32_t pid, uint64_t addr, bool* retry) {
       // Data without a symbol: a vtable key's class, named by its RTTI
       // (a stripped program's classes), as its symbol would name it.
       if (vaddr.ok() && !m->executable()) {
-        std::string cls = elf::class_of_vtable(*file, *vaddr);
+        const std::string& cls = class_of_vtable(file, *vaddr);
         if (!cls.empty()) {
           f.function = "vtable for " + cls;
           return f;

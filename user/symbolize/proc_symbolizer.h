@@ -14,6 +14,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "elf/elf_file.h"
@@ -137,6 +138,12 @@ class ProcSymbolizer : public Symbolizer {
   // file that could not be opened as ELF (locale archives, fonts, ...).
   std::map<std::string, std::unique_ptr<elf::ElfFile>> files_;
   std::unordered_map<ResultKey, Frame, ResultKeyHash> results_;
+  // RTTI class names by file and vaddr, "" for none: an address that
+  // names nothing is asked again at every lookup (a JIT may map it
+  // later), and reading RTTI scans the file's relocations.
+  std::map<std::pair<const elf::ElfFile*, uint64_t>, std::string> rtti_;
+  // The RTTI class of the vtable at vaddr of file, remembered.
+  const std::string& class_of_vtable(const elf::ElfFile* file, uint64_t vaddr);
 
   ProcSymbolizerOptions options_;
   // The uid owning /proc/PID when last seen; a perf map must belong to it
