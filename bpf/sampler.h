@@ -66,6 +66,8 @@ int lt_sample(struct bpf_perf_event_data *ctx)
 	if (d >= LT_MAX_DEPTH)
 		d = LT_MAX_DEPTH - 1;
 	f = &st->stack[d];
+	if (wait_frame(f))
+		return 0;
 	now = bpf_ktime_get_ns();
 	if (now - f->start_ns < lt_cfg.sample_after_ns)
 		return 0;

@@ -93,6 +93,8 @@ static __always_inline void on_block(void *ctx, struct lt_thread *st, __u64 now)
 	if (d > LT_MAX_DEPTH)
 		d = LT_MAX_DEPTH;
 	f = &st->stack[(d - 1) & (LT_MAX_DEPTH - 1)];
+	if (wait_frame(f))
+		return; /* a loop waiting for work is not blocked */
 	if (f->nblocks >= LT_MAX_BLOCKS) {
 		count(LT_CNT_OFFCPU_CAPPED);
 		return;
@@ -313,6 +315,7 @@ int BPF_PROG(lt_sched_waking, struct task_struct *p)
 	struct lt_pystack *pys = 0;
 	struct lt_wake_rec *rec;
 	struct lt_thread *st;
+	struct lt_frame *f;
 	__u64 pid_tgid, ids;
 	__u32 i, id, size;
 	int irq;
@@ -325,6 +328,24 @@ int BPF_PROG(lt_sched_waking, struct task_struct *p)
 	 * report. */
 	if (!st || !lt_cfg.offcpu_on || !st->depth)
 		return 0;
+	/* A loop waiting for work: only whether the first waker inside a
+	 * wake call woke it, and since when that call ran (end_wait counts
+	 * it). */
+	f = top_frame(st);
+	if (f && wait_frame(f)) {
+		struct lt_thread *w = thread_state(0);
+		struct lt_frame *wf = w ? top_frame(w) : 0;
+		__u32 wid;
+
+		if (!wf || st->woken_by)
+			return 0;
+		wid = wf->probe_id & (LT_MAX_PROBES - 1);
+		if (lt_cfg.probes[wid].role == LT_ROLE_WAKE) {
+			st->woken_by = wid + 1;
+			st->wake_call_ns = wf->start_ns;
+		}
+		return 0;
+	}
 	/* Taken even if the record is lost: its LT_REC_WOKEN must not name an
 	 * older wakeup. */
 	id = ++st->wake_seq;

@@ -567,6 +567,13 @@ int BPF_KPROBE(lt_span_entry)
 	cfg = &lt_cfg.probes[probe_id];
 	if (cfg->flags & LT_PROBE_CALL_SITE)
 		f->ret_addr = 0; /* not pushed yet, and no trampoline to mend */
+	if (wait_frame(f)) {
+		/* No span: an input mark it took stays for the next one. */
+		if (f->flags & LT_SPAN_INPUT)
+			st->input_next = 1;
+		f->flags = 0;
+		st->woken_by = 0; /* a wait's own waker, if any */
+	}
 	read_keys(ctx, st, cfg, f);
 	if (cfg->only_key && !f->keys[(cfg->only_key - 1) & (LT_MAX_KEYS - 1)]) {
 		/* No span: an input mark it took stays for the next one. */
@@ -683,6 +690,36 @@ static __always_inline int span_recorded(struct lt_thread *st, struct lt_frame *
 	       is_frame(st, &lt_cfg.probes[probe_id], f, probe_id);
 }
 
+/*
+ * A loop's wait for work (probe_id, LT_ROLE_WAIT) ends at `now` after dur:
+ * idle time, counted on the thread's histogram of the wait probe. If a
+ * thread inside a wake call woke it (lt_sched_waking noted which), the
+ * time from that call to now goes to this thread's histogram of the wake
+ * probe: how long a wake took to get the loop running. A wake call's own
+ * return is nothing to count.
+ */
+static __always_inline void end_wait(struct lt_thread *st, __u32 probe_id, __u32 role, __u64 now,
+				     __u64 dur)
+{
+	struct lt_hist *h;
+	__u32 by;
+
+	if (role != LT_ROLE_WAIT)
+		return;
+	h = thread_hist(st, probe_id, LT_ROLE_WAIT);
+	if (!h)
+		count(LT_CNT_HIST_FULL);
+	hist_add(h, dur);
+	by = st->woken_by;
+	st->woken_by = 0;
+	if (!by || now < st->wake_call_ns)
+		return;
+	h = thread_hist(st, by - 1, LT_ROLE_WAKE);
+	if (!h)
+		count(LT_CNT_HIST_FULL);
+	hist_add(h, now - st->wake_call_ns);
+}
+
 SEC("uretprobe")
 int BPF_KRETPROBE(lt_span_return)
 {
@@ -717,6 +754,10 @@ int BPF_KRETPROBE(lt_span_return)
 	if (role == LT_ROLE_BARRIER_POST) {
 		/* The token is the return value; the stack is the poster's. */
 		emit_point(ctx, f, LT_ROLE_BARRIER_POST, PT_REGS_RC(ctx), 1);
+		return 0;
+	}
+	if (role == LT_ROLE_WAIT || role == LT_ROLE_WAKE) {
+		end_wait(st, probe_id, role, now, dur);
 		return 0;
 	}
 	if (role >= LT_ROLE_MAX)

@@ -73,3 +73,24 @@ static __always_inline void hist_add(struct lt_hist *h, __u64 v)
 	if (slot < LT_HIST_SLOTS)
 		h->slots[slot]++;
 }
+
+/* Whether frame f is a loop's wait for work or a wake call (LT_ROLE_WAIT,
+ * LT_ROLE_WAKE): never a span, sampled or a blocking point. */
+static __always_inline int wait_frame(const struct lt_frame *f)
+{
+	__u32 role = lt_cfg.probes[f->probe_id & (LT_MAX_PROBES - 1)].role;
+
+	return role == LT_ROLE_WAIT || role == LT_ROLE_WAKE;
+}
+
+/* The thread's innermost frame; NULL when it has none. */
+static __always_inline struct lt_frame *top_frame(struct lt_thread *st)
+{
+	__u32 d = st->depth;
+
+	if (!d)
+		return 0;
+	if (d > LT_MAX_DEPTH)
+		d = LT_MAX_DEPTH;
+	return &st->stack[(d - 1) & (LT_MAX_DEPTH - 1)];
+}

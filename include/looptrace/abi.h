@@ -88,6 +88,14 @@ enum lt_role {
 	 * entries of lt_config.probes. */
 	LT_ROLE_INPUT_RECV = 19, /* (fd, buf, ...) -> bytes received */
 	LT_ROLE_INPUT_SEND = 20, /* (fd, buf, len, ...) -> bytes sent */
+	/* A loop waiting for work (AOSP's epoll_wait in pollInner): idle time,
+	 * not lag. A frame like a span's, but no record, no sample and no
+	 * blocking point: its thread's histogram only. */
+	LT_ROLE_WAIT = 21,
+	/* A call that wakes a waiting loop (AOSP's Looper::wake()), on the
+	 * waker's thread: a wait it ends is counted on the waiting thread's
+	 * histogram of this probe, the time from the call to the wait's end. */
+	LT_ROLE_WAKE = 22,
 };
 
 /* Ring-buffer record types. */
@@ -867,6 +875,11 @@ struct lt_thread {
 		__u32 probe;
 		__u32 frame;
 	} frame_memo[LT_FRAME_MEMO];
+	/* Its wait (LT_ROLE_WAIT) in progress was ended by a thread inside a
+	 * wake call: that probe + 1 (0: none) and when the call began. */
+	__u32 woken_by;
+	__u32 woken_pad;
+	__u64 wake_call_ns;
 };
 
 /* A call of a point-role probe (barrier post/remove). ts_ns = its entry. */

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
@@ -235,6 +236,73 @@ TEST(AndroidLooper, EveryStallIsTheSpanOfItsVirtualCallNamedByItsClass) {
                        15'000'000);
     EXPECT_TRUE(seen) << "not slow by the program's log: " << s.dump();
   }
+}
+
+// The loop's idle time: each wait in pollInner's epoll_wait, against the
+// program's own timing of every epoll_wait call (its own definition, which
+// libutils' PLT call reaches); the waits another thread's Looper::wake()
+// ended, against the waits that slept and returned the wake eventfd alone.
+TEST(AndroidLooper, TheLoopsIdleTimeIsItsEpollWaitAndWakeIsWhatEndedIt) {
+  LT_REQUIRE_BPF();
+  const std::string prog = kPrograms + "/android_looper";
+  LT_REQUIRE_ANDROID_PROGRAM(prog);
+  TempDir dir;
+  Traced traced;
+  trace_program(dir, prog, {"--duration", "2500", "--stall", "busy:40@20"}, {},
+                &traced);
+  if (HasFatalFailure()) return;
+  const auto waits = events(traced.truth, "wait");
+  const auto done = events(traced.truth, "done");
+  ASSERT_EQ(done.size(), 1u) << read_file(dir.file("truth.jsonl"));
+  ASSERT_GE(waits.size(), 200u);
+  const nlohmann::json* idle = nullptr;
+  const nlohmann::json* woken = nullptr;
+  for (const auto& t : traced.report["threads"]) {
+    if (t["pid"] != traced.pid || t["tid"] != traced.pid) continue;
+    if (t["role"] == "wait") idle = &t;
+    if (t["role"] == "wake") woken = &t;
+  }
+  ASSERT_NE(idle, nullptr) << traced.report["threads"].dump();
+  ASSERT_NE(woken, nullptr) << traced.report["threads"].dump();
+
+  // Every wait counted once (the program timed them from its first
+  // message, after tracing began), their sum its time in epoll_wait: each
+  // call-site span is longer by the two uprobes around the call and the
+  // program's own timing (about 2 us a wait here), never shorter.
+  int64_t logged_ns = 0, woken_by_wake = 0;
+  int64_t max_wake_ns = 0;
+  const auto posts = events(traced.truth, "post");
+  std::vector<int64_t> post_ns;
+  for (const auto& p : posts)
+    if (p["handler"] == "post")
+      post_ns.push_back(p["due_ns"].get<int64_t>() - 3'000'000);
+  for (const auto& w : waits) {
+    const int64_t start = w["start_ns"], end = w["end_ns"];
+    logged_ns += end - start;
+    // Slept, and only the wake eventfd was ready: a wake() ended it.
+    if (end - start < 500'000 || w["ready"] == 0 || w["pipe"] == true) continue;
+    ++woken_by_wake;
+    // The poster logs a post, calls sendMessageAtTime (and wake()), sleeps
+    // 7 ms: the wake() that ended this wait is that of the last post logged
+    // before the wait began or of a later one, so its latency is at most
+    // the time from that post to the wait's end.
+    auto it = std::lower_bound(post_ns.begin(), post_ns.end(), start);
+    if (it != post_ns.begin())
+      max_wake_ns = std::max(max_wake_ns, end - *(it - 1));
+  }
+  const auto n = static_cast<int64_t>(waits.size());
+  EXPECT_GE((*idle)["count"].get<int64_t>(), n - 1);
+  EXPECT_LE((*idle)["count"].get<int64_t>(), n + 1);
+  const int64_t sum = (*idle)["sum_ns"];
+  EXPECT_GE(sum, logged_ns - 1'000'000) << "logged " << logged_ns;
+  EXPECT_LE(sum, logged_ns + n * 30'000) << "logged " << logged_ns;
+  // The poster posts every 7 ms to a loop mostly asleep: most posts wake it.
+  ASSERT_GE(woken_by_wake, 100);
+  const int64_t by_wake = (*woken)["count"];
+  EXPECT_GE(by_wake, woken_by_wake * 9 / 10) << "logged " << woken_by_wake;
+  EXPECT_LE(by_wake, woken_by_wake * 11 / 10 + 5) << "logged " << woken_by_wake;
+  EXPECT_GT((*woken)["max_ns"].get<int64_t>(), 0);
+  EXPECT_LE((*woken)["max_ns"].get<int64_t>(), max_wake_ns + 200'000);
 }
 
 }  // namespace

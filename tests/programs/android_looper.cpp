@@ -8,12 +8,18 @@
 //   {"event":"post","handler":"tick"|"post","what":N,"due_ns":..}
 //   {"event":"dispatch","kind":"message"|"posted"|"fd","what":N|"n":N,
 //    "start_ns":..,"end_ns":..,"stall":"busy"|"sleep"|"lock"|null,"tid":..}
+//   {"event":"wait","start_ns":..,"end_ns":..,"ready":N,"pipe":bool}
+//     each epoll_wait of the loop from its first message on (the library
+//     calls it through its PLT: this program's own definition, which
+//     times it; ready: the fds it returned, pipe: the pipe's among them)
 //   {"event":"done","messages":N,"posted":N,"callbacks":N}
 // Usage: android_looper --duration MS --log FILE [--stall KIND:MS@WHAT]...
 //   [--fd-stall KIND:MS@N]...: message WHAT (0, 1, ...), or the Nth fd
 //   callback, stalls MS ms: busy (spins), sleep, lock (waits for a mutex a
 //   helper thread holds that long; the helper logs {"event":"unlock"}).
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <sys/epoll.h>
 #include <time.h>
 #include <unistd.h>
 #include <utils/Looper.h>
@@ -28,6 +34,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 namespace {
 
@@ -44,6 +51,18 @@ void log_line(const std::string& s) {
   std::fprintf(g_log, "%s\n", s.c_str());
   std::fflush(g_log);
 }
+
+// The loop thread's waits, kept in memory (no lock, no write inside one)
+// and logged at the end.
+struct Wait {
+  int64_t start, end;
+  int ready;
+  bool pipe;
+};
+std::vector<Wait> g_waits;
+std::atomic<bool> g_timing_waits{false};
+int g_pipe_fd = -1;
+pid_t g_loop_tid = 0;
 
 struct Stall {
   std::string kind;
@@ -154,6 +173,24 @@ bool parse_stall(const char* arg, std::map<int, Stall>* out) {
 
 }  // namespace
 
+// libutils' pollInner calls epoll_wait through its PLT; the executable's
+// definition (exported: the library refers to it) comes first.
+extern "C" int epoll_wait(int epfd, struct epoll_event* events, int maxevents,
+                          int timeout) {
+  using Fn = int (*)(int, struct epoll_event*, int, int);
+  static const Fn real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "epoll_wait"));
+  const int64_t start = now_ns();
+  const int n = real(epfd, events, maxevents, timeout);
+  const int64_t end = now_ns();
+  if (g_timing_waits && gettid() == g_loop_tid &&
+      g_waits.size() < g_waits.capacity()) {
+    bool pipe = false;
+    for (int i = 0; i < n; ++i) pipe = pipe || events[i].data.fd == g_pipe_fd;
+    g_waits.push_back({start, end, n, pipe});
+  }
+  return n;
+}
+
 int main(int argc, char** argv) {
   int duration_ms = 3000;
   const char* log_path = nullptr;
@@ -179,6 +216,9 @@ int main(int argc, char** argv) {
   android::sp<android::Looper> looper = android::Looper::prepare(0);
   int pipefd[2];
   if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) != 0) return 1;
+  g_pipe_fd = pipefd[0];
+  g_loop_tid = gettid();
+  g_waits.reserve(1'000'000);
   android::sp<PipeCallback> cb = new PipeCallback();
   looper->addFd(pipefd[0], 0, android::Looper::EVENT_INPUT, cb, nullptr);
   android::sp<TickHandler> handler = new TickHandler(looper);
@@ -205,6 +245,7 @@ int main(int argc, char** argv) {
       usleep(7'000);
     }
   });
+  g_timing_waits = true;
   const int64_t first = now_ns();
   log_line("{\"event\":\"post\",\"handler\":\"tick\",\"what\":0,\"due_ns\":" +
            std::to_string(first) + "}");
@@ -216,6 +257,12 @@ int main(int argc, char** argv) {
   // The poster's last messages (due in 3 ms): dispatched before "done".
   const int64_t drained = now_ns() + 100'000'000;
   while (now_ns() < drained) looper->pollOnce(30);
+  g_timing_waits = false;
+  for (const Wait& w : g_waits)
+    log_line("{\"event\":\"wait\",\"start_ns\":" + std::to_string(w.start) +
+             ",\"end_ns\":" + std::to_string(w.end) +
+             ",\"ready\":" + std::to_string(w.ready) +
+             ",\"pipe\":" + (w.pipe ? "true" : "false") + "}");
   log_line(
       "{\"event\":\"done\",\"messages\":" + std::to_string(handler->count) +
       ",\"posted\":" + std::to_string(posted->count) +

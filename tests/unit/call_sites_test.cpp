@@ -91,5 +91,47 @@ TEST(CallSites, OtherIndirectCallsAreNotVirtualCalls) {
   EXPECT_TRUE(decode({}).empty());
 }
 
+// pollInner's one call to epoll_wait (`call epoll_wait@plt`, objdump -d):
+// found through the PLT stub's GOT slot and its JUMP_SLOT relocation;
+// its other imports (systemTime, pthread_mutex_lock, ...) are not it, and
+// a function it never calls is an empty answer.
+TEST(CallSites, AospPollInnerCallsEpollWaitOnceThroughThePlt) {
+  if (access(kLibutils, R_OK) != 0)
+    GTEST_SKIP() << kLibutils << " missing (scripts/setup.sh)";
+  auto file = ElfFile::Open(kLibutils);
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  auto m = resolve_symbol(*file, "android::Looper::pollInner(int)");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  auto sites = calls_to(*file, *m, "epoll_wait");
+  ASSERT_TRUE(sites.ok()) << sites.status().message();
+  ASSERT_EQ(sites->size(), 1u);
+  const CallSite& s = (*sites)[0];
+  EXPECT_EQ(s.length, 5u);  // e8 rel32
+  uint8_t op = 0;
+  ASSERT_TRUE(file->read_bytes(s.vaddr, &op, 1).ok());
+  EXPECT_EQ(op, 0xe8);
+  EXPECT_GT(s.vaddr, m->vaddr);
+  EXPECT_LT(s.vaddr, m->vaddr + m->size);
+  auto reads = calls_to(*file, *m, "read");
+  ASSERT_TRUE(reads.ok());
+  EXPECT_EQ(reads->size(), 2u);  // objdump -d: two `call read@plt`
+  auto none = calls_to(*file, *m, "epoll_ctl");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+}
+
+// call rel32 and call *%rax: only the first is a direct call, its target
+// the address after it plus the displacement.
+TEST(CallSites, DirectCallsAndTheirTargets) {
+  std::vector<uint8_t> code = {0xe8, 0x10, 0x00, 0x00, 0x00, 0xff, 0xd0};
+  std::vector<uint64_t> targets;
+  auto s = direct_calls(code.data(), code.size(), 0x1000, &targets);
+  ASSERT_EQ(s.size(), 1u);
+  ASSERT_EQ(targets.size(), 1u);
+  EXPECT_EQ(s[0].vaddr, 0x1000u);
+  EXPECT_EQ(s[0].length, 5u);
+  EXPECT_EQ(targets[0], 0x1015u);
+}
+
 }  // namespace
 }  // namespace looptrace::elf

@@ -153,6 +153,64 @@ TEST(ProfileTypes, OnlyIfNamesAKeyOfASpanProbe) {
   EXPECT_FALSE(parse("dispatch", "1").ok());
 }
 
+// The android built-in's loop waits: pollInner's call to epoll_wait, and
+// Looper::wake() as what ends them.
+TEST(Profile, BuiltinAndroidWaitsInEpollWaitAndWakesByWake) {
+  auto p = load_profile("android");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  const ProbeDef* wait = nullptr;
+  const ProbeDef* wake = nullptr;
+  for (const ProbeDef& d : p->probes) {
+    if (d.role == LT_ROLE_WAIT) wait = &d;
+    if (d.role == LT_ROLE_WAKE) wake = &d;
+  }
+  ASSERT_NE(wait, nullptr);
+  ASSERT_NE(wake, nullptr);
+  EXPECT_EQ(wait->symbol, "android::Looper::pollInner(int)");
+  ASSERT_TRUE(wait->call.has_value());
+  EXPECT_EQ(wait->call->to, "epoll_wait");
+  EXPECT_EQ(wake->symbol, "android::Looper::wake()");
+  EXPECT_FALSE(wake->call.has_value());
+}
+
+// "call": {"to": NAME} is a direct call, never with a virtual call's
+// fields; a wait or wake probe reads no keys.
+TEST(ProfileTypes, WaitsAreDirectCallsWithoutKeys) {
+  auto parse = [](const std::string& role, const std::string& rest) {
+    return parse_profile(R"({"probes": [{"role": ")" + role +
+                             R"(", "binary": "b", "symbol": "s")" + rest +
+                             "}]}",
+                         "p.json");
+  };
+  auto ok = parse("wait", R"(, "call": {"to": "epoll_wait"})");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->probes[0].role, static_cast<uint32_t>(LT_ROLE_WAIT));
+  EXPECT_EQ(ok->probes[0].call->to, "epoll_wait");
+  EXPECT_TRUE(parse("wake", "").ok());
+  const std::pair<std::string, std::string> bad[] = {
+      {R"(, "call": {"to": "epoll_wait", "slot": 16})",
+       "profile p.json: probes[0].call: \"to\" names a direct call: not "
+       "with \"slot\" or \"arg1\" (virtual calls)"},
+      {R"(, "call": {"to": ""})",
+       "profile p.json: probes[0].call.to: expected the name of the function "
+       "called (a string)"},
+      {R"(, "keys": [{"name": "fd", "expr": "arg0", "format": "int"}])",
+       "profile p.json: probes[0].keys: none for the wait and wake roles: "
+       "they record no values, only counts and times per thread"},
+  };
+  for (const auto& [rest, message] : bad) {
+    auto r = parse("wait", rest);
+    ASSERT_FALSE(r.ok()) << rest;
+    EXPECT_EQ(r.status().message(), message);
+  }
+  auto enqueue = parse("enqueue", R"(, "call": {"to": "f"})");
+  ASSERT_FALSE(enqueue.ok());
+  EXPECT_NE(enqueue.status().message().find(
+                "only for the dispatch, idle and wait roles"),
+            std::string::npos)
+      << enqueue.status().message();
+}
+
 TEST(ProfileTypes, EnumKeysNeedTheirNames) {
   auto parse = [](const std::string& key) {
     return parse_profile(

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -452,6 +453,52 @@ TEST(TextReport, KeyLinesArePresent) {
                              "samples/s\n"),
             std::string::npos)
       << rated.str();
+}
+
+// A loop's waits (wait probe) and the wakes that ended them (wake probe):
+// a table of their own, idle time apart from the spans; the JSON's
+// threads carry them, its span total does not.
+TEST(TextReport, LoopWaitsAreIdleTimeApartFromSpans) {
+  std::vector<ProbeDef> probes = make_probes();
+  DispatchOptions opts;
+  opts.slow_ns = {16 * kMs, 50 * kMs};
+  DispatchAnalyzer a(opts);
+  ThreadHistogram d, w, k;
+  d.pid = w.pid = k.pid = 4194304;
+  d.tid = w.tid = k.tid = 4194303;
+  d.comm = w.comm = k.comm = "a-very-long-com";
+  for (int i = 0; i < 5; ++i) histogram_add(d, 2 * kMs);
+  w.probe_id = 3;
+  w.role = LT_ROLE_WAIT;
+  for (int i = 0; i < 4; ++i) histogram_add(w, 2000 * kMs);
+  k.probe_id = 4;
+  k.role = LT_ROLE_WAKE;
+  for (int i = 0; i < 3; ++i) histogram_add(k, 50'000);
+  DispatchAnalysis r = a.finish({d, w, k}, Counters{});
+  ReportContext ctx;
+  ctx.probes = &probes;
+  ctx.slow_ns = opts.slow_ns;
+  ctx.duration_ns = 10 * 1000 * kMs;
+  std::ostringstream os;
+  write_text_report(os, r, ctx);
+  const std::string text = os.str();
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    EXPECT_LE(line.size(), 80u) << line;
+  const size_t at = text.find("LOOP WAITS BY THREAD");
+  ASSERT_NE(at, std::string::npos) << text;
+  const size_t row = text.find("4194304/4194303", at);
+  ASSERT_NE(row, std::string::npos) << text;
+  const std::string line = text.substr(row, text.find('\n', row) - row);
+  // 4 waits, 8 s idle of 10 s traced, 3 ended by a wake 50us after it.
+  EXPECT_NE(line.find("       4   8.00s  80.0%      3"), std::string::npos)
+      << line;
+  EXPECT_NE(line.find("50.0us"), std::string::npos) << line;
+  nlohmann::json j = to_json(r, ctx);
+  EXPECT_EQ(j["totals"]["spans"], 5);
+  std::set<std::string> roles;
+  for (const auto& t : j["threads"]) roles.insert(t["role"]);
+  EXPECT_EQ(roles, (std::set<std::string>{"dispatch", "wait", "wake"}));
 }
 
 TEST(TextReport, LostNoneAndLongLinesCut) {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "elf/elf_file.h"
 #include "elf/resolve.h"
@@ -159,8 +160,61 @@ std::vector<CallSite> virtual_calls(const uint8_t* code, size_t n,
   return out;
 }
 
-Result<std::vector<CallSite>> virtual_calls(const ElfFile& file,
-                                            const SymbolMatch& m) {
+std::vector<CallSite> direct_calls(const uint8_t* code, size_t n,
+                                   uint64_t vaddr,
+                                   std::vector<uint64_t>* targets) {
+  std::vector<CallSite> out;
+  Decoder d;
+  if (!d.ok || n == 0) return out;
+  cs_insn* raw = nullptr;
+  const size_t count = cs_disasm(d.handle, code, n, vaddr, 0, &raw);
+  for (size_t i = 0; i < count; ++i) {
+    const cs_insn& in = raw[i];
+    if (in.id != X86_INS_CALL || in.detail->x86.op_count != 1 ||
+        in.detail->x86.operands[0].type != X86_OP_IMM)
+      continue;
+    CallSite s;
+    s.vaddr = in.address;
+    s.length = in.size;
+    s.text = fmt::format("{} {}", in.mnemonic, in.op_str);
+    out.push_back(std::move(s));
+    targets->push_back(static_cast<uint64_t>(in.detail->x86.operands[0].imm));
+  }
+  cs_free(raw, count);
+  return out;
+}
+
+std::optional<std::string> plt_target(const ElfFile& file, uint64_t vaddr) {
+  // A stub is `jmp *SLOT(%rip)` first (lazy .plt), or after `endbr64`
+  // (.plt.sec, IBT) and with a `bnd` prefix (MPX builds).
+  uint8_t code[16];
+  if (!file.read_bytes(vaddr, code, sizeof(code)).ok()) return std::nullopt;
+  Decoder d;
+  if (!d.ok) return std::nullopt;
+  cs_insn* raw = nullptr;
+  const size_t count = cs_disasm(d.handle, code, sizeof(code), vaddr, 2, &raw);
+  std::optional<std::string> out;
+  for (size_t i = 0; i < count && !out; ++i) {
+    const cs_insn& in = raw[i];
+    if (in.id == X86_INS_ENDBR64) continue;
+    const cs_x86& x = in.detail->x86;
+    if (in.id != X86_INS_JMP || x.op_count != 1 ||
+        x.operands[0].type != X86_OP_MEM ||
+        x.operands[0].mem.base != X86_REG_RIP ||
+        x.operands[0].mem.index != X86_REG_INVALID)
+      break;
+    out = file.imported_at(in.address + in.size +
+                           static_cast<uint64_t>(x.operands[0].mem.disp));
+  }
+  cs_free(raw, count);
+  return out;
+}
+
+namespace {
+
+// Function m's code; errors: no size, unreadable.
+Result<std::vector<uint8_t>> function_code(const ElfFile& file,
+                                           const SymbolMatch& m) {
   const std::string name = m.demangled.empty() ? m.name : m.demangled;
   if (m.size == 0 || m.size > kMaxFunctionBytes)
     return Status::Error(
@@ -171,7 +225,40 @@ Result<std::vector<CallSite>> virtual_calls(const ElfFile& file,
   std::vector<uint8_t> code(m.size);
   Status st = file.read_bytes(m.vaddr, code.data(), code.size());
   if (!st.ok()) return st;
-  return virtual_calls(code.data(), code.size(), m.vaddr);
+  return code;
+}
+
+}  // namespace
+
+Result<std::vector<CallSite>> virtual_calls(const ElfFile& file,
+                                            const SymbolMatch& m) {
+  auto code = function_code(file, m);
+  if (!code.ok()) return code.status();
+  return virtual_calls(code->data(), code->size(), m.vaddr);
+}
+
+Result<std::vector<CallSite>> calls_to(const ElfFile& file,
+                                       const SymbolMatch& m,
+                                       const std::string& callee) {
+  auto code = function_code(file, m);
+  if (!code.ok()) return code.status();
+  std::vector<uint64_t> targets;
+  std::vector<CallSite> calls =
+      direct_calls(code->data(), code->size(), m.vaddr, &targets);
+  std::vector<CallSite> out;
+  std::map<uint64_t, bool> is_callee;  // per target, decoded once
+  for (size_t i = 0; i < calls.size(); ++i) {
+    auto [it, added] = is_callee.try_emplace(targets[i], false);
+    if (added) {
+      const Symbol* s = file.find_symbol_by_vaddr(targets[i]);
+      it->second =
+          (s && s->vaddr == targets[i] &&
+           (s->name == callee || s->demangled == callee)) ||
+          plt_target(file, targets[i]) == std::optional<std::string>(callee);
+    }
+    if (it->second) out.push_back(calls[i]);
+  }
+  return out;
 }
 
 }  // namespace looptrace::elf

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,5 +45,23 @@ std::vector<CallSite> virtual_calls(const uint8_t* code, size_t n,
 // the function's size is unknown, or its bytes cannot be read.
 Result<std::vector<CallSite>> virtual_calls(const ElfFile& file,
                                             const SymbolMatch& m);
+
+// The direct calls, `call ADDRESS`, in `n` bytes of code at `vaddr`: each
+// one's target in `targets` (same order), in address order.
+std::vector<CallSite> direct_calls(const uint8_t* code, size_t n,
+                                   uint64_t vaddr,
+                                   std::vector<uint64_t>* targets);
+
+// The function a PLT stub of `file` at `vaddr` jumps to: the symbol
+// relocated into the slot its `jmp *SLOT(%rip)` reads; nullopt for
+// anything else.
+std::optional<std::string> plt_target(const ElfFile& file, uint64_t vaddr);
+
+// The direct calls function `m` of `file` makes to the function named
+// `callee`: defined in the file, or another object's through the PLT.
+// Errors as virtual_calls'.
+Result<std::vector<CallSite>> calls_to(const ElfFile& file,
+                                       const SymbolMatch& m,
+                                       const std::string& callee);
 
 }  // namespace looptrace::elf

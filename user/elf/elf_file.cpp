@@ -461,6 +461,38 @@ Result<uint64_t> ElfFile::pointer_at(uint64_t vaddr) const {
   return v;
 }
 
+std::optional<std::string> ElfFile::imported_at(uint64_t vaddr) const {
+  for (Elf_Scn* scn = elf_nextscn(elf_, nullptr); scn;
+       scn = elf_nextscn(elf_, scn)) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || sh.sh_entsize == 0)
+      continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    if (!data) continue;
+    const size_t n = sh.sh_size / sh.sh_entsize;
+    for (size_t i = 0; i < n; ++i) {
+      GElf_Rela r;
+      if (!gelf_getrela(data, static_cast<int>(i), &r) || r.r_offset != vaddr)
+        continue;
+      const uint32_t type = GELF_R_TYPE(r.r_info);
+      if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
+        return std::nullopt;
+      Elf_Scn* symscn = elf_getscn(elf_, sh.sh_link);
+      Elf_Data* syms = symscn ? elf_getdata(symscn, nullptr) : nullptr;
+      GElf_Shdr symsh;
+      GElf_Sym sym;
+      if (!syms || !gelf_getshdr(symscn, &symsh) ||
+          !gelf_getsym(syms, static_cast<int>(GELF_R_SYM(r.r_info)), &sym) ||
+          sym.st_shndx != SHN_UNDEF)
+        return std::nullopt;
+      const char* name = elf_strptr(elf_, symsh.sh_link, sym.st_name);
+      if (!name) return std::nullopt;
+      return std::string(name);
+    }
+  }
+  return std::nullopt;
+}
+
 Status ElfFile::read_bytes(uint64_t vaddr, void* out, size_t n) const {
   Status none = Status::Error(
       fmt::format("{}: no {} bytes of the file at {:#x}", path_, n, vaddr),

@@ -103,6 +103,10 @@ class ElfFile {
   // executable). Errors: no relocation and no file bytes there, or a
   // relocation against a symbol the file does not define.
   Result<uint64_t> pointer_at(uint64_t vaddr) const;
+  // The name of the symbol another object supplies for the slot at
+  // `vaddr` (a GOT entry: its R_X86_64_JUMP_SLOT or GLOB_DAT relocation
+  // against an undefined symbol), or nullopt: a PLT stub's target.
+  std::optional<std::string> imported_at(uint64_t vaddr) const;
   // The 4 bytes the file holds at `vaddr` (a `const unsigned` such as
   // glib_major_version), as the file has them: no relocation is applied.
   Result<uint32_t> u32_at(uint64_t vaddr) const;

@@ -576,8 +576,8 @@ Status configure_probes(const TraceOptions& opts, lt_config& cfg) {
       pc.frame_all = 1;
     pc.async_mask = p.async_mask;
     pc.flags = p.outermost ? LT_PROBE_OUTERMOST : 0;
-    if (p.return_offset &&
-        (p.role == LT_ROLE_DISPATCH || p.role == LT_ROLE_IDLE))
+    if (p.return_offset && (p.role == LT_ROLE_DISPATCH ||
+                            p.role == LT_ROLE_IDLE || p.role == LT_ROLE_WAIT))
       pc.flags |= LT_PROBE_CALL_SITE;
     if (p.role == LT_ROLE_DISPATCH || p.role == LT_ROLE_IDLE)
       pc.only_key = p.only_if;

@@ -119,6 +119,9 @@ struct ProbeDef {
     // The call's offset in the function (--dispatch-call FUNCTION+N);
     // -1: every call that matches.
     int64_t at = -1;
+    // Not empty: the direct calls to the function of this name instead
+    // (`call epoll_wait@plt` in AOSP's pollInner), not virtual calls.
+    std::string to;
   };
   std::optional<CallMatch> call;
   // A dispatch that handles a display server's input events (profiles'

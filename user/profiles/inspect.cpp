@@ -65,6 +65,8 @@ Roles builtin_roles(const elf::ElfFile& file, const ResolveContext& ctx) {
 // vtable+0x10 passing a pointer"; nothing for any other probe.
 std::string call_text(const ProbeDef& p) {
   if (!p.call) return {};
+  if (!p.call->to.empty())
+    return fmt::format(", its calls to {}", log::printable(p.call->to, 80));
   std::string out = ", its virtual calls";
   if (p.call->slot >= 0)
     out += fmt::format(" through vtable+{:#x}", p.call->slot);

@@ -452,7 +452,9 @@ constexpr std::string_view kGtk3Profile = R"json({
 // Message pointer, an int fd). Message is {int what}. sendMessageAtTime
 // (what sendMessage and sendMessageDelayed call, through the PLT) queues
 // a copy of the message: an enqueue pairs with its dispatch by handler
-// (msg) and what (msg_tag). Checked against
+// (msg) and what (msg_tag). The loop waits for work in pollInner's one
+// call to epoll_wait (idle time: "wait"); another thread's wake() writes
+// the eventfd that ends such a wait ("wake"). Checked against
 // AOSP 10 as Debian builds it (android-libutils; docs/android.md).
 constexpr std::string_view kAndroidProfile = R"json({
   "name": "android",
@@ -493,6 +495,19 @@ constexpr std::string_view kAndroidProfile = R"json({
         {"name": "fd", "expr": "arg1", "format": "int"},
         {"name": "events", "expr": "arg2", "format": "int"}
       ]
+    },
+    {
+      "role": "wait",
+      "binary": "libutils.so",
+      "symbol": "android::Looper::pollInner(int)",
+      "call": {"to": "epoll_wait"},
+      "label": "Looper epoll_wait"
+    },
+    {
+      "role": "wake",
+      "binary": "libutils.so",
+      "symbol": "android::Looper::wake()",
+      "label": "Looper::wake()"
     }
   ]
 })json";
@@ -551,6 +566,10 @@ const char* role_name(uint32_t role) {
       return "input.recv";
     case LT_ROLE_INPUT_SEND:
       return "input.send";
+    case LT_ROLE_WAIT:
+      return "wait";
+    case LT_ROLE_WAKE:
+      return "wake";
     default:
       return "unknown";
   }
@@ -566,9 +585,12 @@ Result<uint32_t> parse_role(std::string_view name) {
   if (name == "enqueue") return static_cast<uint32_t>(LT_ROLE_ENQUEUE);
   if (name == "input.recv") return static_cast<uint32_t>(LT_ROLE_INPUT_RECV);
   if (name == "input.send") return static_cast<uint32_t>(LT_ROLE_INPUT_SEND);
+  if (name == "wait") return static_cast<uint32_t>(LT_ROLE_WAIT);
+  if (name == "wake") return static_cast<uint32_t>(LT_ROLE_WAKE);
   return Status::Error(
       fmt::format("unknown role '{}': expected dispatch, idle, barrier.post, "
-                  "barrier.remove, enqueue, input.recv or input.send",
+                  "barrier.remove, enqueue, input.recv, input.send, wait or "
+                  "wake",
                   log::printable(name, 60)),
       ErrorKind::kUsage);
 }
@@ -831,7 +853,8 @@ class ProfileReader {
   }
 
   // "call": {"slot": N}: the function's virtual calls through vtable
-  // offset N (any without "slot"), each a span.
+  // offset N (any without "slot"), each a span; {"to": "NAME"}: its
+  // direct calls to function NAME (through the PLT or not).
   Status call(const Json& jp, const std::string& where, ProbeDef* def) const {
     auto it = jp.find("call");
     if (it == jp.end()) return Status::Ok();
@@ -839,10 +862,23 @@ class ProfileReader {
     if (!it->is_object())
       return error(call_at,
                    fmt::format("expected an object, got {}", it->type_name()));
-    LT_RETURN_IF_ERROR(only_known(*it, call_at, {"slot", "arg1"}));
-    if (def->role != LT_ROLE_DISPATCH && def->role != LT_ROLE_IDLE)
-      return error(call_at, "only for the dispatch and idle roles (spans)");
+    LT_RETURN_IF_ERROR(only_known(*it, call_at, {"slot", "arg1", "to"}));
+    if (def->role != LT_ROLE_DISPATCH && def->role != LT_ROLE_IDLE &&
+        def->role != LT_ROLE_WAIT)
+      return error(call_at,
+                   "only for the dispatch, idle and wait roles (spans)");
     ProbeDef::CallMatch m;
+    if (auto t = it->find("to"); t != it->end()) {
+      if (!t->is_string() || t->get<std::string>().empty() ||
+          t->get<std::string>().size() > 256)
+        return error(at(call_at, "to"),
+                     "expected the name of the function called (a string)");
+      if (it->contains("slot") || it->contains("arg1"))
+        return error(call_at,
+                     "\"to\" names a direct call: not with \"slot\" or "
+                     "\"arg1\" (virtual calls)");
+      m.to = t->get<std::string>();
+    }
     if (auto s = it->find("slot"); s != it->end()) {
       if (!s->is_number_unsigned() || s->get<uint64_t>() > 0xffff ||
           s->get<uint64_t>() % 8 != 0)
@@ -997,6 +1033,11 @@ class ProfileReader {
       def.msghdr = *buffer == "msghdr";
     }
     LT_RETURN_IF_ERROR(keys(jp, where, &def));
+    if ((def.role == LT_ROLE_WAIT || def.role == LT_ROLE_WAKE) &&
+        !def.keys.empty())
+      return error(at(where, "keys"),
+                   "none for the wait and wake roles: they record no values, "
+                   "only counts and times per thread");
     LT_RETURN_IF_ERROR(only_if(jp, where, &def));
     LT_RETURN_IF_ERROR(call(jp, where, &def));
     LT_RETURN_IF_ERROR(input(jp, where, &def));

@@ -246,9 +246,36 @@ Result<std::vector<elf::SymbolMatch>> call_sites(
   if (!file.ok()) return file.status();
   std::vector<elf::SymbolMatch> out;
   for (const elf::SymbolMatch& m : funcs) {
+    const std::string name = m.demangled.empty() ? m.name : m.demangled;
+    // Site s, as the match of a probe "name+OFFSET (what)".
+    auto add = [&](const elf::CallSite& s, const std::string& what) -> Status {
+      auto at = (*file)->vaddr_to_offset(s.vaddr);
+      if (!at.ok()) return at.status();
+      auto back = (*file)->vaddr_to_offset(s.vaddr + s.length);
+      if (!back.ok()) return back.status();
+      elf::SymbolMatch c = m;
+      c.file_offset = *at;
+      c.demangled = fmt::format("{}+{:#x} ({})", name, s.vaddr - m.vaddr, what);
+      out.push_back(std::move(c));
+      returns->push_back(*back);
+      return Status::Ok();
+    };
+    if (!p.call->to.empty()) {
+      auto sites = elf::calls_to(**file, m, p.call->to);
+      if (!sites.ok()) return sites.status();
+      if (sites->empty())
+        return Status::Error(
+            fmt::format("{}: {} makes no call to {}: this build does not "
+                        "match the probe",
+                        log::printable(path, 120), log::printable(name, 120),
+                        log::printable(p.call->to, 120)),
+            ErrorKind::kUsage);
+      for (const elf::CallSite& s : *sites)
+        LT_RETURN_IF_ERROR(add(s, "call " + log::printable(p.call->to, 120)));
+      continue;
+    }
     auto sites = elf::virtual_calls(**file, m);
     if (!sites.ok()) return sites.status();
-    const std::string name = m.demangled.empty() ? m.name : m.demangled;
     size_t n = 0;
     for (const elf::CallSite& s : *sites) {
       if ((p.call->slot >= 0 && s.slot != p.call->slot) ||
@@ -256,16 +283,7 @@ Result<std::vector<elf::SymbolMatch>> call_sites(
           (p.call->at >= 0 &&
            s.vaddr - m.vaddr != static_cast<uint64_t>(p.call->at)))
         continue;
-      auto at = (*file)->vaddr_to_offset(s.vaddr);
-      if (!at.ok()) return at.status();
-      auto back = (*file)->vaddr_to_offset(s.vaddr + s.length);
-      if (!back.ok()) return back.status();
-      elf::SymbolMatch c = m;
-      c.file_offset = *at;
-      c.demangled =
-          fmt::format("{}+{:#x} ({})", name, s.vaddr - m.vaddr, s.text);
-      out.push_back(std::move(c));
-      returns->push_back(*back);
+      LT_RETURN_IF_ERROR(add(s, s.text));
       ++n;
     }
     if (n == 0 && p.call->at >= 0) {

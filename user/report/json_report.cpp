@@ -301,7 +301,7 @@ json thread_json(const ThreadSummary& t) {
 uint64_t total_spans(const DispatchAnalysis& a) {
   uint64_t n = 0;
   for (const ThreadSummary& t : a.threads)
-    if (t.role != LT_ROLE_DELIVERY) n += t.count;
+    if (t.role < LT_ROLE_MAX && t.role != LT_ROLE_DELIVERY) n += t.count;
   return n;
 }
 

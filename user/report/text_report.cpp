@@ -102,6 +102,64 @@ void write_threads(std::ostream& os, const DispatchAnalysis& a, uint32_t role) {
   }
 }
 
+// The loop threads' time waiting for work (a wait probe: AOSP's epoll_wait
+// in pollInner): idle, not lag. IDLE is its sum, SHARE its part of the
+// traced time; WOKEN the waits a wake call (Looper::wake()) ended, with
+// the time from that call to the loop running again.
+void write_waits(std::ostream& os, const DispatchAnalysis& a,
+                 const ReportContext& ctx) {
+  const uint64_t traced_ns = ctx.duration_ns;
+  std::map<std::pair<uint32_t, uint32_t>, const ThreadSummary*> wakes;
+  std::vector<const ThreadSummary*> rows;
+  size_t id_width = 7;  // "PID/TID"
+  for (const ThreadSummary& t : a.threads) {
+    if (t.role == LT_ROLE_WAKE) wakes[{t.pid, t.tid}] = &t;
+    if (t.role != LT_ROLE_WAIT) continue;
+    rows.push_back(&t);
+    id_width = std::max(id_width, fmt::format("{}/{}", t.pid, t.tid).size());
+  }
+  if (rows.empty()) return;
+  // id, 2 spaces, comm, waits(8), idle(8), share(7), woken(7), 2 x
+  // duration(8): 80 columns with the longest pid/tid and comm.
+  constexpr size_t kFixed = 2 + 8 + 8 + 7 + 7 + 2 * 8;
+  size_t comm_width = std::min(kCommWidth, kColumns - kFixed - id_width);
+  auto row = [&](std::string id, std::string comm, std::string waits,
+                 std::string idle, std::string share, std::string woken,
+                 std::string p50, std::string max) {
+    if (comm.size() > comm_width) comm.resize(comm_width);
+    put(os, fmt::format("{:<{}}  {:<{}}{:>8}{:>8}{:>7}{:>7}{:>8}{:>8}", id,
+                        id_width, comm, comm_width, waits, idle, share, woken,
+                        p50, max));
+  };
+  os << '\n';
+  put(os, "LOOP WAITS BY THREAD (idle, waiting for work: not lag)");
+  row("PID/TID", "COMM", "WAITS", "IDLE", "SHARE", "WOKEN", "P50", "MAX");
+  for (const ThreadSummary* t : rows) {
+    auto w = wakes.find({t->pid, t->tid});
+    const ThreadSummary* wake = w == wakes.end() ? nullptr : w->second;
+    row(fmt::format("{}/{}", t->pid, t->tid), t->comm,
+        fmt::format("{}", t->count), format_duration(t->sum_ns),
+        traced_ns
+            ? fmt::format("{:.1f}%", 100.0 * static_cast<double>(t->sum_ns) /
+                                         static_cast<double>(traced_ns))
+            : "-",
+        fmt::format("{}", wake ? wake->count : 0),
+        wake ? format_duration(wake->pct.p50) : "-",
+        wake ? format_duration(wake->pct.max) : "-");
+  }
+  // The wake probe by its label (the android profile's "Looper::wake()").
+  std::string wake = "a wake call";
+  if (ctx.probes != nullptr)
+    for (const ProbeDef& p : *ctx.probes)
+      if (p.role == LT_ROLE_WAKE) {
+        wake = p.label.empty() ? p.symbol : p.label;
+        break;
+      }
+  // (put escapes it, and cuts it at 80 columns.)
+  put(os, fmt::format("  (WOKEN: waits another thread ended in {};", wake));
+  put(os, "  P50, MAX: from that call to the loop running)");
+}
+
 // How a stack stopped short: its native walk before the thread's first
 // frame (a frame that could not be trusted, the end of the stack copy),
 // its Python frames at LT_MAX_PYFRAMES (the outermost are missing).
@@ -559,6 +617,7 @@ void write_text_report(std::ostream& os, const DispatchAnalysis& analysis,
     }
   }
   for (uint32_t r = 0; r < LT_ROLE_MAX; ++r) write_threads(os, analysis, r);
+  write_waits(os, analysis, ctx);
   report::FrameNames names(ctx.symbolizer);
   report::AppCode app(ctx.app_code);
   for (uint32_t r = 0; r < LT_ROLE_MAX; ++r)
