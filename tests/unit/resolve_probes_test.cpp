@@ -1,6 +1,7 @@
 // resolve_probes: how many probes one run can attach, said in terms of what
 // the user gave (probes, and the functions a glob matched).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <string>
@@ -52,6 +53,49 @@ TEST(ResolveProbes, AGlobThatOverflowsTheTableCountsEveryProbe) {
   probes.pop_back();
   ASSERT_TRUE(resolve_probes(&probes, ResolveContext{}).ok());
   EXPECT_EQ(probes.size(), 3u);
+}
+
+// Call probes on AOSP's pollInner (Debian's android-libutils): a build
+// whose calls do not match what the probe asks is refused in one line,
+// naming what it has; the matches are each a call site and its return.
+TEST(ResolveProbes, CallProbesThatMatchNoCallOfTheBuildAreRefused) {
+  const std::string lib = "/usr/lib/x86_64-linux-gnu/android/libutils.so.0";
+  if (access(lib.c_str(), R_OK) != 0)
+    GTEST_SKIP() << lib << " missing (scripts/setup.sh)";
+  auto call = [&](ProbeDef::CallMatch m, uint32_t role = LT_ROLE_DISPATCH) {
+    ProbeDef p = probe("android::Looper::pollInner(int)", role);
+    p.binary = lib;
+    p.call = m;
+    return std::vector<ProbeDef>{p};
+  };
+  ProbeDef::CallMatch slot;
+  slot.slot = 0x18;  // both of its virtual calls go through 0x10
+  auto probes = call(slot);
+  Status st = resolve_probes(&probes, ResolveContext{});
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message(),
+            lib +
+                ": android::Looper::pollInner(int) makes no virtual call "
+                "through vtable offset 0x18: this build does not match the "
+                "probe (2 virtual calls in it)");
+  ProbeDef::CallMatch to;
+  to.to = "epoll_ctl";  // rebuildEpollLocked's, not pollInner's
+  probes = call(to, LT_ROLE_WAIT);
+  st = resolve_probes(&probes, ResolveContext{});
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message(), lib +
+                              ": android::Looper::pollInner(int) makes no "
+                              "call to epoll_ctl: this build does not match "
+                              "the probe");
+  to.to = "epoll_wait";
+  probes = call(to, LT_ROLE_WAIT);
+  st = resolve_probes(&probes, ResolveContext{});
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_EQ(probes.size(), 1u);
+  EXPECT_EQ(probes[0].return_offset, probes[0].file_offset + 5);
+  EXPECT_NE(probes[0].resolved_symbol.find("(call epoll_wait)"),
+            std::string::npos)
+      << probes[0].resolved_symbol;
 }
 
 // Two probes at one function saw every call twice: each call's second
