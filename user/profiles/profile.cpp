@@ -458,7 +458,7 @@ constexpr std::string_view kGtk3Profile = R"json({
 // AOSP 10 as Debian builds it (android-libutils; docs/android.md).
 constexpr std::string_view kAndroidProfile = R"json({
   "name": "android",
-  "description": "AOSP's native Looper (libutils): each message and fd callback pollInner dispatches, by class",
+  "description": "AOSP's native Looper (libutils): each message and fd callback pollInner dispatches, by class; its waits (idle time)",
   "probes": [
     {
       "role": "dispatch",
