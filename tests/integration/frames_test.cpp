@@ -73,6 +73,7 @@ bool have_gtk(int version) {
 
 struct FramesRun {
   std::vector<nlohmann::json> frames;  // the app's, painted while traced
+  std::vector<nlohmann::json> draws;   // the app's draw handler's, likewise
   nlohmann::json report;
   std::string log, err;  // the app's log, looptrace's stderr
   int pid = 0;
@@ -111,8 +112,11 @@ void animate(const TempDir& dir, const Display& display, int version,
   ASSERT_EQ(lt.wait(15000), 0) << read_file(dir.file("lt.err"));
   out->steal = steal_ns() - steal_before;
   out->err = read_file(dir.file("lt.err"));
-  for (const auto& f : events(read_jsonl(out->log), "frame"))
+  const auto log = read_jsonl(out->log);
+  for (const auto& f : events(log, "frame"))
     if (f["start_ns"].get<int64_t>() > traced_ns) out->frames.push_back(f);
+  for (const auto& d : events(log, "draw"))
+    if (d["start_ns"].get<int64_t>() > traced_ns) out->draws.push_back(d);
   ASSERT_FALSE(out->frames.empty()) << read_file(out->log);
   out->tid = out->frames[0]["tid"].get<int64_t>();
   out->report = read_json(json);
@@ -228,6 +232,34 @@ TEST_P(GtkFrames, FramesAndJankMatchTheFrameClock) {
         << f.dump();
     EXPECT_GE((*m)["missed_vsyncs"].get<int64_t>(), 1) << m->dump();
   }
+  // GTK 3 paints a frame as GDK_EXPOSE events (the gtk3 profile's GTK
+  // event probe is a phase): a janky frame that ran a stalled draw lists
+  // the expose that ran it, around the app's draw handler, at least as
+  // long.
+  if (GetParam() != 3) return;
+  size_t stalled = 0;
+  for (const auto& d : r.draws) {
+    if (d["stall_ms"].get<int64_t>() == 0) continue;
+    const int64_t ds = d["start_ns"], de = d["end_ns"];
+    const nlohmann::json* m = nullptr;
+    for (const auto& j : janky) {
+      const int64_t js = j["start_ns"];
+      if (js <= ds && de <= js + j["duration_ns"].get<int64_t>()) m = &j;
+    }
+    if (m == nullptr) continue;  // a draw before tracing, or on time
+    ++stalled;
+    bool around = false;
+    for (const auto& p : (*m)["phases"]) {
+      const int64_t ps = p["start_ns"];
+      around = around || (p["target"] == "GTK event GDK_EXPOSE" &&
+                          ps <= ds + tol &&
+                          ps + p["duration_ns"].get<int64_t>() + tol >= de);
+    }
+    EXPECT_TRUE(around) << "no GDK_EXPOSE phase around the stalled draw "
+                        << d.dump() << "\n"
+                        << m->dump();
+  }
+  EXPECT_GE(stalled, 2u) << janky.dump();
 }
 
 // --live: each janky frame printed as it ends, as the report has it (the

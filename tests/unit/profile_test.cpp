@@ -123,6 +123,8 @@ TEST(Profile, BuiltinGtk3HasGlibsProbesAndGdkEvents) {
   EXPECT_EQ(d.keys[0].names.at(8), "GDK_KEY_PRESS");
   EXPECT_EQ(d.keys[0].names.at(-1), "GDK_NOTHING");
   EXPECT_EQ(d.keys[0].names.at(5), "GDK_2BUTTON_PRESS");
+  // GTK 3 paints a frame as GDK_EXPOSE events: they are its phases.
+  EXPECT_TRUE(d.phase);
   EXPECT_EQ(p->name, "gtk3");
 }
 

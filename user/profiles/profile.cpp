@@ -368,6 +368,7 @@ constexpr std::string_view kGtk3Profile = R"json({
       "binary": "libgtk-3.so.0",
       "symbol": "gtk_main_do_event",
       "label": "GTK event",
+      "phase": true,
       "keys": [
         {"name": "type", "expr": "u32 *(arg0+0)", "format": "enum",
           "names": {
