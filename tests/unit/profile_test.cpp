@@ -128,6 +128,23 @@ TEST(Profile, BuiltinGtk3HasGlibsProbesAndGdkEvents) {
   EXPECT_EQ(p->name, "gtk3");
 }
 
+// GTK 4: glib's probes, and a frame's phases from what GTK exports.
+TEST(Profile, BuiltinGtk4HasGlibsProbesAndFramePhases) {
+  auto glib = load_profile("glib");
+  auto p = load_profile("gtk4");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_TRUE(glib.ok());
+  ASSERT_EQ(p->probes.size(), glib->probes.size() + 3);
+  std::vector<std::string> phases;
+  for (size_t i = glib->probes.size(); i < p->probes.size(); ++i) {
+    const ProbeDef& d = p->probes[i];
+    EXPECT_EQ(d.binary, "libgtk-4.so.1");
+    EXPECT_TRUE(d.phase) << d.symbol;
+    phases.push_back(d.label);
+  }
+  EXPECT_EQ(phases, (std::vector<std::string>{"layout", "snapshot", "render"}));
+}
+
 // "only_if" names one of the probe's keys, on a span probe.
 TEST(ProfileTypes, OnlyIfNamesAKeyOfASpanProbe) {
   auto parse = [](const std::string& role, const std::string& only) {

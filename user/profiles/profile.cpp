@@ -443,6 +443,43 @@ constexpr std::string_view kGtk3Profile = R"json({
   ]
 })json";
 
+// GTK 4 (libgtk-4.so.1; checked against 4.8, Debian 12): GLib's sources,
+// its frames the glib profile's (the frame clock's paint idle), and their
+// phases from functions GTK exports: the layout of the widget tree
+// (gtk_widget_allocate, the outermost call), its snapshot (each widget's
+// gtk_widget_snapshot_child from its parent, the outermost: where the
+// application's draw functions run) and the render of the snapshot to the
+// surface (gsk_renderer_render).
+constexpr std::string_view kGtk4Profile = R"json({
+  "name": "gtk4",
+  "description": "GTK 4: GLib's sources as the glib profile, and each frame's layout, snapshot and render",
+  "probes": [
+    {
+      "role": "dispatch",
+      "binary": "libgtk-4.so.1",
+      "symbol": "gtk_widget_allocate",
+      "label": "layout",
+      "outermost": true,
+      "phase": true
+    },
+    {
+      "role": "dispatch",
+      "binary": "libgtk-4.so.1",
+      "symbol": "gtk_widget_snapshot_child",
+      "label": "snapshot",
+      "outermost": true,
+      "phase": true
+    },
+    {
+      "role": "dispatch",
+      "binary": "libgtk-4.so.1",
+      "symbol": "gsk_renderer_render",
+      "label": "render",
+      "phase": true
+    }
+  ]
+})json";
+
 // AOSP's native Looper (libutils: system/core/libutils/Looper.cpp), the
 // message loop under every Android app's MessageQueue. pollInner runs
 // each due native message as handler->handleMessage(const Message&) and
@@ -528,6 +565,7 @@ constexpr Builtin kBuiltins[] = {
     {"qt5", kQtProfile, nullptr, {{{"@QT@", "5"}, {"@TYPE_AT@", "16"}}}},
     {"qt6", kQtProfile, nullptr, {{{"@QT@", "6"}, {"@TYPE_AT@", "8"}}}},
     {"gtk3", kGtk3Profile, "glib"},
+    {"gtk4", kGtk4Profile, "glib"},
     {"android", kAndroidProfile}};
 
 // A built-in's JSON, its placeholders filled in.
