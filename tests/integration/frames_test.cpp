@@ -314,6 +314,80 @@ INSTANTIATE_TEST_SUITE_P(Gtk, GtkFrames, ::testing::Values(3, 4),
 // saw take over 20 ms janky with start and duration within 0.2 ms (the
 // issue's for the reference app); any other janky frame one the app's log
 // shows late: begun more than an interval after the frame before it ended.
+// --frame-end: each return of the function ends a frame that began at the
+// previous return on its thread. Against the reference app's own log of
+// each doFrame: one frame per call; a frame whose end came one and a half
+// intervals or more after the previous frame's end is janky, from that end
+// to its own, a vsync missed per interval past the 1.5, rounded up; the
+// first frame (no end before it) is the call itself. A frame end within
+// 0.3 ms of a boundary could fall either way and is not checked.
+TEST(AdHocFrames, EachReturnOfAFrameEndFunctionEndsAFrame) {
+  LT_REQUIRE_BPF();
+  TempDir dir;
+  const std::string log = dir.file("truth.jsonl"), json = dir.file("r.json");
+  RunResult r =
+      run({looptrace_bin(), "record", "--frame-end",
+           "refapp:refapp::FrameHandler::doFrame(long, long)", "--json", json,
+           "--", refapp_bin(), "--barrier-rate", "60", "--frame-stall-every",
+           "20", "--frame-stall-ms", "30", "--duration", "2000", "--log", log});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto frames = events(read_jsonl(log), "frame");
+  ASSERT_GE(frames.size(), 100u) << read_file(log);
+  const nlohmann::json report = read_json(json);
+  ASSERT_EQ(report["frames"].size(), 1u) << report["frames"].dump();
+  EXPECT_EQ(report["frames"][0]["count"].get<size_t>(), frames.size());
+  constexpr int64_t kI = 16'666'667, kTol = 200'000, kEdge = 300'000;
+  const auto& janky = report["janky_frames"];
+  EXPECT_EQ(report["janky_frames_omitted"], 0);
+  auto reported = [&](int64_t start) -> const nlohmann::json* {
+    for (const auto& j : janky)
+      if (std::llabs(j["start_ns"].get<int64_t>() - start) <= kTol) return &j;
+    return nullptr;
+  };
+  size_t expected_janky = 0, edges = 0, between = 0;
+  for (size_t i = 0; i < frames.size(); ++i) {
+    const int64_t end = frames[i]["end_ns"], own = app_duration(frames[i]);
+    // The first frame, or one after a pause (more than two intervals, the
+    // call itself short): the call alone, janky if longer than one.
+    const int64_t prev = i ? frames[i - 1]["end_ns"].get<int64_t>() : 0;
+    const bool continued = i > 0 && (end - prev <= 2 * kI || own >= kI);
+    const int64_t start =
+        continued ? prev : frames[i]["start_ns"].get<int64_t>();
+    const int64_t len = end - start,
+                  late = continued ? len - 3 * kI / 2 : len - kI;
+    if (std::llabs(late) <= kEdge) {
+      ++edges;
+      continue;
+    }
+    const nlohmann::json* j = reported(start);
+    if (late < 0) {
+      EXPECT_EQ(j, nullptr)
+          << "janky, yet on time by the app's log: " << j->dump() << "\n"
+          << frames[i].dump();
+      continue;
+    }
+    ++expected_janky;
+    ASSERT_NE(j, nullptr) << "not janky: frame " << i << " " << frames[i].dump()
+                          << "\n"
+                          << janky.dump();
+    EXPECT_LE(std::llabs((*j)["duration_ns"].get<int64_t>() - len), kTol)
+        << j->dump();
+    if (std::llabs(late % kI) > kEdge && std::llabs(late % kI - kI) > kEdge) {
+      EXPECT_EQ((*j)["missed_vsyncs"].get<int64_t>(), (late + kI - 1) / kI)
+          << j->dump();
+    }
+    // A frame between two ends ran no one span: no CPU split is claimed.
+    if (continued) {
+      ++between;
+      EXPECT_FALSE((*j)["cause"].contains("cpu_ns")) << j->dump();
+    }
+  }
+  // Every 20th frame stalls 30 ms: each such frame ends late.
+  EXPECT_GE(expected_janky, frames.size() / 20) << read_file(log);
+  EXPECT_GE(between, frames.size() / 20 - 1);
+  EXPECT_LE(janky.size(), expected_janky + edges) << janky.dump();
+}
+
 TEST(AdHocFrames, EachCallOfTheFunctionIsAFrameTimedAgainstTheRate) {
   LT_REQUIRE_BPF();
   TempDir dir;

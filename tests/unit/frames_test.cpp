@@ -289,6 +289,55 @@ TEST(FrameAnalyzer, EverySpanOfAFrameProbeWithoutTicks) {
   EXPECT_EQ(r.janky[0].cause.held_by[0].span.span_id, 3u);
 }
 
+// --frame-end: each span's return ends a frame from the previous return.
+// Late from 1.5 intervals after the previous end, a vsync missed per
+// interval past that (rounded up); a pause of more than two intervals in
+// which nothing ran starts a new run (the call alone), unless a recorded
+// span ran in it or the call took an interval: then it is one late frame.
+TEST(FrameAnalyzer, FrameEndsMakeFramesBetweenThem) {
+  FrameOptions o;  // 60 Hz
+  FrameProbe p;
+  p.label = "app:swap";
+  p.end = true;
+  o.probes[kFrameProbe] = p;
+  FrameAnalyzer a(o);
+  const uint64_t i60 = 16'666'667, call = 1 * kMs;
+  uint64_t end = kT0 + call;
+  uint64_t id = 0;
+  auto swap_at = [&](uint64_t e, uint64_t dur = 1 * kMs) {
+    a.consume(span(++id, e - dur, dur, ""));
+  };
+  swap_at(end);               // the first: the call alone, on time
+  swap_at(end += i60);        // on time
+  swap_at(end += 24 * kMs);   // 24 ms: under 1.5 intervals, on time
+  swap_at(end += 26 * kMs);   // 26 ms: late, 1 vsync missed
+  swap_at(end += 30 * kMs);   // 30 ms: still one
+  swap_at(end += 32 * kMs);   // 32 ms: one too
+  swap_at(end += 45 * kMs);   // 45 ms, nothing ran: a new run, on time
+  swap_at(end += 500 * kMs);  // a pause, nothing ran: a new run, on time
+  // 100 ms with a slow dispatch in it: one late frame, 5 vsyncs missed.
+  a.consume(span(++id, end + 10 * kMs, 80 * kMs, "", kOtherProbe));
+  swap_at(end += 100 * kMs);
+  // 200 ms, the swap itself 40 ms long: the thread was busy, late.
+  swap_at(end += 200 * kMs, 40 * kMs);
+  FrameAnalysis r = a.finish(end + 1000 * kMs);
+  ASSERT_EQ(r.threads.size(), 1u);
+  EXPECT_EQ(r.threads[0].count, 10u);
+  std::vector<std::pair<uint64_t, uint64_t>> got;  // duration, missed
+  for (const JankyFrame& j : r.janky) {
+    got.emplace_back(j.span.duration_ns, j.timing.missed_vsyncs);
+    EXPECT_TRUE(j.between_ends);
+    EXPECT_EQ(j.span.cpu_ns, 0u);
+  }
+  std::sort(got.begin(), got.end());
+  const std::vector<std::pair<uint64_t, uint64_t>> want = {{26 * kMs, 1},
+                                                           {30 * kMs, 1},
+                                                           {32 * kMs, 1},
+                                                           {100 * kMs, 5},
+                                                           {200 * kMs, 11}};
+  EXPECT_EQ(got, want);
+}
+
 // A phase probe's spans inside a janky frame are its phases, by start;
 // those of an earlier frame, or of no phase probe, are not.
 TEST(FrameAnalyzer, AJankyFrameListsThePhasesThatRanInsideIt) {

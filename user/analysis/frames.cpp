@@ -113,7 +113,10 @@ void FrameAnalyzer::consume(const Event& ev) {
   if (s->role != LT_ROLE_DISPATCH && s->role != LT_ROLE_IDLE) return;
   Thread& t = threads_[{s->pid, s->tid}];
   if (auto source = frame_source(*s)) {
-    on_frame(t, *s, std::move(*source));
+    if (options_.probes.at(s->probe_id).end)
+      on_frame_end(t, *s, std::move(*source));
+    else
+      on_frame(t, *s, std::move(*source));
     return;
   }
   if (t.recent.size() >= options_.max_recent_spans)
@@ -129,8 +132,46 @@ void FrameAnalyzer::consume(const Event& ev) {
   }
 }
 
-void FrameAnalyzer::on_frame(Thread& t, const SpanEvent& s,
-                             std::string source) {
+void FrameAnalyzer::on_frame_end(Thread& t, const SpanEvent& s,
+                                 std::string source) {
+  // Still running when tracing stopped: the frame's end is not known.
+  if (s.unfinished()) return;
+  const uint64_t interval =
+      t.summary.count ? t.summary.refresh_ns : options_.refresh_ns;
+  const uint64_t end = sat_add(s.start_ns, s.duration_ns);
+  const std::optional<uint64_t> last = t.last_end;
+  t.last_end = end;
+  if (last && *last <= s.start_ns && interval > 1) {
+    const uint64_t gap = end - *last;
+    // A gap of more than two intervals is a frame only if the thread was
+    // busy in it: a recorded span ran there, or the call itself took an
+    // interval or more; else the program had stopped drawing (a new run).
+    const bool ran =
+        std::any_of(t.recent.begin(), t.recent.end(), [&](const SpanEvent& r) {
+          return r.start_ns < s.start_ns &&
+                 sat_add(r.start_ns, r.duration_ns) > *last;
+        });
+    if (gap <= 2 * interval || ran || s.duration_ns >= interval) {
+      SpanEvent f = s;
+      f.start_ns = *last;
+      f.duration_ns = gap;
+      f.cpu_ns = f.runq_ns = f.steal_ns = f.stopped_ns = 0;
+      // The frame began as the previous one ended, and frame ends come a
+      // whole number of intervals apart, give or take some jitter: it is
+      // late from one and a half intervals (Chromium's rule for a late
+      // frame), a vsync missed for each interval after that, rounded up.
+      const uint64_t half = interval / 2;
+      const FrameTiming timing = time_frame(
+          *last + half, *last + half, gap - std::min(gap, half), interval);
+      on_frame(t, f, std::move(source), &timing);
+      return;
+    }
+  }
+  on_frame(t, s, std::move(source));
+}
+
+void FrameAnalyzer::on_frame(Thread& t, const SpanEvent& s, std::string source,
+                             const FrameTiming* between_ends) {
   FrameThread& sum = t.summary;
   if (sum.count == 0) {
     sum.pid = s.pid;
@@ -146,10 +187,14 @@ void FrameAnalyzer::on_frame(Thread& t, const SpanEvent& s,
           return r.start_ns < to && sat_add(r.start_ns, r.duration_ns) > from;
         });
   };
-  uint64_t expected =
-      expected_start(t.prev, tick(s), s.start_ns, interval, busy);
-  FrameTiming timing =
-      time_frame(expected, s.start_ns, s.duration_ns, interval);
+  FrameTiming timing;
+  if (between_ends) {
+    timing = *between_ends;
+  } else {
+    uint64_t expected =
+        expected_start(t.prev, tick(s), s.start_ns, interval, busy);
+    timing = time_frame(expected, s.start_ns, s.duration_ns, interval);
+  }
   ++sum.count;
   if (timeline_.size() < options_.max_timeline)
     timeline_.push_back(
@@ -169,6 +214,7 @@ void FrameAnalyzer::on_frame(Thread& t, const SpanEvent& s,
     j.span = s;
     j.source = std::move(source);
     j.timing = timing;
+    j.between_ends = between_ends != nullptr;
     j.cause = explain(t, s, timing.expected_ns);
     const uint64_t end = sat_add(s.start_ns, s.duration_ns);
     for (const SpanEvent& p : t.phases) {

@@ -94,7 +94,10 @@ struct FrameProbe {
   // frames; empty: every span of the probe.
   std::vector<std::string> names;
   std::string label;  // the source when no name matched: "--frame app:draw"
-  int tick_key = -1;  // index of the key holding the frame's tick, or -1
+  // Each span's return ends a frame that began at the previous one's
+  // (--frame-end), instead of the span being the frame.
+  bool end = false;
+  int tick_key = -1;        // index of the key holding the frame's tick, or -1
   uint32_t tick_scale = 0;  // its unit in ns
 };
 
@@ -152,6 +155,9 @@ struct JankyFrame {
   // start (at most kMaxPhases; phases_omitted counts the rest).
   std::vector<SpanEvent> phases;
   size_t phases_omitted = 0;
+  // A frame between two frame ends (--frame-end): its CPU split is not
+  // known (the span's times are zero).
+  bool between_ends = false;
   // Chromium's rule: an input event of its process, sent before the frame
   // ended, was still not being handled at its deadline (set by
   // mark_input_waiting; false without input tracing).
@@ -216,11 +222,17 @@ class FrameAnalyzer {
     FrameThread summary;
     std::optional<PreviousFrame> prev;
     std::vector<uint64_t> durations;
-    std::vector<SpanEvent> recent;  // other spans, by arrival
-    std::vector<SpanEvent> phases;  // phase spans since the last frame
+    std::vector<SpanEvent> recent;     // other spans, by arrival
+    std::vector<SpanEvent> phases;     // phase spans since the last frame
+    std::optional<uint64_t> last_end;  // its last frame end (--frame-end)
   };
 
-  void on_frame(Thread& t, const SpanEvent& s, std::string source);
+  // A frame-end span s: the frame from the thread's previous frame end to
+  // s's return, or s alone when it starts a new run.
+  void on_frame_end(Thread& t, const SpanEvent& s, std::string source);
+  // `between_ends`: s is a frame between two frame ends, timed already.
+  void on_frame(Thread& t, const SpanEvent& s, std::string source,
+                const FrameTiming* between_ends = nullptr);
   FrameCause explain(const Thread& t, const SpanEvent& s,
                      uint64_t expected_ns) const;
 

@@ -140,6 +140,10 @@ void add_probe_options(CLI::App* rec, looptrace::RecordArgs& ra) {
   rec->add_option("--frame", ra.frame,
                   "Ad-hoc frame span BINARY:SYMBOL: each call draws a frame, "
                   "timed against --refresh-rate (repeatable)");
+  rec->add_option("--frame-end", ra.frame_end,
+                  "Ad-hoc frame boundary BINARY:SYMBOL (a buffer swap, a "
+                  "commit): each return ends a frame that began at the "
+                  "previous one on its thread (repeatable)");
   rec->add_option("--dispatch-call", ra.dispatch_call,
                   "Ad-hoc dispatch span of each virtual call inside a "
                   "function, BINARY:FUNCTION[+N] (N: the call's offset in "

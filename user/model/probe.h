@@ -144,6 +144,9 @@ struct ProbeDef {
     // LT_FRAME_BY): the kernel matches the name once per distinct values
     // on a thread. The kernel's alone: not recorded.
     std::vector<uint32_t> by = {};
+    // Each call's return ends a frame (--frame-end: a buffer swap, a
+    // commit): the frame runs from the thread's previous such return.
+    bool end = false;
   };
   std::optional<FrameMatch> frame;
   // A phase of the frames of its thread (a profile's "phase": true): each

@@ -19,6 +19,7 @@ FrameOptions frame_options(const std::vector<ProbeDef>& probes,
     if (!p.frame) continue;
     FrameProbe f;
     f.names = p.frame->names;
+    f.end = p.frame->end;
     f.label = !p.label.empty() ? p.label : p.binary + ":" + p.symbol;
     for (size_t k = 0; k < p.keys.size() && k < LT_MAX_KEYS; ++k)
       if (uint32_t scale = due_scale(p.keys[k].role)) {

@@ -135,7 +135,7 @@ Status check_options_apply(const RecordArgs& a) {
         ErrorKind::kUsage);
   };
   if (!a.keys.empty() && a.dispatch.empty() && a.idle.empty() &&
-      a.frame.empty() && a.dispatch_call.empty())
+      a.frame.empty() && a.frame_end.empty() && a.dispatch_call.empty())
     return unused(
         "--key", "ad-hoc spans (--dispatch, --idle, --frame, --dispatch-call)");
   if (given.queue_arg && a.barrier_post.empty() && a.barrier_remove.empty() &&

@@ -18,7 +18,7 @@ namespace {
 
 bool any_probe_option(const RecordArgs& a) {
   return !a.profile.empty() || !a.dispatch.empty() || !a.idle.empty() ||
-         !a.frame.empty() || !a.dispatch_call.empty() ||
+         !a.frame.empty() || !a.frame_end.empty() || !a.dispatch_call.empty() ||
          !a.barrier_post.empty() || !a.barrier_remove.empty() ||
          !a.enqueue.empty() || input_wanted(a);
 }
@@ -145,14 +145,19 @@ Result<ProbeDef> parse_call_arg(std::string_view arg) {
 Status add_adhoc(const RecordArgs& a, std::vector<ProbeDef>* probes) {
   auto keys = parse_keys(a.keys);
   if (!keys.ok()) return keys.status();
-  for (auto [list, role] : {std::pair{&a.dispatch, LT_ROLE_DISPATCH},
-                            std::pair{&a.idle, LT_ROLE_IDLE},
-                            std::pair{&a.frame, LT_ROLE_DISPATCH}})
+  for (auto [list, role] :
+       {std::pair{&a.dispatch, LT_ROLE_DISPATCH},
+        std::pair{&a.idle, LT_ROLE_IDLE}, std::pair{&a.frame, LT_ROLE_DISPATCH},
+        std::pair{&a.frame_end, LT_ROLE_DISPATCH}})
     for (const std::string& s : *list) {
       auto p = parse_probe_arg(s, role);
       if (!p.ok()) return p.status();
       p->keys = *keys;
       if (list == &a.frame) p->frame = ProbeDef::FrameMatch{};
+      if (list == &a.frame_end) {
+        p->frame = ProbeDef::FrameMatch{};
+        p->frame->end = true;
+      }
       probes->push_back(std::move(*p));
     }
   for (const std::string& s : a.dispatch_call) {

@@ -32,6 +32,9 @@ struct RecordArgs {
   // Ad-hoc frame spans, BINARY:SYMBOL: dispatch spans that are each a
   // frame (a profile's "frame": {}).
   std::vector<std::string> frame;
+  // Ad-hoc frame boundaries, BINARY:SYMBOL: each return of the function
+  // ends a frame that began at the previous one on its thread.
+  std::vector<std::string> frame_end;
   // Ad-hoc call-site spans, BINARY:FUNCTION[+N]: the virtual calls inside
   // FUNCTION (or the one at offset N in it), each a dispatch span from the
   // call to its return, named by the callee's class.

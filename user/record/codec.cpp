@@ -548,6 +548,7 @@ void doc_fields(F&& f, M& m) {
 template <typename F, Is<ProbeDef::FrameMatch> M>
 void doc_fields(F&& f, M& m) {
   f("names", m.names);
+  f("end", m.end, true);  // none before --frame-end
 }
 
 template <typename F, Is<ProbeDef> P>

@@ -66,10 +66,13 @@ void write_threads(std::ostream& os, const FrameAnalysis& a) {
 void write_cause(std::ostream& os, const JankyFrame& j,
                  const ReportContext& ctx, uint64_t base) {
   const SpanEvent& e = j.span;
-  put(os,
-      fmt::format("    ran {}: cpu {}, run queue {}, blocked {}",
-                  format_duration(e.duration_ns), format_duration(e.cpu_ns),
-                  format_duration(e.runq_ns), format_duration(e.blocked_ns())));
+  if (j.between_ends)
+    put(os, "    from the previous frame end (--frame-end): no CPU split");
+  else
+    put(os, fmt::format("    ran {}: cpu {}, run queue {}, blocked {}",
+                        format_duration(e.duration_ns),
+                        format_duration(e.cpu_ns), format_duration(e.runq_ns),
+                        format_duration(e.blocked_ns())));
   if (!j.phases.empty()) {
     // Its phases in order (the longest is "longest inside" below).
     // "phases (doCallbacks): input 17.5us, animation 25.0ms, ...":
@@ -175,15 +178,20 @@ nlohmann::json cause_json(const JankyFrame& j, const ReportContext& ctx) {
     r["overlap_ns"] = h.overlap_ns;
     held.push_back(std::move(r));
   }
-  return {{"held_back_ns", j.timing.delay_ns},
-          {"held_by", std::move(held)},
-          {"held_by_omitted", j.cause.held_by_omitted},
-          {"longest_inside", j.cause.longest_inside
-                                 ? span_ref(*j.cause.longest_inside, ctx)
-                                 : nlohmann::json(nullptr)},
-          {"cpu_ns", j.span.cpu_ns},
-          {"runq_ns", j.span.runq_ns},
-          {"blocked_ns", j.span.blocked_ns()}};
+  nlohmann::json out = {
+      {"held_back_ns", j.timing.delay_ns},
+      {"held_by", std::move(held)},
+      {"held_by_omitted", j.cause.held_by_omitted},
+      {"longest_inside", j.cause.longest_inside
+                             ? span_ref(*j.cause.longest_inside, ctx)
+                             : nlohmann::json(nullptr)}};
+  // A frame between two frame ends ran no one span: no CPU split.
+  if (!j.between_ends) {
+    out["cpu_ns"] = j.span.cpu_ns;
+    out["runq_ns"] = j.span.runq_ns;
+    out["blocked_ns"] = j.span.blocked_ns();
+  }
+  return out;
 }
 
 }  // namespace
