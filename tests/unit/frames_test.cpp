@@ -320,9 +320,12 @@ TEST(FrameAnalyzer, FrameEndsMakeFramesBetweenThem) {
   swap_at(end += 100 * kMs);
   // 200 ms, the swap itself 40 ms long: the thread was busy, late.
   swap_at(end += 200 * kMs, 40 * kMs);
+  // 750 ms, likewise: frozen (700 ms or more), 44 vsyncs missed.
+  swap_at(end += 750 * kMs, 40 * kMs);
   FrameAnalysis r = a.finish(end + 1000 * kMs);
   ASSERT_EQ(r.threads.size(), 1u);
-  EXPECT_EQ(r.threads[0].count, 10u);
+  EXPECT_EQ(r.threads[0].count, 11u);
+  EXPECT_EQ(r.threads[0].frozen, 1u);
   std::vector<std::pair<uint64_t, uint64_t>> got;  // duration, missed
   for (const JankyFrame& j : r.janky) {
     got.emplace_back(j.span.duration_ns, j.timing.missed_vsyncs);
@@ -330,11 +333,9 @@ TEST(FrameAnalyzer, FrameEndsMakeFramesBetweenThem) {
     EXPECT_EQ(j.span.cpu_ns, 0u);
   }
   std::sort(got.begin(), got.end());
-  const std::vector<std::pair<uint64_t, uint64_t>> want = {{26 * kMs, 1},
-                                                           {30 * kMs, 1},
-                                                           {32 * kMs, 1},
-                                                           {100 * kMs, 5},
-                                                           {200 * kMs, 11}};
+  const std::vector<std::pair<uint64_t, uint64_t>> want = {
+      {26 * kMs, 1},  {30 * kMs, 1},   {32 * kMs, 1},
+      {100 * kMs, 5}, {200 * kMs, 11}, {750 * kMs, 44}};
   EXPECT_EQ(got, want);
 }
 

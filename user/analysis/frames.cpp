@@ -161,8 +161,9 @@ void FrameAnalyzer::on_frame_end(Thread& t, const SpanEvent& s,
       // late from one and a half intervals (Chromium's rule for a late
       // frame), a vsync missed for each interval after that, rounded up.
       const uint64_t half = interval / 2;
-      const FrameTiming timing = time_frame(
-          *last + half, *last + half, gap - std::min(gap, half), interval);
+      FrameTiming timing = time_frame(*last + half, *last + half,
+                                      gap - std::min(gap, half), interval);
+      timing.frozen = gap >= kFrozenFrameNs;  // the whole frame, not its part
       on_frame(t, f, std::move(source), &timing);
       return;
     }
