@@ -305,6 +305,38 @@ TEST(AndroidLooper, TheLoopsIdleTimeIsItsEpollWaitAndWakeIsWhatEndedIt) {
   EXPECT_LE((*woken)["max_ns"].get<int64_t>(), max_wake_ns + 200'000);
 }
 
+// Call sites are found in the library's own bytes: with another tracer's
+// uprobes on them (this looptrace's, attached for every process), the
+// breakpoints they put into every private mapping of the file must not be
+// decoded as the code. A second looptrace on the same process resolves
+// the same call sites.
+TEST(AndroidLooper, ASecondTracerFindsTheCallSitesTheFirstProbes) {
+  LT_REQUIRE_BPF();
+  const std::string prog = kPrograms + "/android_looper";
+  LT_REQUIRE_ANDROID_PROGRAM(prog);
+  TempDir dir;
+  Process app({prog, "--duration", "4000", "--log", dir.file("truth.jsonl")},
+              dir.file("app.out"), dir.file("app.err"));
+  ASSERT_TRUE(wait_for_text(dir.file("app.err"), "ready pid=", 10000))
+      << read_file(dir.file("app.err"));
+  const std::string pid = std::to_string(app.pid());
+  Process first({looptrace_bin(), "record", "-p", pid, "-d", "3s"},
+                dir.file("first.out"), dir.file("first.err"));
+  ASSERT_TRUE(wait_for_text(dir.file("first.err"), "tracing", 15000))
+      << read_file(dir.file("first.err"));
+  RunResult second = run({looptrace_bin(), "check", "android", "-p", pid});
+  EXPECT_EQ(second.exit_code, 0) << second.out << second.err;
+  EXPECT_NE(second.out.find("android: 5 of 5 probes resolve"),
+            std::string::npos)
+      << second.out << second.err;
+  EXPECT_NE(second.out.find("(call qword ptr [rax + 0x10])"), std::string::npos)
+      << second.out;
+  EXPECT_NE(second.out.find("(call epoll_wait)"), std::string::npos)
+      << second.out;
+  EXPECT_EQ(first.wait(15000), 0) << read_file(dir.file("first.err"));
+  EXPECT_EQ(app.wait(15000), 0);
+}
+
 }  // namespace
 }  // namespace lt_test
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -415,55 +416,14 @@ void ElfFile::index_symbols(std::vector<Symbol> all) {
   }
 }
 
-Result<uint64_t> ElfFile::pointer_at(uint64_t vaddr) const {
-  GElf_Ehdr ehdr;
-  if (!gelf_getehdr(elf_, &ehdr) || ehdr.e_machine != EM_X86_64)
-    return Status::Error(
-        fmt::format("{}: reading pointers needs an x86-64 file", path_),
-        ErrorKind::kUsage);
-  for (Elf_Scn* scn = elf_nextscn(elf_, nullptr); scn;
-       scn = elf_nextscn(elf_, scn)) {
-    GElf_Shdr sh;
-    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || sh.sh_entsize == 0)
-      continue;
-    Elf_Data* data = elf_getdata(scn, nullptr);
-    if (!data) continue;
-    size_t n = sh.sh_size / sh.sh_entsize;
-    for (size_t i = 0; i < n; ++i) {
-      GElf_Rela r;
-      if (!gelf_getrela(data, static_cast<int>(i), &r) || r.r_offset != vaddr)
-        continue;
-      uint32_t type = GELF_R_TYPE(r.r_info);
-      if (type == R_X86_64_RELATIVE) return static_cast<uint64_t>(r.r_addend);
-      if (type != R_X86_64_64 && type != R_X86_64_GLOB_DAT)
-        return Status::Error(
-            fmt::format("{}: the relocation at {:#x} is of type {}, not an "
-                        "address",
-                        path_, vaddr, type),
-            ErrorKind::kUsage);
-      // Against a symbol of the linked symbol table (.dynsym).
-      Elf_Scn* symscn = elf_getscn(elf_, sh.sh_link);
-      Elf_Data* syms = symscn ? elf_getdata(symscn, nullptr) : nullptr;
-      GElf_Sym sym;
-      if (!syms ||
-          !gelf_getsym(syms, static_cast<int>(GELF_R_SYM(r.r_info)), &sym) ||
-          sym.st_shndx == SHN_UNDEF)
-        return Status::Error(
-            fmt::format("{}: the address at {:#x} is another object's "
-                        "symbol (resolved at load time)",
-                        path_, vaddr),
-            ErrorKind::kUsage);
-      return sym.st_value + static_cast<uint64_t>(r.r_addend);
-    }
-  }
-  uint64_t v = 0;
-  LT_RETURN_IF_ERROR(read_bytes(vaddr, &v, sizeof(v)));
-  return v;
-}
+namespace {
 
-std::optional<std::string> ElfFile::imported_at(uint64_t vaddr) const {
-  for (Elf_Scn* scn = elf_nextscn(elf_, nullptr); scn;
-       scn = elf_nextscn(elf_, scn)) {
+// The dynamic relocation of the slot at `vaddr` in `elf` (the first of any
+// RELA section) and its symbol (`name` null when it has none that reads).
+bool relocation_at(Elf* elf, uint64_t vaddr, GElf_Rela* rela, GElf_Sym* sym,
+                   const char** name) {
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn;
+       scn = elf_nextscn(elf, scn)) {
     GElf_Shdr sh;
     if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || sh.sh_entsize == 0)
       continue;
@@ -471,26 +431,67 @@ std::optional<std::string> ElfFile::imported_at(uint64_t vaddr) const {
     if (!data) continue;
     const size_t n = sh.sh_size / sh.sh_entsize;
     for (size_t i = 0; i < n; ++i) {
-      GElf_Rela r;
-      if (!gelf_getrela(data, static_cast<int>(i), &r) || r.r_offset != vaddr)
+      if (!gelf_getrela(data, static_cast<int>(i), rela) ||
+          rela->r_offset != vaddr)
         continue;
-      const uint32_t type = GELF_R_TYPE(r.r_info);
-      if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
-        return std::nullopt;
-      Elf_Scn* symscn = elf_getscn(elf_, sh.sh_link);
+      // Its symbol, in the linked symbol table (.dynsym).
+      *sym = {};
+      *name = nullptr;
+      Elf_Scn* symscn = elf_getscn(elf, sh.sh_link);
       Elf_Data* syms = symscn ? elf_getdata(symscn, nullptr) : nullptr;
       GElf_Shdr symsh;
-      GElf_Sym sym;
-      if (!syms || !gelf_getshdr(symscn, &symsh) ||
-          !gelf_getsym(syms, static_cast<int>(GELF_R_SYM(r.r_info)), &sym) ||
-          sym.st_shndx != SHN_UNDEF)
-        return std::nullopt;
-      const char* name = elf_strptr(elf_, symsh.sh_link, sym.st_name);
-      if (!name) return std::nullopt;
-      return std::string(name);
+      if (syms && gelf_getshdr(symscn, &symsh) &&
+          gelf_getsym(syms, static_cast<int>(GELF_R_SYM(rela->r_info)), sym))
+        *name = elf_strptr(elf, symsh.sh_link, sym->st_name);
+      return true;
     }
   }
-  return std::nullopt;
+  return false;
+}
+
+}  // namespace
+
+Result<uint64_t> ElfFile::pointer_at(uint64_t vaddr) const {
+  GElf_Ehdr ehdr;
+  if (!gelf_getehdr(elf_, &ehdr) || ehdr.e_machine != EM_X86_64)
+    return Status::Error(
+        fmt::format("{}: reading pointers needs an x86-64 file", path_),
+        ErrorKind::kUsage);
+  GElf_Rela r;
+  GElf_Sym sym;
+  const char* name = nullptr;
+  if (relocation_at(elf_, vaddr, &r, &sym, &name)) {
+    const uint32_t type = GELF_R_TYPE(r.r_info);
+    if (type == R_X86_64_RELATIVE) return static_cast<uint64_t>(r.r_addend);
+    if (type != R_X86_64_64 && type != R_X86_64_GLOB_DAT)
+      return Status::Error(
+          fmt::format("{}: the relocation at {:#x} is of type {}, not an "
+                      "address",
+                      path_, vaddr, type),
+          ErrorKind::kUsage);
+    if (name == nullptr || sym.st_shndx == SHN_UNDEF)
+      return Status::Error(
+          fmt::format("{}: the address at {:#x} is another object's "
+                      "symbol (resolved at load time)",
+                      path_, vaddr),
+          ErrorKind::kUsage);
+    return sym.st_value + static_cast<uint64_t>(r.r_addend);
+  }
+  uint64_t v = 0;
+  LT_RETURN_IF_ERROR(read_bytes(vaddr, &v, sizeof(v)));
+  return v;
+}
+
+std::optional<std::string> ElfFile::imported_at(uint64_t vaddr) const {
+  GElf_Rela r;
+  GElf_Sym sym;
+  const char* name = nullptr;
+  if (!relocation_at(elf_, vaddr, &r, &sym, &name)) return std::nullopt;
+  const uint32_t type = GELF_R_TYPE(r.r_info);
+  if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) ||
+      name == nullptr || sym.st_shndx != SHN_UNDEF)
+    return std::nullopt;
+  return std::string(name);
 }
 
 Status ElfFile::read_bytes(uint64_t vaddr, void* out, size_t n) const {
@@ -502,6 +503,24 @@ Status ElfFile::read_bytes(uint64_t vaddr, void* out, size_t n) const {
   Result<uint64_t> off = vaddr_to_offset(vaddr);
   Result<uint64_t> last = vaddr_to_offset(vaddr + (n - 1));
   if (!off.ok() || !last.ok() || *last != *off + (n - 1)) return none;
+  // From the file, not libelf's mapping of it: a uprobe on the file (any
+  // tracer's, looptrace's own among them, attached for every process) puts
+  // its breakpoint into every private mapping of the file that may
+  // execute, libelf's read-only one too, and code decoded there reads
+  // int3 where a probe is (AndroidLooper.ASecondTracerFindsTheCallSites-
+  // TheFirstProbes). read() sees the page cache, which uprobes leave
+  // alone.
+  if (fd_ >= 0) {
+    size_t got = 0;
+    while (got < n) {
+      const ssize_t r = pread(fd_, static_cast<char*>(out) + got, n - got,
+                              static_cast<off_t>(*off + got));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return none;
+      got += static_cast<size_t>(r);
+    }
+    return Status::Ok();
+  }
   Elf_Data* chunk =
       elf_getdata_rawchunk(elf_, static_cast<int64_t>(*off), n, ELF_T_BYTE);
   if (!chunk || !chunk->d_buf || chunk->d_size < n) return none;
