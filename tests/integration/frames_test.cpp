@@ -314,6 +314,18 @@ INSTANTIATE_TEST_SUITE_P(Gtk, GtkFrames, ::testing::Values(3, 4),
 // saw take over 20 ms janky with start and duration within 0.2 ms (the
 // issue's for the reference app); any other janky frame one the app's log
 // shows late: begun more than an interval after the frame before it ended.
+// The reference app drawing 60 frames a second for 2 s, every 20th frame
+// stalled 30 ms, its log in `log`, traced by looptrace with `option`
+// (--frame, --frame-end) on its doFrame and the JSON report in `json`.
+RunResult run_refapp_frames(const std::string& option, const std::string& log,
+                            const std::string& json) {
+  return run({looptrace_bin(), "record", option,
+              "refapp:refapp::FrameHandler::doFrame(long, long)", "--json",
+              json, "--", refapp_bin(), "--barrier-rate", "60",
+              "--frame-stall-every", "20", "--frame-stall-ms", "30",
+              "--duration", "2000", "--log", log});
+}
+
 // --frame-end: each return of the function ends a frame that began at the
 // previous return on its thread. Against the reference app's own log of
 // each doFrame: one frame per call; a frame whose end came one and a half
@@ -325,11 +337,7 @@ TEST(AdHocFrames, EachReturnOfAFrameEndFunctionEndsAFrame) {
   LT_REQUIRE_BPF();
   TempDir dir;
   const std::string log = dir.file("truth.jsonl"), json = dir.file("r.json");
-  RunResult r =
-      run({looptrace_bin(), "record", "--frame-end",
-           "refapp:refapp::FrameHandler::doFrame(long, long)", "--json", json,
-           "--", refapp_bin(), "--barrier-rate", "60", "--frame-stall-every",
-           "20", "--frame-stall-ms", "30", "--duration", "2000", "--log", log});
+  RunResult r = run_refapp_frames("--frame-end", log, json);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto frames = events(read_jsonl(log), "frame");
   ASSERT_GE(frames.size(), 100u) << read_file(log);
@@ -392,11 +400,7 @@ TEST(AdHocFrames, EachCallOfTheFunctionIsAFrameTimedAgainstTheRate) {
   LT_REQUIRE_BPF();
   TempDir dir;
   const std::string log = dir.file("truth.jsonl"), json = dir.file("r.json");
-  RunResult r =
-      run({looptrace_bin(), "record", "--frame",
-           "refapp:refapp::FrameHandler::doFrame(long, long)", "--json", json,
-           "--", refapp_bin(), "--barrier-rate", "60", "--frame-stall-every",
-           "20", "--frame-stall-ms", "30", "--duration", "2000", "--log", log});
+  RunResult r = run_refapp_frames("--frame", log, json);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto frames = events(read_jsonl(log), "frame");
   ASSERT_GE(frames.size(), 100u) << read_file(log);

@@ -124,13 +124,11 @@ TEST(CallSites, AospPollInnerCallsEpollWaitOnceThroughThePlt) {
 // the address after it plus the displacement.
 TEST(CallSites, DirectCallsAndTheirTargets) {
   std::vector<uint8_t> code = {0xe8, 0x10, 0x00, 0x00, 0x00, 0xff, 0xd0};
-  std::vector<uint64_t> targets;
-  auto s = direct_calls(code.data(), code.size(), 0x1000, &targets);
+  auto s = direct_calls(code.data(), code.size(), 0x1000);
   ASSERT_EQ(s.size(), 1u);
-  ASSERT_EQ(targets.size(), 1u);
   EXPECT_EQ(s[0].vaddr, 0x1000u);
   EXPECT_EQ(s[0].length, 5u);
-  EXPECT_EQ(targets[0], 0x1015u);
+  EXPECT_EQ(s[0].target, 0x1015u);
 }
 
 }  // namespace

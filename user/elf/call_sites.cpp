@@ -68,6 +68,23 @@ struct Decoder {
   }
 };
 
+// `n` bytes of code at `vaddr` decoded (at most `max` instructions, 0:
+// all), freed with it; none when capstone cannot be opened.
+struct Disassembly {
+  Decoder d;
+  cs_insn* insns = nullptr;
+  size_t count = 0;
+  Disassembly(const uint8_t* code, size_t n, uint64_t vaddr, size_t max = 0) {
+    if (d.ok && n != 0)
+      count = cs_disasm(d.handle, code, n, vaddr, max, &insns);
+  }
+  ~Disassembly() {
+    if (insns) cs_free(insns, count);
+  }
+  Disassembly(const Disassembly&) = delete;
+  Disassembly& operator=(const Disassembly&) = delete;
+};
+
 // `mov REG64, qword ptr [BASE]`: its BASE, if `in` is one loading `reg`.
 x86_reg load_from(const cs_insn& in, x86_reg reg) {
   const cs_x86& x = in.detail->x86;
@@ -128,11 +145,10 @@ bool is_virtual(const Decoder& d, const cs_insn* insns, size_t i,
 std::vector<CallSite> virtual_calls(const uint8_t* code, size_t n,
                                     uint64_t vaddr) {
   std::vector<CallSite> out;
-  Decoder d;
-  if (!d.ok || n == 0) return out;
-  cs_insn* raw = nullptr;
-  const size_t count = cs_disasm(d.handle, code, n, vaddr, 0, &raw);
-  for (size_t i = 0; i < count; ++i) {
+  const Disassembly dis(code, n, vaddr);
+  const Decoder& d = dis.d;
+  const cs_insn* raw = dis.insns;
+  for (size_t i = 0; i < dis.count; ++i) {
     const cs_insn& in = raw[i];
     if (in.id != X86_INS_CALL || in.detail->x86.op_count != 1) continue;
     const cs_x86_op& op = in.detail->x86.operands[0];
@@ -156,31 +172,25 @@ std::vector<CallSite> virtual_calls(const uint8_t* code, size_t n,
     s.text = fmt::format("{} {}", in.mnemonic, in.op_str);
     out.push_back(std::move(s));
   }
-  cs_free(raw, count);
   return out;
 }
 
 std::vector<CallSite> direct_calls(const uint8_t* code, size_t n,
-                                   uint64_t vaddr,
-                                   std::vector<uint64_t>* targets) {
+                                   uint64_t vaddr) {
   std::vector<CallSite> out;
-  Decoder d;
-  if (!d.ok || n == 0) return out;
-  cs_insn* raw = nullptr;
-  const size_t count = cs_disasm(d.handle, code, n, vaddr, 0, &raw);
-  for (size_t i = 0; i < count; ++i) {
-    const cs_insn& in = raw[i];
+  const Disassembly dis(code, n, vaddr);
+  for (size_t i = 0; i < dis.count; ++i) {
+    const cs_insn& in = dis.insns[i];
     if (in.id != X86_INS_CALL || in.detail->x86.op_count != 1 ||
         in.detail->x86.operands[0].type != X86_OP_IMM)
       continue;
     CallSite s;
     s.vaddr = in.address;
     s.length = in.size;
+    s.target = static_cast<uint64_t>(in.detail->x86.operands[0].imm);
     s.text = fmt::format("{} {}", in.mnemonic, in.op_str);
     out.push_back(std::move(s));
-    targets->push_back(static_cast<uint64_t>(in.detail->x86.operands[0].imm));
   }
-  cs_free(raw, count);
   return out;
 }
 
@@ -189,13 +199,10 @@ std::optional<std::string> plt_target(const ElfFile& file, uint64_t vaddr) {
   // (.plt.sec, IBT) and with a `bnd` prefix (MPX builds).
   uint8_t code[16];
   if (!file.read_bytes(vaddr, code, sizeof(code)).ok()) return std::nullopt;
-  Decoder d;
-  if (!d.ok) return std::nullopt;
-  cs_insn* raw = nullptr;
-  const size_t count = cs_disasm(d.handle, code, sizeof(code), vaddr, 2, &raw);
+  const Disassembly dis(code, sizeof(code), vaddr, 2);
   std::optional<std::string> out;
-  for (size_t i = 0; i < count && !out; ++i) {
-    const cs_insn& in = raw[i];
+  for (size_t i = 0; i < dis.count && !out; ++i) {
+    const cs_insn& in = dis.insns[i];
     if (in.id == X86_INS_ENDBR64) continue;
     const cs_x86& x = in.detail->x86;
     if (in.id != X86_INS_JMP || x.op_count != 1 ||
@@ -206,7 +213,6 @@ std::optional<std::string> plt_target(const ElfFile& file, uint64_t vaddr) {
     out = file.imported_at(in.address + in.size +
                            static_cast<uint64_t>(x.operands[0].mem.disp));
   }
-  cs_free(raw, count);
   return out;
 }
 
@@ -242,21 +248,18 @@ Result<std::vector<CallSite>> calls_to(const ElfFile& file,
                                        const std::string& callee) {
   auto code = function_code(file, m);
   if (!code.ok()) return code.status();
-  std::vector<uint64_t> targets;
-  std::vector<CallSite> calls =
-      direct_calls(code->data(), code->size(), m.vaddr, &targets);
   std::vector<CallSite> out;
   std::map<uint64_t, bool> is_callee;  // per target, decoded once
-  for (size_t i = 0; i < calls.size(); ++i) {
-    auto [it, added] = is_callee.try_emplace(targets[i], false);
+  for (CallSite& c : direct_calls(code->data(), code->size(), m.vaddr)) {
+    auto [it, added] = is_callee.try_emplace(c.target, false);
     if (added) {
-      const Symbol* s = file.find_symbol_by_vaddr(targets[i]);
+      const Symbol* s = file.find_symbol_by_vaddr(c.target);
       it->second =
-          (s && s->vaddr == targets[i] &&
+          (s && s->vaddr == c.target &&
            (s->name == callee || s->demangled == callee)) ||
-          plt_target(file, targets[i]) == std::optional<std::string>(callee);
+          plt_target(file, c.target) == std::optional<std::string>(callee);
     }
-    if (it->second) out.push_back(calls[i]);
+    if (it->second) out.push_back(std::move(c));
   }
   return out;
 }

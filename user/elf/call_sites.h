@@ -22,7 +22,8 @@ struct SymbolMatch;
 struct CallSite {
   uint64_t vaddr = 0;   // the call instruction
   uint32_t length = 0;  // its bytes: it returns to vaddr + length
-  int64_t slot = 0;     // the vtable offset it calls through (0x10)
+  int64_t slot = 0;     // a virtual call's vtable offset (0x10)
+  uint64_t target = 0;  // a direct call's destination
   // The width of the last write to the first argument after `this`
   // (%rsi, %esi) before the call, in the same few instructions: 64 for a
   // pointer (AOSP's handleMessage(const Message&)), 32 for an int
@@ -46,11 +47,10 @@ std::vector<CallSite> virtual_calls(const uint8_t* code, size_t n,
 Result<std::vector<CallSite>> virtual_calls(const ElfFile& file,
                                             const SymbolMatch& m);
 
-// The direct calls, `call ADDRESS`, in `n` bytes of code at `vaddr`: each
-// one's target in `targets` (same order), in address order.
+// The direct calls, `call ADDRESS`, in `n` bytes of code at `vaddr`, each
+// with its target, in address order.
 std::vector<CallSite> direct_calls(const uint8_t* code, size_t n,
-                                   uint64_t vaddr,
-                                   std::vector<uint64_t>* targets);
+                                   uint64_t vaddr);
 
 // The function a PLT stub of `file` at `vaddr` jumps to: the symbol
 // relocated into the slot its `jmp *SLOT(%rip)` reads; nullopt for
