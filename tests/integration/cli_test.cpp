@@ -478,7 +478,7 @@ TEST(Cli, PidWithoutAKnownRuntimeNamesTheProfiles) {
                     "-d", "1s"}),
                2,
                "maps no runtime a built-in profile knows (refapp, glib, node, "
-               "qt5, qt6, gtk3, gtk4, android)");
+               "qt5, qt6, gtk3, gtk4, qtquick5, qtquick6, android)");
 }
 
 // The reference app's profile probes the app's own binary: -p of a running

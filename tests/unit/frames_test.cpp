@@ -339,6 +339,73 @@ TEST(FrameAnalyzer, FrameEndsMakeFramesBetweenThem) {
   EXPECT_EQ(got, want);
 }
 
+// Qt Quick's threaded render loop: the render thread's swaps end the
+// frames, and a GUI thread that stalls holds back the next one. Its stall
+// (which began before the previous swap: the render thread was still
+// drawing the last frame it synced) is what ran inside the late frame,
+// and the phases of both threads are listed. A pause in drawing with only
+// a short span of the process in it starts a new run: no late frame.
+TEST(FrameAnalyzer, FrameEndsOfARenderThreadAreHeldBackByItsGuiThread) {
+  constexpr uint32_t kPhaseProbe = 2;
+  constexpr uint32_t kGui = 101, kRender = 102;
+  FrameOptions o;  // 60 Hz
+  FrameProbe p;
+  p.label = "Qt Quick frameSwapped";
+  p.end = true;
+  o.probes[kFrameProbe] = p;
+  o.phase_probes = {kPhaseProbe};
+  FrameAnalyzer a(o);
+  uint64_t id = 0;
+  auto on = [&](uint32_t tid, uint64_t start, uint64_t dur, uint32_t probe) {
+    SpanEvent e = span(++id, start, dur, "", probe);
+    e.tid = tid;
+    a.consume(e);
+  };
+  auto swap = [&](uint64_t end) { on(kRender, end - 100'000, 100'000, 0); };
+  swap(kT0);
+  swap(kT0 + 5 * kMs);
+  // The GUI thread stalls 80 ms from 3 ms before that swap; then it
+  // polishes, the render thread syncs and renders, and swaps at +83.5 ms.
+  const uint64_t s0 = kT0 + 2 * kMs;
+  on(kGui, s0, 80 * kMs, kOtherProbe);
+  on(kGui, s0 + 80 * kMs, kMs / 4, kPhaseProbe);
+  on(kRender, s0 + 80 * kMs + kMs / 4, kMs / 4, kPhaseProbe);
+  on(kRender, s0 + 80 * kMs + kMs / 2, kMs, kPhaseProbe);
+  const uint64_t late_end = s0 + 81 * kMs + kMs / 2;
+  swap(late_end);
+  swap(late_end + 5 * kMs);
+  // Drawing stops for 500 ms; a key press of 2 ms, then a frame.
+  const uint64_t pause_end = late_end + 505 * kMs;
+  on(kGui, pause_end - 4 * kMs, 2 * kMs, kOtherProbe);
+  swap(pause_end);
+  FrameAnalysis r = a.finish(pause_end + 10 * kMs);
+  ASSERT_EQ(r.threads.size(), 1u);
+  EXPECT_EQ(r.threads[0].tid, kRender);
+  EXPECT_EQ(r.threads[0].count, 5u);
+  ASSERT_EQ(r.janky.size(), 1u);
+  const JankyFrame& j = r.janky[0];
+  EXPECT_EQ(j.span.start_ns, kT0 + 5 * kMs);
+  EXPECT_EQ(j.span.duration_ns, late_end - (kT0 + 5 * kMs));
+  // 76.5 ms: 1.5 intervals late at 25 ms, then 51.5 ms: 4 vsyncs.
+  EXPECT_EQ(j.timing.missed_vsyncs, 4u);
+  ASSERT_TRUE(j.cause.longest_inside);
+  EXPECT_EQ(j.cause.longest_inside->tid, kGui);
+  EXPECT_EQ(j.cause.longest_inside->duration_ns, 80 * kMs);
+  ASSERT_EQ(j.phases.size(), 3u);
+  EXPECT_EQ(j.phases[0].tid, kGui);
+  EXPECT_EQ(j.phases[1].tid, kRender);
+}
+
+TEST(CoveredNs, TheUnionOfSpansInsideTheRange) {
+  using V = std::vector<std::pair<uint64_t, uint64_t>>;
+  EXPECT_EQ(covered_ns(V{}, 0, 100), 0u);
+  // Overlapping, nested, outside, across both ends.
+  EXPECT_EQ(covered_ns(V{{10, 30}, {20, 40}, {25, 26}, {200, 300}}, 0, 100),
+            30u);
+  EXPECT_EQ(covered_ns(V{{-1ull - 5, -1ull}, {0, 1000}}, 50, 100), 50u);
+  EXPECT_EQ(covered_ns(V{{60, 70}, {5, 20}}, 10, 65), 15u);
+}
+
 // A phase probe's spans inside a janky frame are its phases, by start;
 // those of an earlier frame, or of no phase probe, are not.
 TEST(FrameAnalyzer, AJankyFrameListsThePhasesThatRanInsideIt) {

@@ -178,6 +178,38 @@ TEST(TriggerCheck, FramesMissedVsyncsFromThePreviousFrame) {
   EXPECT_EQ(c.threads(), 0u);
 }
 
+// Frames between frame ends (Qt Quick's swaps on its render thread): a
+// late one, held back by another thread of the process, fires; a pause in
+// drawing does not.
+TEST(TriggerCheck, FrameEndsAcrossThreads) {
+  FrameOptions fo;
+  FrameProbe p;
+  p.end = true;
+  fo.probes[0] = p;
+  TriggerCheck c({*parse_dump_trigger("frame.missed_vsyncs >= 3")},
+                 SessionEvent{}, fo);
+  SpanEvent swap = span(9, 0, 0);
+  swap.duration_ns = kMs / 10;
+  swap.probe_id = 0;
+  swap.tid = 11;
+  auto swap_at = [&](uint64_t end) {
+    swap.start_ns = end - swap.duration_ns;
+    return c.check(Event(swap));
+  };
+  EXPECT_FALSE(swap_at(10 * kMs));
+  EXPECT_FALSE(swap_at(15 * kMs));
+  // 500 ms later, nothing ran: a new run.
+  EXPECT_FALSE(swap_at(515 * kMs));
+  // The GUI thread (tid 10) stalls 70 ms: 75 ms between swaps.
+  SpanEvent gui = span(9, 517, 70);
+  gui.probe_id = 1;
+  gui.tid = 10;
+  EXPECT_FALSE(c.check(Event(gui)));
+  auto fired = swap_at(590 * kMs);
+  ASSERT_TRUE(fired);
+  EXPECT_EQ(fired->tid, 11u);
+}
+
 class DumpDirTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -356,6 +356,32 @@ TEST(Profile, BuiltinGlibTimeoutsNamedForGtksFrameClockAreFrames) {
   EXPECT_EQ(frames, 1u);
 }
 
+// Qt Quick's frames end at each frameSwapped(), on top of Qt's events;
+// their phases are the scene graph's polish, sync and render.
+TEST(Profile, BuiltinQtQuickFramesEndAtEachSwap) {
+  for (const char* v : {"5", "6"}) {
+    auto p = load_profile(std::string("qtquick") + v);
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    auto qt = load_profile(std::string("qt") + v);
+    ASSERT_TRUE(qt.ok()) << qt.status().message();
+    ASSERT_GT(p->probes.size(), qt->probes.size());
+    EXPECT_EQ(p->probes[0].symbol, qt->probes[0].symbol);
+    std::vector<std::string> frames, phases;
+    for (const ProbeDef& d : p->probes) {
+      if (d.frame) {
+        EXPECT_TRUE(d.frame->end);
+        frames.push_back(d.symbol);
+      }
+      if (d.phase) phases.push_back(d.label);
+      if (d.frame || d.phase) {
+        EXPECT_EQ(d.binary, std::string("libQt") + v + "Quick.so." + v);
+      }
+    }
+    EXPECT_EQ(frames, std::vector<std::string>{"QQuickWindow::frameSwapped()"});
+    EXPECT_EQ(phases, (std::vector<std::string>{"polish", "sync", "render"}));
+  }
+}
+
 TEST(ProfileTypes, FrameNamesAreCheckedAsTheKernelMatchesThem) {
   auto parse = [](const std::string& fields) {
     return parse_profile(
@@ -379,6 +405,10 @@ TEST(ProfileTypes, FrameNamesAreCheckedAsTheKernelMatchesThem) {
       parse(two_keys + R"("frame": {"names": ["p"], "by": ["name", "cb"]})");
   ASSERT_TRUE(by.ok()) << by.status().message();
   EXPECT_EQ(by->probes[0].frame->by, (std::vector<uint32_t>{2, 1}));
+  auto ends = parse(R"("frame": {"end": true})");
+  ASSERT_TRUE(ends.ok()) << ends.status().message();
+  EXPECT_TRUE(ends->probes[0].frame->end);
+  EXPECT_FALSE(every->probes[0].frame->end);
   struct Case {
     std::string fields;
     const char* message;
@@ -389,7 +419,11 @@ TEST(ProfileTypes, FrameNamesAreCheckedAsTheKernelMatchesThem) {
       {R"("frame": true)", "probes[0].frame: expected an object, got boolean"},
       {R"("frame": {"name": "x"})",
        "probes[0].frame: unknown field \"name\" (expected \"names\", "
-       "\"by\")"},
+       "\"by\", \"end\")"},
+      {R"("frame": {"end": 1})",
+       "probes[0].frame.end: expected true or false, got number"},
+      {str_key + R"("frame": {"names": ["p"], "end": true})",
+       "probes[0].frame.end: not with \"names\""},
       {two_keys + R"("frame": {"by": ["cb"]})",
        "probes[0].frame.by: only with \"names\""},
       {two_keys + R"("frame": {"names": ["p"], "by": []})",

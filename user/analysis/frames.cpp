@@ -76,6 +76,22 @@ FrameTiming time_frame(uint64_t expected_ns, uint64_t start_ns,
   return t;
 }
 
+uint64_t covered_ns(std::vector<std::pair<uint64_t, uint64_t>> spans,
+                    uint64_t from, uint64_t to) {
+  std::sort(spans.begin(), spans.end());
+  uint64_t sum = 0;
+  uint64_t reached = from;  // covered up to here
+  for (const auto& [b, e] : spans) {
+    const uint64_t lo = std::max(b, reached);
+    const uint64_t hi = std::min(e, to);
+    if (lo < hi) {
+      sum += hi - lo;
+      reached = hi;
+    }
+  }
+  return sum;
+}
+
 FrameAnalyzer::FrameAnalyzer(FrameOptions options)
     : options_(std::move(options)) {
   if (options_.refresh_ns == 0) options_.refresh_ns = k60HzNs;
@@ -113,7 +129,7 @@ void FrameAnalyzer::consume(const Event& ev) {
   if (s->role != LT_ROLE_DISPATCH && s->role != LT_ROLE_IDLE) return;
   Thread& t = threads_[{s->pid, s->tid}];
   if (auto source = frame_source(*s)) {
-    if (options_.probes.at(s->probe_id).end)
+    if (ends_frame(*s))
       on_frame_end(t, *s, std::move(*source));
     else
       on_frame(t, *s, std::move(*source));
@@ -141,30 +157,21 @@ void FrameAnalyzer::on_frame_end(Thread& t, const SpanEvent& s,
   const uint64_t end = sat_add(s.start_ns, s.duration_ns);
   const std::optional<uint64_t> last = t.last_end;
   t.last_end = end;
-  if (last && *last <= s.start_ns && interval > 1) {
-    const uint64_t gap = end - *last;
-    // A gap of more than two intervals is a frame only if the thread was
-    // busy in it: a recorded span ran there, or the call itself took an
-    // interval or more; else the program had stopped drawing (a new run).
-    const bool ran =
-        std::any_of(t.recent.begin(), t.recent.end(), [&](const SpanEvent& r) {
-          return r.start_ns < s.start_ns &&
-                 sat_add(r.start_ns, r.duration_ns) > *last;
-        });
-    if (gap <= 2 * interval || ran || s.duration_ns >= interval) {
+  if (last) {
+    auto covered = [&](uint64_t from, uint64_t to) {
+      std::vector<std::pair<uint64_t, uint64_t>> ran;
+      for (const Thread* o : scope(t, s.pid, true))
+        for (const SpanEvent& r : o->recent)
+          ran.emplace_back(r.start_ns, sat_add(r.start_ns, r.duration_ns));
+      return covered_ns(std::move(ran), from, to);
+    };
+    if (auto timing =
+            time_between_ends(*last, s.start_ns, end, interval, covered)) {
       SpanEvent f = s;
       f.start_ns = *last;
-      f.duration_ns = gap;
+      f.duration_ns = end - *last;
       f.cpu_ns = f.runq_ns = f.steal_ns = f.stopped_ns = 0;
-      // The frame began as the previous one ended, and frame ends come a
-      // whole number of intervals apart, give or take some jitter: it is
-      // late from one and a half intervals (Chromium's rule for a late
-      // frame), a vsync missed for each interval after that, rounded up.
-      const uint64_t half = interval / 2;
-      FrameTiming timing = time_frame(*last + half, *last + half,
-                                      gap - std::min(gap, half), interval);
-      timing.frozen = gap >= kFrozenFrameNs;  // the whole frame, not its part
-      on_frame(t, f, std::move(source), &timing);
+      on_frame(t, f, std::move(source), &*timing);
       return;
     }
   }
@@ -216,16 +223,18 @@ void FrameAnalyzer::on_frame(Thread& t, const SpanEvent& s, std::string source,
     j.source = std::move(source);
     j.timing = timing;
     j.between_ends = between_ends != nullptr;
-    j.cause = explain(t, s, timing.expected_ns);
+    const std::vector<Thread*> threads = scope(t, s.pid, j.between_ends);
+    j.cause = explain(threads, s, timing.expected_ns, j.between_ends);
     const uint64_t end = sat_add(s.start_ns, s.duration_ns);
-    for (const SpanEvent& p : t.phases) {
-      if (p.start_ns < s.start_ns || sat_add(p.start_ns, p.duration_ns) > end)
-        continue;
-      if (j.phases.size() < kMaxPhases)
-        j.phases.push_back(p);
-      else
-        ++j.phases_omitted;
-    }
+    for (const Thread* o : threads)
+      for (const SpanEvent& p : o->phases) {
+        if (p.start_ns < s.start_ns || sat_add(p.start_ns, p.duration_ns) > end)
+          continue;
+        if (j.phases.size() < kMaxPhases)
+          j.phases.push_back(p);
+        else
+          ++j.phases_omitted;
+      }
     std::sort(j.phases.begin(), j.phases.end(),
               [](const SpanEvent& a, const SpanEvent& b) {
                 return a.start_ns < b.start_ns;
@@ -243,33 +252,54 @@ void FrameAnalyzer::on_frame(Thread& t, const SpanEvent& s, std::string source,
       PreviousFrame{timing.expected_ns, sat_add(s.start_ns, s.duration_ns)};
   // What ended by this frame's end cannot hold back or run inside a later
   // one.
+  // Other threads of the process forget it only when they draw no frames
+  // of their own (which it may still explain).
   uint64_t end = t.prev->end_ns;
-  std::erase_if(t.recent, [end](const SpanEvent& r) {
-    return sat_add(r.start_ns, r.duration_ns) <= end;
-  });
-  std::erase_if(t.phases, [end](const SpanEvent& r) {
-    return sat_add(r.start_ns, r.duration_ns) <= end;
-  });
+  for (Thread* o : scope(t, s.pid, between_ends != nullptr)) {
+    if (o != &t && o->summary.count != 0) continue;
+    std::erase_if(o->recent, [end](const SpanEvent& r) {
+      return sat_add(r.start_ns, r.duration_ns) <= end;
+    });
+    std::erase_if(o->phases, [end](const SpanEvent& r) {
+      return sat_add(r.start_ns, r.duration_ns) <= end;
+    });
+  }
 }
 
-FrameCause FrameAnalyzer::explain(const Thread& t, const SpanEvent& s,
-                                  uint64_t expected_ns) const {
+std::vector<FrameAnalyzer::Thread*> FrameAnalyzer::scope(Thread& t,
+                                                         uint32_t pid,
+                                                         bool process) {
+  if (!process) return {&t};
+  std::vector<Thread*> all;
+  for (auto it = threads_.lower_bound({pid, 0});
+       it != threads_.end() && it->first.first == pid; ++it)
+    all.push_back(&it->second);
+  return all;
+}
+
+FrameCause FrameAnalyzer::explain(const std::vector<Thread*>& threads,
+                                  const SpanEvent& s, uint64_t expected_ns,
+                                  bool overlapping) const {
   FrameCause c;
   uint64_t end = sat_add(s.start_ns, s.duration_ns);
   std::vector<HeldBy> held;
-  for (const SpanEvent& r : t.recent) {
-    uint64_t r_end = sat_add(r.start_ns, r.duration_ns);
-    // Around the frame (a batch that dispatched it): neither.
-    if (r.start_ns <= s.start_ns && r_end >= end) continue;
-    if (r.start_ns >= s.start_ns && r_end <= end) {
-      if (!c.longest_inside || r.duration_ns > c.longest_inside->duration_ns)
-        c.longest_inside = r;
-      continue;
+  for (const Thread* t : threads)
+    for (const SpanEvent& r : t->recent) {
+      uint64_t r_end = sat_add(r.start_ns, r.duration_ns);
+      // Around the frame (a batch that dispatched it): neither.
+      if (r.start_ns <= s.start_ns && r_end >= end) continue;
+      const bool inside = overlapping
+                              ? r.start_ns < end && r_end > s.start_ns
+                              : r.start_ns >= s.start_ns && r_end <= end;
+      if (inside) {
+        if (!c.longest_inside || r.duration_ns > c.longest_inside->duration_ns)
+          c.longest_inside = r;
+        continue;
+      }
+      uint64_t from = std::max(r.start_ns, expected_ns);
+      uint64_t to = std::min(r_end, s.start_ns);
+      if (from < to) held.push_back({r, to - from});
     }
-    uint64_t from = std::max(r.start_ns, expected_ns);
-    uint64_t to = std::min(r_end, s.start_ns);
-    if (from < to) held.push_back({r, to - from});
-  }
   // Nested spans each cover the time of the one around them: the outermost
   // of the thread's spans (least depth) says what ran.
   if (!held.empty()) {

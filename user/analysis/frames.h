@@ -5,6 +5,7 @@
 // The rules are in docs/looptrace.md, FRAMES.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -86,6 +87,43 @@ uint64_t expected_start(const std::optional<PreviousFrame>& prev,
       e = start_ns;
   }
   return e < start_ns ? e : start_ns;
+}
+
+// How much of [from, to) the spans [start, end) cover together.
+uint64_t covered_ns(std::vector<std::pair<uint64_t, uint64_t>> spans,
+                    uint64_t from, uint64_t to);
+
+// A frame between two frame ends (--frame-end, a profile's "end": true):
+// the call that returned at end_ns, started at call_start_ns, after the
+// thread's previous frame end last_ns. The frame began as the previous
+// one ended, and frame ends come a whole number of intervals apart, give
+// or take some jitter: it is late from one and a half intervals
+// (Chromium's rule for a late frame), a vsync missed for each interval
+// after that, rounded up; frozen by its whole length. A gap of more than
+// two intervals is one late frame only if the process was busy in it:
+// `covered(last_ns, call_start_ns)`, the time recorded spans of its
+// threads ran there, leaves at most two intervals of it, or the call
+// itself took an interval or more. Else the program had stopped drawing
+// (an animation that ended, a window waiting for input) and the call
+// starts a new run: nullopt.
+template <typename Covered>
+std::optional<FrameTiming> time_between_ends(uint64_t last_ns,
+                                             uint64_t call_start_ns,
+                                             uint64_t end_ns,
+                                             uint64_t interval_ns,
+                                             Covered covered) {
+  if (last_ns > call_start_ns || interval_ns <= 1) return {};
+  const uint64_t gap = end_ns - last_ns;
+  if (gap > 2 * interval_ns && end_ns - call_start_ns < interval_ns) {
+    const uint64_t idle =
+        call_start_ns - last_ns - covered(last_ns, call_start_ns);
+    if (idle > 2 * interval_ns) return {};
+  }
+  const uint64_t half = interval_ns / 2;
+  FrameTiming t = time_frame(last_ns + half, last_ns + half,
+                             gap - std::min(gap, half), interval_ns);
+  t.frozen = gap >= kFrozenFrameNs;
+  return t;
 }
 
 // Which probes make frames and how.
@@ -213,6 +251,12 @@ class FrameAnalyzer {
 
   // The source that makes `s` a frame, or nullopt.
   std::optional<std::string> frame_source(const SpanEvent& s) const;
+  // Whether frame `s` ends a frame that began at the previous one's end
+  // (its probe's FrameProbe::end).
+  bool ends_frame(const SpanEvent& s) const {
+    auto it = options_.probes.find(s.probe_id);
+    return it != options_.probes.end() && it->second.end;
+  }
   // The frame's own tick (its vsync or due time), if its probe has one.
   std::optional<uint64_t> tick(const SpanEvent& s) const;
 
@@ -227,14 +271,21 @@ class FrameAnalyzer {
     std::optional<uint64_t> last_end;  // its last frame end (--frame-end)
   };
 
+  // The threads whose spans explain a frame of t: t's own, or with
+  // `process` (a frame between two frame ends: a swap that other threads'
+  // work fed, as Qt Quick's render thread) every thread of its process.
+  std::vector<Thread*> scope(Thread& t, uint32_t pid, bool process);
+
   // A frame-end span s: the frame from the thread's previous frame end to
   // s's return, or s alone when it starts a new run.
   void on_frame_end(Thread& t, const SpanEvent& s, std::string source);
   // `between_ends`: s is a frame between two frame ends, timed already.
   void on_frame(Thread& t, const SpanEvent& s, std::string source,
                 const FrameTiming* between_ends = nullptr);
-  FrameCause explain(const Thread& t, const SpanEvent& s,
-                     uint64_t expected_ns) const;
+  // `overlapping`: a span that ran in part inside the frame counts as
+  // inside it (a frame between ends has no time before its start).
+  FrameCause explain(const std::vector<Thread*>& threads, const SpanEvent& s,
+                     uint64_t expected_ns, bool overlapping) const;
 
   FrameOptions options_;
   std::map<ThreadKey, Thread> threads_;

@@ -129,7 +129,7 @@ void add_budget_option(CLI::App* app, std::vector<std::string>* fail_if) {
 void add_probe_options(CLI::App* rec, looptrace::RecordArgs& ra) {
   rec->add_option("--profile", ra.profile,
                   "Probe set: a built-in (refapp, glib, node, qt5, qt6, gtk3, "
-                  "gtk4, android: `looptrace "
+                  "gtk4, qtquick5, qtquick6, android: `looptrace "
                   "profiles`) or a JSON profile file; with -p and no probe "
                   "option, found from the process's libraries");
   rec->add_option("--dispatch", ra.dispatch,

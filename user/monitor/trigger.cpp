@@ -168,7 +168,31 @@ std::optional<Firing> TriggerCheck::next_input_firing(uint64_t now_ns) {
   return out;
 }
 
-uint64_t TriggerCheck::frame_missed(Thread& t, const SpanEvent& s) {
+uint64_t TriggerCheck::frame_missed(Thread& t, const SpanEvent& s,
+                                    uint64_t* frame_ns) {
+  *frame_ns = s.duration_ns;
+  if (frames_.ends_frame(s)) {
+    // As FrameAnalyzer times it: from the thread's previous frame end,
+    // busy when the process's threads ran in between.
+    const uint64_t end = s.start_ns + s.duration_ns;
+    const std::optional<uint64_t> last = t.last_end;
+    t.last_end = end;
+    auto covered = [&](uint64_t from, uint64_t to) {
+      std::vector<std::pair<uint64_t, uint64_t>> ran;
+      for (auto it = threads_.lower_bound({s.pid, 0});
+           it != threads_.end() && it->first.first == s.pid; ++it)
+        ran.insert(ran.end(), it->second.ran.begin(), it->second.ran.end());
+      return covered_ns(std::move(ran), from, to);
+    };
+    if (last) {
+      if (auto timing =
+              time_between_ends(*last, s.start_ns, end, refresh_ns_, covered)) {
+        *frame_ns = end - *last;
+        t.prev = PreviousFrame{timing->expected_ns, end};
+        return timing->missed_vsyncs;
+      }
+    }
+  }
   auto busy = [&t](uint64_t from, uint64_t to) {
     for (const auto& [b, e] : t.ran)
       if (b < to && e > from) return true;
@@ -179,7 +203,6 @@ uint64_t TriggerCheck::frame_missed(Thread& t, const SpanEvent& s) {
   FrameTiming timing =
       time_frame(expected, s.start_ns, s.duration_ns, refresh_ns_);
   t.prev = PreviousFrame{timing.expected_ns, s.start_ns + s.duration_ns};
-  t.ran.clear();
   return timing.missed_vsyncs;
 }
 
@@ -187,12 +210,14 @@ std::optional<Firing> TriggerCheck::check_span(const SpanEvent& s) {
   if (s.unfinished()) return {};
   const bool frame = frames_.frame_source(s).has_value();
   uint64_t missed = 0;
+  uint64_t frame_ns = s.duration_ns;
   if (frame || s.role == LT_ROLE_DISPATCH || s.role == LT_ROLE_IDLE) {
     auto [it, added] = threads_.try_emplace({s.pid, s.tid});
     if (frame) {
-      missed = frame_missed(it->second, s);
-    } else if (it->second.prev) {
-      // Only what a next frame's wait may be explained by.
+      missed = frame_missed(it->second, s, &frame_ns);
+    } else {
+      // What a next frame's wait may be explained by (of this thread's, or
+      // of another's frames between ends).
       auto& ran = it->second.ran;
       ran.emplace_back(s.start_ns, s.start_ns + s.duration_ns);
       if (ran.size() > kRanKept) ran.pop_front();
@@ -203,8 +228,10 @@ std::optional<Firing> TriggerCheck::check_span(const SpanEvent& s) {
     if (t.hang) continue;
     const std::string& m = t.cond.metric;
     uint64_t v = 0;
-    if (m == role || (m == "frame" && frame)) {
+    if (m == role) {
       v = s.duration_ns;
+    } else if (m == "frame" && frame) {
+      v = frame_ns;
     } else if (m == "frame.missed_vsyncs" && frame) {
       v = missed;
     } else {

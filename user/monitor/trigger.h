@@ -70,15 +70,17 @@ class TriggerCheck {
  private:
   struct Thread {
     std::optional<PreviousFrame> prev;
-    // Spans that ended since its last frame (start, end), the newest few.
+    std::optional<uint64_t> last_end;  // its last frame end (frame ends)
+    // Spans that ended (start, end), the newest few.
     std::deque<std::pair<uint64_t, uint64_t>> ran;
   };
   std::optional<Firing> check_span(const SpanEvent& s);
   void check_input(const InputEventInfo& e);
   // The next input firing of a followed process, if any, as of now_ns.
   std::optional<Firing> next_input_firing(uint64_t now_ns);
-  // The missed vsyncs of a frame (and the thread's books for the next).
-  uint64_t frame_missed(Thread& t, const SpanEvent& s);
+  // The missed vsyncs of a frame (and the thread's books for the next);
+  // *frame_ns its length (a frame between ends: from the previous end).
+  uint64_t frame_missed(Thread& t, const SpanEvent& s, uint64_t* frame_ns);
 
   std::vector<DumpTrigger> triggers_;
   FrameAnalyzer frames_;  // only says which spans are frames, and ticks

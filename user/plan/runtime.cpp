@@ -19,13 +19,19 @@ struct Detector {
   const char* library;  // as find_mapped_file matches it
 };
 // In order: GTK 3, GTK 4 and Qt run on GLib's loop (Qt by default), and
-// their events and frames say more than GLib's sources do.
+// their events and frames say more than GLib's sources do; Qt Quick is
+// Qt's events and its scene graph's frames.
 // The reference app's profile probes the refapp binary itself.
-constexpr Detector kDetectors[] = {
-    {"refapp", "refapp"},       {"node", "node"},
-    {"android", "libutils.so"}, {"gtk3", "libgtk-3.so.0"},
-    {"gtk4", "libgtk-4.so.1"},  {"qt6", "libQt6Core.so.6"},
-    {"qt5", "libQt5Core.so.5"}, {"glib", "libglib-2.0.so"}};
+constexpr Detector kDetectors[] = {{"refapp", "refapp"},
+                                   {"node", "node"},
+                                   {"android", "libutils.so"},
+                                   {"gtk3", "libgtk-3.so.0"},
+                                   {"gtk4", "libgtk-4.so.1"},
+                                   {"qtquick6", "libQt6Quick.so.6"},
+                                   {"qtquick5", "libQt5Quick.so.5"},
+                                   {"qt6", "libQt6Core.so.6"},
+                                   {"qt5", "libQt5Core.so.5"},
+                                   {"glib", "libglib-2.0.so"}};
 
 }  // namespace
 

@@ -480,6 +480,52 @@ constexpr std::string_view kGtk4Profile = R"json({
   ]
 })json";
 
+// Qt Quick (libQt@QT@Quick.so.@QT@; checked against 5.15 and 6.4, Debian 12):
+// Qt's events as the qt@QT@ profile, and the scene graph's frames. Each
+// frame ends where the window emits frameSwapped() after its buffer swap:
+// on the render thread in the threaded render loop (the default where
+// OpenGL allows it), on the GUI thread in the basic one. The frame began
+// at that thread's previous swap, and what held it back may have run on
+// any thread of the process (a stalled GUI thread delays the render
+// thread's next frame). Its phases are the GUI thread's polish of the
+// items (QQuickWindowPrivate::polishItems), the sync of the scene graph
+// with them (syncSceneGraph: the render thread's, while the GUI thread
+// waits for it) and its render (renderSceneGraph), all exported.
+constexpr std::string_view kQtQuickProfile = R"json({
+  "name": "qtquick@QT@",
+  "description": "Qt Quick @QT@: Qt's events as the qt@QT@ profile, and each frame of the scene graph with its polish, sync and render",
+  "probes": [
+    {
+      "role": "dispatch",
+      "binary": "libQt@QT@Quick.so.@QT@",
+      "symbol": "QQuickWindow::frameSwapped()",
+      "label": "Qt Quick frameSwapped",
+      "frame": {"end": true}
+    },
+    {
+      "role": "dispatch",
+      "binary": "libQt@QT@Quick.so.@QT@",
+      "symbol": "QQuickWindowPrivate::polishItems()",
+      "label": "polish",
+      "phase": true
+    },
+    {
+      "role": "dispatch",
+      "binary": "libQt@QT@Quick.so.@QT@",
+      "symbol": "QQuickWindowPrivate::syncSceneGraph()",
+      "label": "sync",
+      "phase": true
+    },
+    {
+      "role": "dispatch",
+      "binary": "libQt@QT@Quick.so.@QT@",
+      "symbol": "QQuickWindowPrivate::renderSceneGraph(QSize const&, QSize const&)",
+      "label": "render",
+      "phase": true
+    }
+  ]
+})json";
+
 // AOSP's native Looper (libutils: system/core/libutils/Looper.cpp), the
 // message loop under every Android app's MessageQueue. pollInner runs
 // each due native message as handler->handleMessage(const Message&) and
@@ -566,6 +612,8 @@ constexpr Builtin kBuiltins[] = {
     {"qt6", kQtProfile, nullptr, {{{"@QT@", "6"}, {"@TYPE_AT@", "8"}}}},
     {"gtk3", kGtk3Profile, "glib"},
     {"gtk4", kGtk4Profile, "glib"},
+    {"qtquick5", kQtQuickProfile, "qt5", {{{"@QT@", "5"}}}},
+    {"qtquick6", kQtQuickProfile, "qt6", {{{"@QT@", "6"}}}},
     {"android", kAndroidProfile}};
 
 // A built-in's JSON, its placeholders filled in.
@@ -801,7 +849,8 @@ class ProfileReader {
   // "frame": {} (every span is a frame) or {"names": [...]} (spans whose
   // str key's string is one of them), with "by": [...] the keys whose
   // values decide the name. The kernel matches the names, so their number
-  // and length are its (abi.h LT_FRAME_*).
+  // and length are its (abi.h LT_FRAME_*). "end": true: each return ends a
+  // frame instead (a buffer swap; --frame-end).
   Status frame(const Json& jp, const std::string& where, ProbeDef* def) const {
     auto it = jp.find("frame");
     if (it == jp.end()) return Status::Ok();
@@ -809,7 +858,7 @@ class ProfileReader {
     if (!it->is_object())
       return error(fr_at,
                    fmt::format("expected an object, got {}", it->type_name()));
-    LT_RETURN_IF_ERROR(only_known(*it, fr_at, {"names", "by"}));
+    LT_RETURN_IF_ERROR(only_known(*it, fr_at, {"names", "by", "end"}));
     if (def->role != LT_ROLE_DISPATCH && def->role != LT_ROLE_IDLE)
       return error(fr_at, "only for the dispatch and idle roles (spans)");
     ProbeDef::FrameMatch m;
@@ -836,6 +885,15 @@ class ProfileReader {
                      "names against");
     }
     LT_RETURN_IF_ERROR(frame_by(*it, fr_at, *def, &m));
+    if (auto e = it->find("end"); e != it->end()) {
+      if (!e->is_boolean())
+        return error(
+            at(fr_at, "end"),
+            fmt::format("expected true or false, got {}", e->type_name()));
+      m.end = e->get<bool>();
+      if (m.end && !m.names.empty())
+        return error(at(fr_at, "end"), "not with \"names\"");
+    }
     def->frame = std::move(m);
     return Status::Ok();
   }

@@ -67,7 +67,7 @@ void write_cause(std::ostream& os, const JankyFrame& j,
                  const ReportContext& ctx, uint64_t base) {
   const SpanEvent& e = j.span;
   if (j.between_ends)
-    put(os, "    from the previous frame end (--frame-end): no CPU split");
+    put(os, "    from the previous frame end: no CPU split");
   else
     put(os, fmt::format("    ran {}: cpu {}, run queue {}, blocked {}",
                         format_duration(e.duration_ns),
@@ -99,8 +99,11 @@ void write_cause(std::ostream& os, const JankyFrame& j,
   }
   if (j.cause.longest_inside) {
     const SpanEvent& in = *j.cause.longest_inside;
-    put(os, fmt::format("    longest inside: {} {}",
-                        format_duration(in.duration_ns),
+    // Another thread's (a GUI thread that held back the render thread).
+    std::string tid =
+        in.tid != e.tid ? fmt::format(" tid {}:", in.tid) : std::string();
+    put(os, fmt::format("    longest inside: {}{} {}",
+                        format_duration(in.duration_ns), tid,
                         report::describe_target(in, ctx).text));
   }
   // A start a little after its tick is the loop's own pace, not news.
@@ -160,6 +163,7 @@ void write_janky(std::ostream& os, const FrameAnalysis& a,
 
 nlohmann::json span_ref(const SpanEvent& s, const ReportContext& ctx) {
   return {{"target", report::describe_target(s, ctx).text},
+          {"tid", s.tid},
           {"start_ns", s.start_ns},
           {"duration_ns", s.duration_ns}};
 }
