@@ -569,13 +569,14 @@ void FrameHandler::handleMessage(Message* msg) {
     // doTraversal: remove the barrier first, then traverse.
     q.removeSyncBarrier(msg->arg1);
     op_ = MessageQueue::lastBarrierOp();
-    doFrame(msg->arg2,
-            loop_.config().t0_ns + msg->arg2 * loop_.config().frame_period_ns);
+    const Config& cfg = loop_.config();
+    doFrame(msg->arg2, cfg.t0_ns + msg->arg2 * cfg.frame_period_ns,
+            cfg.frame_period_ns);
   }
 }
 
-__attribute__((noinline)) void FrameHandler::doFrame(int64_t k,
-                                                     int64_t frame_time_ns) {
+__attribute__((noinline)) void FrameHandler::doFrame(
+    int64_t k, int64_t frame_time_ns, int64_t /*frame_interval_ns*/) {
   frame_.k = k;
   frame_.vsync_ns = frame_time_ns;
   frame_.start_ns = monotonicNs();

@@ -280,9 +280,11 @@ class FrameHandler : public Handler {
   void onDispatched(Message* msg) override;
   void postSchedule(int64_t k);
   // Choreographer.doFrame(frameTimeNanos)'s stand-in: frame k's own work,
-  // given the vsync it was scheduled for (frame_time_ns, CLOCK_MONOTONIC),
-  // a function of its own: the refapp profile's frame probe.
-  void doFrame(int64_t k, int64_t frame_time_ns);
+  // given the vsync it was scheduled for (frame_time_ns, CLOCK_MONOTONIC)
+  // and the display's frame interval (Choreographer's mFrameIntervalNanos,
+  // the --barrier-rate period), a function of its own: the refapp
+  // profile's frame probe.
+  void doFrame(int64_t k, int64_t frame_time_ns, int64_t frame_interval_ns);
   // Choreographer.doCallbacks(callbackType, frameTimeNanos): one phase of
   // a frame, input (0), animation (1) or traversal (3), as Android's
   // Choreographer runs them in doFrame; the refapp profile's phase probe.

@@ -396,6 +396,36 @@ TEST(FrameAnalyzer, FrameEndsOfARenderThreadAreHeldBackByItsGuiThread) {
   EXPECT_EQ(j.phases[1].tid, kRender);
 }
 
+// A frame probe's refresh_ns key is the interval its toolkit draws at:
+// at 30 Hz a 30 ms frame is on time; a value out of range (a key that
+// read garbage) is not believed, and the rate given is used.
+TEST(FrameAnalyzer, TheToolkitsRefreshIntervalOverTheRate) {
+  FrameOptions o;  // 60 Hz
+  FrameProbe p;
+  p.label = "doFrame";
+  p.refresh_key = 2;
+  o.probes[kFrameProbe] = p;
+  FrameAnalyzer a(o);
+  const uint64_t i30 = 33'333'333;
+  SpanEvent f = span(1, kT0, 30 * kMs, "");
+  f.keys[2] = i30;
+  a.consume(f);
+  f.span_id = 2;
+  f.start_ns = kT0 + i30;
+  a.consume(f);
+  FrameAnalysis r = a.finish(kT0 + 100 * kMs);
+  ASSERT_EQ(r.threads.size(), 1u);
+  EXPECT_EQ(r.threads[0].refresh_ns, i30);
+  EXPECT_EQ(r.threads[0].janky, 0u);
+  FrameAnalyzer b(o);
+  f.keys[2] = 10;  // 10 ns: not believed
+  b.consume(f);
+  r = b.finish(kT0 + 100 * kMs);
+  ASSERT_EQ(r.threads.size(), 1u);
+  EXPECT_EQ(r.threads[0].refresh_ns, 16'666'667u);
+  EXPECT_EQ(r.threads[0].janky, 1u);
+}
+
 TEST(CoveredNs, TheUnionOfSpansInsideTheRange) {
   using V = std::vector<std::pair<uint64_t, uint64_t>>;
   EXPECT_EQ(covered_ns(V{}, 0, 100), 0u);

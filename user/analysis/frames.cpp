@@ -122,6 +122,15 @@ std::optional<uint64_t> FrameAnalyzer::tick(const SpanEvent& s) const {
   return v * p.tick_scale;
 }
 
+std::optional<uint64_t> FrameAnalyzer::refresh(const SpanEvent& s) const {
+  const FrameProbe& p = options_.probes.at(s.probe_id);
+  if (p.refresh_key < 0 || p.refresh_key >= LT_MAX_KEYS) return {};
+  if (s.key_fault_mask & (1u << p.refresh_key)) return {};
+  uint64_t v = s.keys[static_cast<size_t>(p.refresh_key)];
+  if (v < kMinRefreshNs || v > kMaxRefreshNs) return {};
+  return v;
+}
+
 void FrameAnalyzer::consume(const Event& ev) {
   const auto* s = std::get_if<SpanEvent>(&ev);
   if (!s || !enabled()) return;
@@ -152,8 +161,8 @@ void FrameAnalyzer::on_frame_end(Thread& t, const SpanEvent& s,
                                  std::string source) {
   // Still running when tracing stopped: the frame's end is not known.
   if (s.unfinished()) return;
-  const uint64_t interval =
-      t.summary.count ? t.summary.refresh_ns : options_.refresh_ns;
+  const uint64_t interval = refresh(s).value_or(
+      t.summary.count ? t.summary.refresh_ns : options_.refresh_ns);
   const uint64_t end = sat_add(s.start_ns, s.duration_ns);
   const std::optional<uint64_t> last = t.last_end;
   t.last_end = end;
@@ -188,6 +197,8 @@ void FrameAnalyzer::on_frame(Thread& t, const SpanEvent& s, std::string source,
     sum.refresh_ns = options_.refresh_ns;
   }
   if (!s.comm.empty()) sum.comm = s.comm;
+  // The toolkit's own interval where its frames say it (the latest).
+  if (auto r = refresh(s)) sum.refresh_ns = *r;
   uint64_t interval = sum.refresh_ns;
   auto busy = [&t](uint64_t from, uint64_t to) {
     return std::any_of(

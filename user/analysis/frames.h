@@ -137,7 +137,15 @@ struct FrameProbe {
   bool end = false;
   int tick_key = -1;        // index of the key holding the frame's tick, or -1
   uint32_t tick_scale = 0;  // its unit in ns
+  // Index of the key holding the refresh interval the toolkit draws at
+  // (ns: "refresh_ns"), or -1: FrameOptions::refresh_ns.
+  int refresh_key = -1;
 };
+
+// A refresh interval a traced program's key says is believed from 1 ms
+// (1000 Hz) to 1 s (1 Hz), --refresh-rate's range.
+inline constexpr uint64_t kMinRefreshNs = 1'000'000;
+inline constexpr uint64_t kMaxRefreshNs = 1'000'000'000;
 
 struct JankyFrame;
 
@@ -257,6 +265,9 @@ class FrameAnalyzer {
     auto it = options_.probes.find(s.probe_id);
     return it != options_.probes.end() && it->second.end;
   }
+  // The refresh interval the frame's toolkit says it draws at, if its
+  // probe reads one.
+  std::optional<uint64_t> refresh(const SpanEvent& s) const;
   // The frame's own tick (its vsync or due time), if its probe has one.
   std::optional<uint64_t> tick(const SpanEvent& s) const;
 

@@ -35,15 +35,17 @@ enum class KeyFormat {
 // the key's well-known name, where keys are read (a profile, --key, a
 // recording: key_role_for); nothing after that compares key names.
 enum class KeyRole : uint8_t {
-  kShown,    // only shown: what ran ("target", "what", ...)
-  kQueue,    // "queue": the queue of a barrier or enqueue probe
-  kMessage,  // "msg": pairs an enqueue with the dispatch of its message
-  kMsgTag,   // "msg_tag": with msg, for a loop that dispatches a copy
-  kWhen,     // "when": an enqueued message's due time (CLOCK_MONOTONIC ns)
-  kFlags,    // "flags": an enqueued message's flags (async: async_mask)
-  kToken,    // "token": the barrier a barrier.remove removes
-  kDueUs,    // "due_us": a dispatch's due time (CLOCK_MONOTONIC us): its
-  kDueNs,    // "due_ns":   delivery lag is reported, the value not shown
+  kShown,      // only shown: what ran ("target", "what", ...)
+  kQueue,      // "queue": the queue of a barrier or enqueue probe
+  kMessage,    // "msg": pairs an enqueue with the dispatch of its message
+  kMsgTag,     // "msg_tag": with msg, for a loop that dispatches a copy
+  kWhen,       // "when": an enqueued message's due time (CLOCK_MONOTONIC ns)
+  kFlags,      // "flags": an enqueued message's flags (async: async_mask)
+  kToken,      // "token": the barrier a barrier.remove removes
+  kDueUs,      // "due_us": a dispatch's due time (CLOCK_MONOTONIC us): its
+  kDueNs,      // "due_ns":   delivery lag is reported, the value not shown
+  kRefreshNs,  // "refresh_ns": a frame's refresh interval, as its toolkit
+               // says (ns; Choreographer's frame interval), not shown
 };
 
 KeyRole key_role_for(std::string_view name);

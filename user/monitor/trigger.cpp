@@ -171,6 +171,7 @@ std::optional<Firing> TriggerCheck::next_input_firing(uint64_t now_ns) {
 uint64_t TriggerCheck::frame_missed(Thread& t, const SpanEvent& s,
                                     uint64_t* frame_ns) {
   *frame_ns = s.duration_ns;
+  const uint64_t interval = frames_.refresh(s).value_or(refresh_ns_);
   if (frames_.ends_frame(s)) {
     // As FrameAnalyzer times it: from the thread's previous frame end,
     // busy when the process's threads ran in between.
@@ -186,7 +187,7 @@ uint64_t TriggerCheck::frame_missed(Thread& t, const SpanEvent& s,
     };
     if (last) {
       if (auto timing =
-              time_between_ends(*last, s.start_ns, end, refresh_ns_, covered)) {
+              time_between_ends(*last, s.start_ns, end, interval, covered)) {
         *frame_ns = end - *last;
         t.prev = PreviousFrame{timing->expected_ns, end};
         return timing->missed_vsyncs;
@@ -199,9 +200,9 @@ uint64_t TriggerCheck::frame_missed(Thread& t, const SpanEvent& s,
     return false;
   };
   uint64_t expected =
-      expected_start(t.prev, frames_.tick(s), s.start_ns, refresh_ns_, busy);
+      expected_start(t.prev, frames_.tick(s), s.start_ns, interval, busy);
   FrameTiming timing =
-      time_frame(expected, s.start_ns, s.duration_ns, refresh_ns_);
+      time_frame(expected, s.start_ns, s.duration_ns, interval);
   t.prev = PreviousFrame{timing.expected_ns, s.start_ns + s.duration_ns};
   return timing.missed_vsyncs;
 }

@@ -25,6 +25,8 @@ FrameOptions frame_options(const std::vector<ProbeDef>& probes,
       if (uint32_t scale = due_scale(p.keys[k].role)) {
         f.tick_key = static_cast<int>(k);
         f.tick_scale = scale;
+      } else if (p.keys[k].role == KeyRole::kRefreshNs) {
+        f.refresh_key = static_cast<int>(k);
       }
     o.probes[p.id] = std::move(f);
   }

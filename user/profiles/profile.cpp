@@ -25,7 +25,8 @@ namespace {
 // vtable names the handler class, as Android's printer names msg.target.
 // Idle handlers run through MessageQueue::runIdleHandler(IdleHandler*).
 // Its Choreographer stand-in draws each frame in FrameHandler::doFrame(k,
-// frameTimeNanos): a frame, its tick the vsync it was scheduled for; its
+// frameTimeNanos, frameIntervalNanos): a frame, its tick the vsync it was
+// scheduled for, at the display's interval (refresh_ns); its
 // phases are doCallbacks(type, frameTimeNanos), input, animation and
 // traversal.
 constexpr std::string_view kRefappProfile = R"json({
@@ -46,11 +47,12 @@ constexpr std::string_view kRefappProfile = R"json({
     {
       "role": "dispatch",
       "binary": "refapp",
-      "symbol": "refapp::FrameHandler::doFrame(long, long)",
+      "symbol": "refapp::FrameHandler::doFrame(long, long, long)",
       "label": "doFrame",
       "keys": [
         {"name": "index", "expr": "arg1", "format": "int"},
-        {"name": "due_ns", "expr": "arg2", "format": "int"}
+        {"name": "due_ns", "expr": "arg2", "format": "int"},
+        {"name": "refresh_ns", "expr": "arg3", "format": "int"}
       ],
       "frame": {}
     },

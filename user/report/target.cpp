@@ -127,8 +127,8 @@ std::string format_target(const std::vector<RenderedKey>& keys,
     const bool input_time = probe.input && probe.input->time_key == i + 1;
     // Keys that pair a dispatch with its enqueue say nothing more.
     if (k.omitted || k.format == KeyFormat::kPointer || due_scale(k.role) ||
-        k.role == KeyRole::kMsgTag || input_time ||
-        (k.format == KeyFormat::kPyFunc && &k != py) ||
+        k.role == KeyRole::kMsgTag || k.role == KeyRole::kRefreshNs ||
+        input_time || (k.format == KeyFormat::kPyFunc && &k != py) ||
         (py_first && i != 0 && &k == py))
       continue;
     if (!out.empty()) out += ' ';
