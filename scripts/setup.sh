@@ -24,6 +24,9 @@ packages=(
   chromium # headless, for the HTML report's browser test
   python3-pyqt5 # the Qt profile tests: PyQt5 and PyQt6 with
   python3-pyqt6 #   QT_QPA_PLATFORM=offscreen
+  python3-pyqt5.qtquick qml-module-qtquick2 qml-module-qtquick-window2 # the Qt Quick
+  python3-pyqt6.qtquick qml6-module-qtquick qml6-module-qtqml-workerscript #   frames test:
+  libgl1-mesa-dri #   QML windows under Xvfb, drawn by Mesa's llvmpipe
   gir1.2-gtk-3.0 xvfb xdotool # the GTK profile test: keys typed under Xvfb
   gir1.2-gtk-4.0 # the frames test: a GTK 4 window animating under Xvfb
   meld # a real PyGObject application: its own Python frames in the stacks

@@ -102,8 +102,17 @@ void write_cause(std::ostream& os, const JankyFrame& j,
     // Another thread's (a GUI thread that held back the render thread).
     std::string tid =
         in.tid != e.tid ? fmt::format(" tid {}:", in.tid) : std::string();
-    put(os, fmt::format("    longest inside: {}{} {}",
-                        format_duration(in.duration_ns), tid,
+    // A frame between ends counts a span that ran in part inside it.
+    const uint64_t in_end = in.start_ns + in.duration_ns;
+    const uint64_t f_end = e.start_ns + e.duration_ns;
+    const uint64_t part =
+        std::min(in_end, f_end) - std::max(in.start_ns, e.start_ns);
+    std::string partly =
+        part < in.duration_ns
+            ? fmt::format(" ({} of it inside)", format_duration(part))
+            : std::string();
+    put(os, fmt::format("    longest inside: {}{}{} {}",
+                        format_duration(in.duration_ns), partly, tid,
                         report::describe_target(in, ctx).text));
   }
   // A start a little after its tick is the loop's own pace, not news.
