@@ -425,6 +425,8 @@ static __always_inline int input_message_head(__u64 buf, __s64 ret, __u8 head[LT
 
 	if (ret >= LT_IO_HEAD)
 		err = bpf_probe_read_user(head, LT_IO_HEAD, (void *)buf);
+	else if (ret >= 24)
+		err = bpf_probe_read_user(head, 24, (void *)buf);
 	else if (ret >= 16)
 		err = bpf_probe_read_user(head, 16, (void *)buf);
 	else if (ret >= 8)

@@ -246,6 +246,7 @@ class Dispatcher {
   uint64_t eagain_ = 0;         // sendto calls that returned EAGAIN
   uint64_t eagain_events_ = 0;  // events that met at least one EAGAIN
   uint64_t invalid_ = 0;
+  uint64_t timelines_ = 0;   // TIMELINE replies (--input-timeline)
   int64_t max_late_ns_ = 0;  // max sent_ns - event_time_ns
   int64_t scheduled_ = 0;
   const char* reason_ = "done";
@@ -274,6 +275,7 @@ void Dispatcher::logSummary() {
               {"eagain", eagain_},
               {"eagain_events", eagain_events_},
               {"invalid", invalid_},
+              {"timelines", timelines_},
               {"outstanding", outstanding_.size()},
               {"scheduled", scheduled_},
               {"max_late_ns", max_late_ns_},
@@ -426,6 +428,11 @@ void Dispatcher::readFinishes() {
     if (n == 0) {
       eof_ = true;
       break;
+    }
+    if (n >= 8 && in_.header.type == InputMessage::kTimeline &&
+        static_cast<size_t>(n) == kTimelineWireSize) {
+      ++timelines_;  // --input-timeline: the app logs them
+      continue;
     }
     if (n < 8 || in_.header.type != InputMessage::kFinished ||
         static_cast<size_t>(n) != wireSize(in_)) {
@@ -589,9 +596,11 @@ int closeInputChannel(InputChannel* ch) {
 // ---- InputHandler ----------------------------------------------------------
 
 InputHandler::InputHandler(LoopThread& loop, int fd,
-                           const std::vector<InputStallSpec>& stalls)
+                           const std::vector<InputStallSpec>& stalls,
+                           bool timeline)
     : Handler("InputHandler", &loop.looper()), loop_(loop), fd_(fd) {
   for (const InputStallSpec& s : stalls) stall_ms_[s.seq] = s.ms;
+  if (timeline) timeline_ = std::make_unique<TimelineSender>(loop, fd);
 }
 
 InputHandler::~InputHandler() = default;
@@ -624,8 +633,9 @@ void InputHandler::handleMessage(Message* msg) {
     finished_runq_ns_ = runDelayNs() - runq0;
     finish_errno_ = n < 0 ? errno : 0;
     if (n >= 0 || finish_errno_ == EINTR) {
-      if (n >= 0) break;
-      continue;
+      if (n < 0) continue;
+      if (timeline_) timeline_->schedule(seq, finished_ns_);
+      break;
     }
     if (finish_errno_ != EAGAIN || tries >= 100) break;
     ++finish_eagain_;
@@ -674,6 +684,51 @@ void InputHandler::onDispatched(Message* msg) {
     ++finished_;
   }
   loop_.log().write(line);
+}
+
+// ---- TimelineSender --------------------------------------------------------
+
+TimelineSender::TimelineSender(LoopThread& loop, int fd)
+    : Handler("TimelineSender", &loop.looper()),
+      loop_(loop),
+      fd_(fd),
+      period_ns_(loop.config().frame_period_ns > 0
+                     ? loop.config().frame_period_ns
+                     : 16666667) {}
+
+TimelineSender::~TimelineSender() = default;
+
+void TimelineSender::schedule(uint32_t seq, int64_t finished_ns) {
+  const int64_t t0 = loop_.config().t0_ns;
+  const int64_t after = finished_ns + period_ns_ - t0;
+  const int64_t k = after <= 0 ? 0 : (after + period_ns_ - 1) / period_ns_;
+  const int64_t present = t0 + k * period_ns_;
+  Message* msg = obtainMessage(static_cast<int32_t>(seq), 0);
+  msg->arg2 = present;
+  sendMessageAtTime(msg, present + 1000000);
+}
+
+void TimelineSender::handleMessage(Message* msg) {
+  InputMessage tl;
+  std::memset(&tl, 0, sizeof tl);
+  tl.header.type = InputMessage::kTimeline;
+  tl.header.seq = 0;  // as AOSP's InputConsumer::sendTimeline
+  tl.body.timeline.eventId = msg->what;
+  tl.body.timeline.presentTime = msg->arg2;
+  tl.body.timeline.gpuCompletedTime = msg->arg2 - period_ns_ / 4;
+  const int64_t sent_ns = monotonicNs();
+  const ssize_t n = sendto(fd_, &tl, kTimelineWireSize,
+                           MSG_DONTWAIT | MSG_NOSIGNAL, nullptr, 0);
+  if (n != static_cast<ssize_t>(kTimelineWireSize)) return;  // not logged
+  ++sent_;
+  loop_.log().write({{"event", "input_timeline"},
+                     {"pid", static_cast<int>(getpid())},
+                     {"tid", static_cast<int>(loop_.tid())},
+                     {"seq", msg->what},
+                     {"event_id", tl.body.timeline.eventId},
+                     {"gpu_completed_ns", tl.body.timeline.gpuCompletedTime},
+                     {"present_ns", tl.body.timeline.presentTime},
+                     {"sent_ns", sent_ns}});
 }
 
 // ---- InputReceiver ---------------------------------------------------------

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -41,6 +42,7 @@ struct InputConfig {
   InputType type = InputType::kMixed;
   int pointers = 1;  // MOTION pointer count, 1..16
   std::vector<InputStallSpec> stalls;
+  bool timeline = false;  // --input-timeline
 };
 
 // Both ends of the channel and the dispatcher process.
@@ -74,6 +76,31 @@ int closeInputChannel(InputChannel* channel);
 
 class InputReceiver;
 
+// Android 12+'s InputConsumer::sendTimeline: for an event it finished, the
+// app sends the dispatcher a TIMELINE {eventId, gpuCompletedTime,
+// presentTime} once the frame that showed it was presented (SurfaceFlinger
+// tells the app). Here the present time is the first vsync (t0 + k * the
+// frame period, --barrier-rate or 60 Hz) at least one period after the
+// FINISHED, the GPU done a quarter period before it, and the message sent
+// 1 ms after it, from the loop (what = eventId, arg2 = present). Logs
+// input_timeline {seq, event_id, gpu_completed_ns, present_ns, sent_ns}.
+class TimelineSender : public Handler {
+ public:
+  TimelineSender(LoopThread& loop, int fd);
+  ~TimelineSender() override;
+  // Schedules the TIMELINE of event `seq` (its eventId), finished at
+  // finished_ns.
+  void schedule(uint32_t seq, int64_t finished_ns);
+  REFAPP_NOINLINE void handleMessage(Message* msg) override;
+  uint64_t sent() const { return sent_; }
+
+ private:
+  LoopThread& loop_;
+  int fd_;
+  int64_t period_ns_;
+  uint64_t sent_ = 0;
+};
+
 // Handles one input event per message (what = seq, arg1 = the InputMessage
 // type, 0 KEY / 1 MOTION, arg2 = received_ns): busy 50 us in busyWork (or
 // busyStall for an --input-stall), then sends FINISHED as the last thing in
@@ -82,8 +109,10 @@ class InputHandler : public Handler {
  public:
   static constexpr int64_t kWorkNs = 50000;
 
+  // timeline: after each FINISHED, a TIMELINE for the event once its
+  // frame was "presented" (TimelineSender).
   InputHandler(LoopThread& loop, int fd,
-               const std::vector<InputStallSpec>& stalls);
+               const std::vector<InputStallSpec>& stalls, bool timeline);
   ~InputHandler() override;
   REFAPP_NOINLINE void handleMessage(Message* msg) override;
   void onDispatched(Message* msg) override;
@@ -104,6 +133,7 @@ class InputHandler : public Handler {
   int64_t stall_end_ns_ = 0;
   int64_t stall_requested_ms_ = 0;
   int finish_errno_ = 0;  // 0 = FINISHED sent
+  std::unique_ptr<class TimelineSender> timeline_;
   uint64_t dispatches_ = 0;
   uint64_t finished_ = 0;
   uint64_t finish_errors_ = 0;

@@ -110,6 +110,15 @@ struct InputMessage {
       uint8_t empty[7];     // @9
       int64_t consumeTime;  // @16 when the app read the event off the socket
     } finished;             // 24 bytes on the wire
+
+    // Sent by the app (Android 12+) with header.seq 0: when the frame that
+    // showed event eventId completed on the GPU and was presented.
+    struct Timeline {
+      int32_t eventId;           // @8
+      uint32_t empty;            // @12
+      int64_t gpuCompletedTime;  // @16 GraphicsTimeline::GPU_COMPLETED_TIME
+      int64_t presentTime;       // @24 GraphicsTimeline::PRESENT_TIME
+    } timeline;                  // 32 bytes on the wire
   } body;
 };
 
@@ -172,11 +181,16 @@ static_assert(offsetof(InputMessage, body.finished.consumeTime) == 16);
 static_assert(sizeof(InputMessage::Header) +
                   sizeof(InputMessage::Body::Finished) ==
               24);
+// TIMELINE
+static_assert(offsetof(InputMessage, body.timeline.eventId) == 8);
+static_assert(offsetof(InputMessage, body.timeline.gpuCompletedTime) == 16);
+static_assert(offsetof(InputMessage, body.timeline.presentTime) == 24);
 // The largest message: MOTION with 16 pointers (the receive buffer size).
 static_assert(sizeof(InputMessage) == 168 + 144 * 16);
 
 constexpr size_t kKeyWireSize = 104;
 constexpr size_t kFinishedWireSize = 24;
+constexpr size_t kTimelineWireSize = 32;
 constexpr size_t motionWireSize(uint32_t pointer_count) {
   return 168 + 144 * static_cast<size_t>(pointer_count);
 }

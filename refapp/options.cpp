@@ -702,6 +702,12 @@ void addInputOptions(CLI::App& app, Options& opt, GivenFlags& given) {
                      "MS@SEQ (repeatable): handling input event SEQ "
                      "busy-stalls MS ms in refapp::InputHandler")
           ->type_name("MS@SEQ"));
+  given.input.push_back(
+      app.add_flag("--input-timeline", opt.input_timeline,
+                   "after each event, send the dispatcher a TIMELINE "
+                   "(Android 12+) with the present time of the frame that "
+                   "showed it: the first vsync (--barrier-rate, else 60 "
+                   "Hz) a vsync after its FINISHED"));
 }
 
 // The watchdog, the process lifecycle (the fault tests) and -- PROGRAM.
@@ -933,6 +939,7 @@ bool buildInputConfig(Options* opt, std::string* error) {
     return false;
   }
   in.taps = opt->input_taps;
+  in.timeline = opt->input_timeline;
   std::sort(in.taps.begin(), in.taps.end());
   for (int64_t at : in.taps) {
     if (at >= opt->duration_ms) {

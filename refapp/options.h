@@ -54,6 +54,7 @@ struct Options {
   std::string input_type = "mixed";
   int input_pointers = 1;
   std::vector<std::string> input_stall_flags;
+  bool input_timeline = false;  // --input-timeline
   // Process lifecycle (the fault tests).
   int64_t main_exit_ms = -1;           // --main-exit-at
   int64_t progress_ms = 0;             // --progress

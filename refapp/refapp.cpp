@@ -244,7 +244,8 @@ bool App::attachInput() {
   if (!opt_.input_enabled) return true;
   std::string error;
   input_handler_ = std::make_unique<refapp::InputHandler>(
-      *loops_[0], input_channel_.app_fd, opt_.input.stalls);
+      *loops_[0], input_channel_.app_fd, opt_.input.stalls,
+      opt_.input.timeline);
   input_receiver_ = std::make_unique<refapp::InputReceiver>(
       *loops_[0], *input_handler_, input_channel_.app_fd);
   if (!loops_[0]->looper().queue().addFd(input_channel_.app_fd,

@@ -18,7 +18,7 @@
 #include "wayland_wire.h"
 #include "x11_wire.h"
 
-#define LT_ABI_VERSION 9
+#define LT_ABI_VERSION 10
 
 /* Key values read at span entry; 4 covers Android's target/callback/what
  * plus one spare. */
@@ -688,8 +688,9 @@ enum lt_chan_kind {
 #define LT_WATCH_WAYLAND_SERVER 6u /* the server end of a watched one */
 
 /* Bytes read from the start of each message: the header and the time
- * fields (eventTime / consumeTime at 16), never the payload. */
-#define LT_IO_HEAD 24
+ * fields (eventTime / consumeTime at 16; a TIMELINE's graphics timeline
+ * at 16 and 24), never the payload. */
+#define LT_IO_HEAD 32
 
 /* An input call between its entry and its return (in lt_thread). */
 struct lt_io_pending {
@@ -811,6 +812,9 @@ static inline __u32 lt_input_layout(__u32 w0, __u32 w1, __u32 w2, __u32 w3, __s6
 			return LT_LAYOUT_NONE;
 		}
 	}
+	/* TIMELINE (Android 12+): the app sends it with seq 0. */
+	if (w0 == LT_IM_TIMELINE)
+		return bytes == 32 ? LT_LAYOUT_CURRENT : LT_LAYOUT_NONE;
 	if (w2 == 0) /* legacy: seq @8 */
 		return LT_LAYOUT_NONE;
 	if (w0 == LT_IM_LEGACY_FINISHED)

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <regex>
 #include <string>
 #include <vector>
@@ -624,6 +625,77 @@ INSTANTIATE_TEST_SUITE_P(Rate, RefappFrames, ::testing::Values(60, 30),
                          [](const auto& info) {
                            return std::to_string(info.param) + "Hz";
                          });
+
+// Android 12+'s TIMELINE: the reference app sends the dispatcher, for each
+// input event it finished, the present time of the frame that showed it
+// (seq 0, as AOSP's InputConsumer::sendTimeline). Each event gets that
+// present time and GPU time exactly as the app logged what it sent, and
+// its stages to the present from the dispatcher's own event time and the
+// app's FINISHED.
+TEST(InputTimeline, EachEventGetsThePresentTimeTheAppSentBack) {
+  LT_REQUIRE_BPF();
+  TempDir dir;
+  const std::string log = dir.file("truth.jsonl"), json = dir.file("r.json");
+  RunResult r = run({looptrace_bin(),
+                     "record",
+                     "--profile",
+                     "refapp",
+                     "--input",
+                     "--json",
+                     json,
+                     "-q",
+                     "--",
+                     refapp_bin(),
+                     "--rate",
+                     "100",
+                     "--barrier-rate",
+                     "60",
+                     "--input-rate",
+                     "20",
+                     "--input-timeline",
+                     "--input-stall",
+                     "120@5",
+                     "--duration",
+                     "2000",
+                     "--log",
+                     log});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto truth = read_jsonl(log);
+  const auto timelines = events(truth, "input_timeline");
+  ASSERT_GE(timelines.size(), 20u) << read_file(log);
+  std::map<int64_t, nlohmann::json> sent_at, finished_at;
+  for (const auto& s : events(truth, "input_send")) sent_at[s["seq"]] = s;
+  for (const auto& f : events(truth, "input_finish")) finished_at[f["seq"]] = f;
+  const nlohmann::json report = read_json(json);
+  std::map<int64_t, const nlohmann::json*> by_seq;
+  for (const auto& e : report["input_events"]) by_seq[e["seq"]] = &e;
+  for (const auto& t : timelines) {
+    const int64_t seq = t["seq"];
+    ASSERT_TRUE(by_seq.count(seq)) << t.dump();
+    const nlohmann::json& e = *by_seq[seq];
+    ASSERT_TRUE(e.contains("present_ns")) << e.dump();
+    EXPECT_EQ(e["present_ns"], t["present_ns"]) << e.dump();
+    EXPECT_EQ(e["gpu_completed_ns"], t["gpu_completed_ns"]) << e.dump();
+    const int64_t present = t["present_ns"];
+    EXPECT_EQ(e["total_to_present_dur"].get<int64_t>(),
+              present - sent_at.at(seq)["event_time_ns"].get<int64_t>())
+        << e.dump();
+    // Consumed when the app sent FINISHED: within 0.2 ms of its log.
+    EXPECT_LE(std::llabs(e["consume_to_present_dur"].get<int64_t>() -
+                         (present -
+                          finished_at.at(seq)["finished_ns"].get<int64_t>())),
+              200'000)
+        << e.dump();
+  }
+  // An event with no TIMELINE (its present came after the run) has none.
+  for (const auto& e : report["input_events"]) {
+    const bool sent = std::any_of(
+        timelines.begin(), timelines.end(),
+        [&](const nlohmann::json& t) { return t["seq"] == e["seq"]; });
+    EXPECT_EQ(e.contains("present_ns"), sent) << e.dump();
+  }
+  EXPECT_EQ(report["input_summary"]["kernel_rejected"], 0);
+}
 
 }  // namespace
 }  // namespace lt_test

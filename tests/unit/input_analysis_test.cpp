@@ -519,6 +519,40 @@ TEST(InputAnalysisTest, OtherLegacyAndUndecodableMessagesAreCounted) {
   EXPECT_EQ(a.unmatched, 0u);
 }
 
+// Android 12+: the app sends a TIMELINE (seq 0) for an event it finished,
+// once its frame was presented: the event gets that present time, and its
+// stages to it. An event of a channel whose app sends them waits for its
+// own past its consumption; one that never comes leaves none.
+TEST(InputAnalysisTest, ATimelineGivesItsEventThePresentTime) {
+  const uint64_t t0 = 100 * kMs;
+  std::vector<Event> evs = round_trip(kChanA, 1, t0);  // eventId 0x5a5a
+  // fixture::timeline: gpu completed 123456789 ns, presented 123999999 ns.
+  evs.push_back(io(fixture::timeline(0, 0x5a5a), 130 * kMs, true, kChanA.app,
+                   kChanA.dispatcher, kChanA.app_pid, kChanA.app_tid, "app"));
+  Bytes k2 = fixture::key(2, static_cast<int64_t>(190 * kMs), 0x77);
+  evs.push_back(sent(kChanA, k2, 200 * kMs));
+  evs.push_back(received(kChanA, k2, 202 * kMs));
+  evs.push_back(finish_sent(kChanA, 2, 210 * kMs));
+  InputAnalysis a = run(evs);
+  const InputEventInfo* e = find(a, kChanA.app, 1);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->event_id, 0x5a5a);
+  EXPECT_EQ(e->present_ns, 123999999u);
+  EXPECT_EQ(e->gpu_completed_ns, 123456789u);
+  EXPECT_EQ(e->stage(InputStage::kTotalToPresent), 123999999u - 90 * kMs);
+  EXPECT_EQ(e->stage(InputStage::kConsumeToPresent), 123999999u - 110 * kMs);
+  const InputEventInfo* e2 = find(a, kChanA.app, 2);
+  ASSERT_NE(e2, nullptr);
+  EXPECT_EQ(e2->present_ns, 0u);
+  EXPECT_FALSE(e2->stage(InputStage::kTotalToPresent));
+  EXPECT_EQ(a.other_messages, 0u);
+  ASSERT_EQ(a.channels.size(), 1u);
+  EXPECT_EQ(a.channels[0]
+                .stages[static_cast<size_t>(InputStage::kTotalToPresent)]
+                .count,
+            1u);
+}
+
 TEST(InputAnalysisTest, LegacyRoundTrip) {
   Bytes m = fixture::legacy_key(4, static_cast<int64_t>(90 * kMs));
   Bytes f = fixture::legacy_finished(4, 1);

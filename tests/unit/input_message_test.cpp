@@ -67,7 +67,8 @@ TEST(InputMessageFixtureTest, SizesAndOffsetsFollowTheDocumentedLayout) {
   EXPECT_EQ(LT_IM_MOTION_BASE + LT_IM_POINTER_SIZE, 312);
   EXPECT_EQ(LT_IM_FINISHED_SIZE, 24);
   EXPECT_EQ(LT_IM_LEGACY_FINISHED_SIZE, 16);
-  EXPECT_EQ(LT_IO_HEAD, 24);
+  // The kernel reads the head through a TIMELINE's present time.
+  EXPECT_EQ(LT_IO_HEAD, 32);
 }
 
 TEST(InputMessageTest, CurrentKey) {
@@ -152,6 +153,9 @@ TEST(InputMessageTest, Timeline) {
   EXPECT_EQ(d->type, InputType::kTimeline);
   EXPECT_EQ(d->seq, 6u);
   EXPECT_FALSE(d->is_event());
+  EXPECT_EQ(d->event_id, 0x78);
+  EXPECT_EQ(d->gpu_completed_ns, 123456789);
+  EXPECT_EQ(d->present_ns, 123999999);
   expect_agrees(m, "timeline");
   Bytes wrong = m;
   wrong.resize(24);
@@ -226,7 +230,32 @@ TEST(InputMessageTest, LegacyFinished) {
   expect_rejected(wrong, "legacy finished of 24 bytes");
 }
 
-TEST(InputMessageTest, OnlyTheFirst24BytesMatter) {
+// AOSP's InputConsumer::sendTimeline sends seq 0: still a TIMELINE (its
+// type is no legacy one), with its eventId and graphics timeline.
+TEST(InputMessageTest, TimelineWithSeqZeroAsAndroidSendsIt) {
+  Bytes m = fixture::timeline(0, 0x1234);
+  auto d = decode(m);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->layout, static_cast<uint32_t>(LT_LAYOUT_CURRENT));
+  EXPECT_EQ(d->type, InputType::kTimeline);
+  EXPECT_EQ(d->event_id, 0x1234);
+  EXPECT_EQ(d->present_ns, 123999999);
+  expect_agrees(m, "timeline, seq 0");
+  Bytes wrong = m;
+  wrong.resize(24);
+  expect_rejected(wrong, "timeline, seq 0, of 24 bytes");
+}
+
+TEST(InputMessageTest, EventsCarryTheirEventId) {
+  auto k = decode(fixture::key(3, kEventTime, 0x4242));
+  ASSERT_TRUE(k.has_value());
+  EXPECT_EQ(k->event_id, 0x4242);
+  auto m = decode(fixture::motion(4, kEventTime, 1, 0x4343));
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->event_id, 0x4343);
+}
+
+TEST(InputMessageTest, OnlyTheRecordedHeadMatters) {
   // Two KEYs that differ only past byte 24 decode the same.
   Bytes a = fixture::key(3, kEventTime, 1, /*action=*/0, /*key_code=*/29);
   Bytes b = fixture::key(3, kEventTime, 1, /*action=*/1, /*key_code=*/62);
@@ -272,7 +301,6 @@ TEST(InputMessageTest, RejectsPointerCountZeroAndSeventeen) {
 
 TEST(InputMessageTest, RejectsSeqZeroInBothLayouts) {
   expect_rejected(fixture::key(0, kEventTime), "current key, seq 0");
-  expect_rejected(fixture::timeline(0), "current timeline, seq 0");
   // A current FINISHED with seq 0, not handled: bytes 8..11 are 0 too.
   expect_rejected(fixture::finished(0, false, kEventTime),
                   "current finished, seq 0");

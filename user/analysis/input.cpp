@@ -121,6 +121,10 @@ std::string_view input_stage_name(InputStage s) {
       return "consume_to_frame_dur";
     case InputStage::kTotalToFrame:
       return "total_to_frame_dur";
+    case InputStage::kConsumeToPresent:
+      return "consume_to_present_dur";
+    case InputStage::kTotalToPresent:
+      return "total_to_present_dur";
     case InputStage::kCount:
       break;
   }
@@ -152,6 +156,10 @@ std::optional<uint64_t> InputEventInfo::stage(InputStage s) const {
       return diff(finished_ns, frame_end_ns);
     case InputStage::kTotalToFrame:
       return diff(et ? et : arrival_ns(), frame_end_ns);
+    case InputStage::kConsumeToPresent:
+      return diff(finished_ns, present_ns);
+    case InputStage::kTotalToPresent:
+      return diff(et ? et : arrival_ns(), present_ns);
     case InputStage::kCount:
       break;
   }
@@ -352,6 +360,7 @@ void note_message(InputEventInfo& e, const InputMessageInfo& m,
   if (m.is_event()) {
     e.type = m.type;
     e.event_time_ns = m.event_time_ns;
+    e.event_id = m.event_id;
   }
   const bool app_side = m.is_event() != send;  // receives events, sends ACKs
   if (app_side) {
@@ -409,6 +418,10 @@ void InputAnalyzer::on_input_channel(const IoEvent& io) {
     return;
   }
   if (m->layout == LT_LAYOUT_LEGACY) ++stats_.legacy_messages;
+  if (m->type == InputType::kTimeline) {
+    on_timeline(io, *m);
+    return;
+  }
   const bool send = io.is_send();
   std::optional<std::pair<uint64_t, uint64_t>> ends = message_ends(*m, io);
   if (!ends) {
@@ -443,6 +456,8 @@ void InputAnalyzer::on_input_channel(const IoEvent& io) {
   slot(*e) = io.ts_ns;
   if (e->peer == 0) e->peer = peer;
   note_message(*e, *m, io);
+  if (m->is_event() && m->layout == LT_LAYOUT_CURRENT)
+    by_event_id_[{channel, m->event_id}] = idx;
   // Done when each side that was seen at all has finished its part: the
   // app sent FINISHED, the sender received it. (An untraced side never
   // will.)
@@ -496,7 +511,7 @@ void InputAnalyzer::settle_ready() {
       uint64_t last = std::max(
           {e.sent_ns, e.received_ns, e.finished_ns, e.finish_received_ns});
       if (last + options_.reorder_ns > now_ns_) return;
-      if (awaits_frame(e)) return;
+      if (awaits_frame(e) || awaits_timeline(e)) return;
     }
     settling_.pop_front();
     settling_set_.erase(idx);
@@ -522,6 +537,34 @@ uint64_t InputAnalyzer::next_frame_end(const InputEventInfo& e) const {
   for (const auto& f : it->second)
     if (f.first >= e.finished_ns && (!best || f.first < best->first)) best = &f;
   return best ? best->second : 0;
+}
+
+void InputAnalyzer::on_timeline(const IoEvent& io, const InputMessageInfo& m) {
+  // The app sends it back to the dispatcher, as it does FINISHED: the
+  // app's end names the channel.
+  const uint64_t channel = io.is_send() ? io.inode : io.peer_inode;
+  auto it = by_event_id_.find({channel, m.event_id});
+  auto lit = it == by_event_id_.end() ? live_.end() : live_.find(it->second);
+  if (channel == 0 || lit == live_.end()) {
+    ++stats_.other_messages;  // an event not seen, or already final
+    return;
+  }
+  timeline_channels_.insert(channel);
+  InputEventInfo& e = lit->second;
+  // Both sides may be traced: the first seen holds. A time not yet known
+  // to the app is -1 or 0.
+  if (e.present_ns == 0 && m.present_ns > 0)
+    e.present_ns = static_cast<uint64_t>(m.present_ns);
+  if (e.gpu_completed_ns == 0 && m.gpu_completed_ns > 0)
+    e.gpu_completed_ns = static_cast<uint64_t>(m.gpu_completed_ns);
+  note_time(io.ts_ns);
+  settle_ready();
+}
+
+bool InputAnalyzer::awaits_timeline(const InputEventInfo& e) const {
+  if (e.present_ns != 0 || e.finished_ns == 0) return false;
+  if (!timeline_channels_.count(e.channel)) return false;
+  return now_ns_ < e.finished_ns + options_.timeline_wait_ns;
 }
 
 bool InputAnalyzer::awaits_frame(const InputEventInfo& e) const {
@@ -931,6 +974,8 @@ void InputAnalyzer::finalize(uint64_t idx) {
   InputEventInfo& e = node.mapped();
   auto oit = open_.find({e.channel, e.seq});
   if (oit != open_.end() && oit->second == idx) open_.erase(oit);
+  auto bit = by_event_id_.find({e.channel, e.event_id});
+  if (bit != by_event_id_.end() && bit->second == idx) by_event_id_.erase(bit);
   if (e.sent_ns == 0 && e.received_ns == 0) {
     // An acknowledgement of an event never seen.
     ++stats_.unmatched;
@@ -990,7 +1035,7 @@ void InputAnalyzer::finalize(uint64_t idx) {
   for (int s = 0; s < kInputStages; ++s)
     if (auto v = e.stage(static_cast<InputStage>(s))) ch.values[s].add(*v);
   for (uint64_t ns : {e.sent_ns, e.received_ns, e.finished_ns,
-                      e.finish_received_ns, e.frame_end_ns}) {
+                      e.finish_received_ns, e.frame_end_ns, e.present_ns}) {
     if (ns == 0) continue;
     if (stats_.first_ns == 0 || ns < stats_.first_ns) stats_.first_ns = ns;
     stats_.last_ns = std::max(stats_.last_ns, ns);
@@ -1079,6 +1124,7 @@ InputAnalysis InputAnalyzer::finish() {
   settling_.clear();
   settling_set_.clear();
   open_.clear();
+  by_event_id_.clear();
   while (!live_.empty()) finalize(live_.begin()->first);
   spans_.clear();
   frames_.clear();

@@ -38,6 +38,10 @@ enum class InputStage {
   // its thread started after consuming it (a frame end, not a present).
   kConsumeToFrame,  // frame end - finished
   kTotalToFrame,    // frame end - event time (arrival without one)
+  // Android 12+: the present time of the frame that showed it, as the app
+  // sent it back (a TIMELINE message).
+  kConsumeToPresent,  // present - finished
+  kTotalToPresent,    // present - event time
   kCount,
 };
 constexpr int kInputStages = static_cast<int>(InputStage::kCount);
@@ -122,6 +126,13 @@ struct InputEventInfo {
   // The end of the first frame its thread (pid, tid) started at or after
   // finished_ns; 0 if none was seen (no frame came, or frames not traced).
   uint64_t frame_end_ns = 0;
+  // Android channels (current layout): its eventId, and the graphics
+  // timeline the app sent back for it in a TIMELINE message (Android
+  // 12+): when the GPU completed, and when the display presented, the
+  // frame that showed it; 0: none seen.
+  int32_t event_id = 0;
+  uint64_t gpu_completed_ns = 0;
+  uint64_t present_ns = 0;
   std::optional<InputBlame> blame;
 
   // A stage's duration, if both its ends were seen.
@@ -195,7 +206,8 @@ struct InputAnalysis {
   // records were lost.
   uint64_t unmatched = 0;
   uint64_t duplicates = 0;      // a seq seen twice in the same role
-  uint64_t other_messages = 0;  // FOCUS, CAPTURE, DRAG, TIMELINE, TOUCH_MODE
+  // FOCUS, CAPTURE, DRAG, TOUCH_MODE; a TIMELINE of no event seen live
+  uint64_t other_messages = 0;
   uint64_t legacy_messages = 0;
   uint64_t undecodable = 0;  // records whose bytes did not decode
   // X11 reads not framed (tracing began inside a message; the stream
@@ -249,6 +261,9 @@ struct InputOptions {
   // frame_wait_ns past its consumption, before it is final.
   bool frames = false;
   uint64_t frame_wait_ns = 5'000'000'000;
+  // On a channel whose app sends TIMELINE messages, an event waits this
+  // long past its consumption for its own, before it is final.
+  uint64_t timeline_wait_ns = 2'000'000'000;
   // Frames kept per thread for events still to be consumed.
   size_t max_frames = 4096;
 };
@@ -334,6 +349,10 @@ class InputAnalyzer {
   // Whether e, consumed on a thread that draws frames, may still see its
   // frame come.
   bool awaits_frame(const InputEventInfo& e) const;
+  // A TIMELINE message: the graphics timeline of an event of its channel.
+  void on_timeline(const IoEvent& io, const InputMessageInfo& m);
+  // Whether e, on a channel that sends TIMELINEs, may still get its own.
+  bool awaits_timeline(const InputEventInfo& e) const;
 
   InputOptions options_;
   uint64_t next_idx_ = 0;
@@ -369,6 +388,10 @@ class InputAnalyzer {
   std::map<ThreadKey, std::vector<SpanEvent>> spans_;
   // Frames per thread (start, end), by arrival.
   std::map<ThreadKey, std::deque<std::pair<uint64_t, uint64_t>>> frames_;
+  // Live events of Android channels by (channel, eventId), for TIMELINE;
+  // and the channels whose app has sent one.
+  std::map<std::pair<uint64_t, int32_t>, uint64_t> by_event_id_;
+  std::set<uint64_t> timeline_channels_;
   size_t spans_since_prune_ = 0;
   uint64_t now_ns_ = 0;
   std::unique_ptr<SpillFile> spill_;

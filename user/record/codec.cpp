@@ -34,6 +34,14 @@ constexpr size_t kMaxSymbolText = 4096;
 // same calls, so that one field list (Codec<E>::fields below) drives both:
 // a(fields...) writes or reads them in order; a.optional(f) is a trailing
 // part that older recordings lack; a.check(ok) refuses what was read.
+// Part of an array field, as it is in memory: a recording's fixed layout
+// kept when the array grew (IoEvent::head).
+template <typename P>
+struct ByteRange {
+  P* p;
+  size_t n;
+};
+
 class Writer {
  public:
   explicit Writer(std::string* out) : out_(out) {}
@@ -61,6 +69,9 @@ class Writer {
   void put(const std::string& s) {
     put(static_cast<uint32_t>(s.size()));
     out_->append(s);
+  }
+  void put(const ByteRange<const uint8_t>& b) {
+    out_->append(reinterpret_cast<const char*>(b.p), b.n);
   }
   // The count, then the elements.
   template <typename T>
@@ -121,6 +132,12 @@ class Reader {
     uint8_t b = 0;
     if (!get(b) || b > static_cast<uint8_t>(Unwind::kDwarf)) return false;
     v = static_cast<Unwind>(b);
+    return true;
+  }
+  bool get(ByteRange<uint8_t>& b) {
+    if (left() < b.n) return false;
+    std::memcpy(b.p, p_, b.n);
+    p_ += b.n;
     return true;
   }
   bool get(std::string& s) {
@@ -205,20 +222,29 @@ struct Codec<PointEvent> {
   }
 };
 
+// IoEvent::head's bytes recorded before LT_IO_HEAD grew to 32.
+constexpr size_t kIoHeadFirst = 24;
+
 template <>
 struct Codec<IoEvent> {
   static constexpr RecordType kType = kIo;
   template <typename A, Is<IoEvent> E>
   static bool fields(A& a, E& e) {
+    // The message's first kIoHeadFirst bytes where recordings always had
+    // them; the rest (a TIMELINE's present time) last, absent from
+    // recordings made before.
+    static_assert(LT_IO_HEAD > kIoHeadFirst);
+    ByteRange first{e.head.data(), kIoHeadFirst};
+    ByteRange rest{e.head.data() + kIoHeadFirst, LT_IO_HEAD - kIoHeadFirst};
     if (!a(e.pid, e.tid, e.comm, e.ts_ns, e.enter_ns, e.exit_ns, e.inode,
            e.peer_inode, e.bytes, e.fd, e.op, e.chan, e.depth, e.span_start_ns,
-           e.span_id, e.span_probe, e.head))
+           e.span_id, e.span_probe, first))
       return false;
     // A framed read's messages: their count, then each as the kernel sent
     // it.
     if (e.chan == LT_CHAN_WAYLAND) return a(e.frame_flags, e.wl_other, e.wl);
     if (e.chan == LT_CHAN_X11) return a(e.frame_flags, e.x11);
-    return true;
+    return a.optional([&] { return a(rest); });
   }
 };
 

@@ -43,15 +43,24 @@ const char* layout_name(uint32_t chan_kind, uint32_t layout) {
 
 // The stages a channel can show: raw channels have no sender or ACK;
 // display events have their own time and the server's send, and no ACK;
-// the frame stages only where frames were traced.
-bool stage_applies(uint32_t chan_kind, InputStage s, bool frames) {
+// the frame stages only where frames were traced; the present stages only
+// where the app sent a TIMELINE (Android 12+).
+bool stage_applies(uint32_t chan_kind, InputStage s, bool frames,
+                   bool presents) {
   if (s == InputStage::kConsumeToFrame || s == InputStage::kTotalToFrame)
     return frames;
+  if (s == InputStage::kConsumeToPresent || s == InputStage::kTotalToPresent)
+    return presents;
   if (is_display_chan(chan_kind))
     return s != InputStage::kAckLatency && s != InputStage::kTotalLatency;
   if (chan_kind != LT_CHAN_RAW) return true;
   return s == InputStage::kWaitBeforeHandling ||
          s == InputStage::kHandlingLatency;
+}
+
+// Whether the channel's app sent back any event's present time.
+bool has_presents(const InputChannelSummary& c) {
+  return c.stages[static_cast<int>(InputStage::kTotalToPresent)].count != 0;
 }
 
 // Stacks of slow spans by (pid, tid, span_id).
@@ -90,7 +99,7 @@ json event_json(const InputEventInfo& e, bool frames, const SpanIndex& idx,
   json stages = json::object();
   for (int s = 0; s < kInputStages; ++s) {
     auto st = static_cast<InputStage>(s);
-    if (stage_applies(e.chan_kind, st, frames))
+    if (stage_applies(e.chan_kind, st, frames, e.present_ns != 0))
       stages[std::string(input_stage_name(st))] = opt(e.stage(st));
   }
   json blame = nullptr;
@@ -137,6 +146,10 @@ json event_json(const InputEventInfo& e, bool frames, const SpanIndex& idx,
       {"blame", std::move(blame)},
   };
   if (frames) j["frame_end_ns"] = opt_ts(e.frame_end_ns);
+  if (e.present_ns != 0) {  // a TIMELINE's
+    j["present_ns"] = e.present_ns;
+    j["gpu_completed_ns"] = opt_ts(e.gpu_completed_ns);
+  }
   for (auto& [k, v] : stages.items()) j[k] = v;  // flat, as Perfetto has
   if (is_display_chan(e.chan_kind)) {
     j["server_time_ms"] = e.server_time_ms;
@@ -185,7 +198,7 @@ json input_summary_to_json(const InputAnalysis& a,
     json stages = json::object();
     for (int s = 0; s < kInputStages; ++s) {
       auto st = static_cast<InputStage>(s);
-      if (!stage_applies(c.chan_kind, st, a.frames)) continue;
+      if (!stage_applies(c.chan_kind, st, a.frames, has_presents(c))) continue;
       const Percentiles& p = c.stages[s];
       stages[std::string(input_stage_name(st))] = p.count == 0
                                                       ? json(nullptr)
@@ -356,7 +369,9 @@ void write_stage_table(std::ostream& os, const InputChannelSummary& c,
   for (int s = 0; s < kInputStages; ++s) {
     auto st = static_cast<InputStage>(s);
     const Percentiles& p = c.stages[s];
-    if (!stage_applies(c.chan_kind, st, frames) || p.count == 0) continue;
+    if (!stage_applies(c.chan_kind, st, frames, has_presents(c)) ||
+        p.count == 0)
+      continue;
     report::put(
         os, fmt::format("  {:<26} {:>6} {:>9} {:>9} {:>9} {:>9}",
                         input_stage_name(st), p.count, format_duration(p.p50),
@@ -375,9 +390,11 @@ void write_worst_group(std::ostream& os, const InputGroup& g,
   };
   const InputEventInfo* e = &g.worst;
   // When its thread's next frame ended (the worst's, for a group).
-  const std::string frame =
-      e->frame_end_ns ? fmt::format(", frame end +{}", rel(e->frame_end_ns))
-                      : std::string();
+  std::string frame = e->frame_end_ns
+                          ? fmt::format(", frame end +{}", rel(e->frame_end_ns))
+                          : std::string();
+  if (e->present_ns)
+    frame += fmt::format(", presented +{}", rel(e->present_ns));
   if (g.events == 1)
     report::put(
         os, fmt::format("    seq {} {}: arrived +{}, consumed {} "

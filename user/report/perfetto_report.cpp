@@ -94,8 +94,8 @@ struct InputPoint {
 // Sent and acknowledged on the sender's side (the analysis keeps one
 // thread for it: the first that moved the event), received and consumed on
 // the app's receiving thread, and the end of its next frame there (frames
-// traced); stages not seen, or seen on a thread not known, are left out.
-// In time order, as the flow runs.
+// traced) and its present (the app's TIMELINE); stages not seen, or seen on a
+// thread not known, are left out. In time order, as the flow runs.
 std::vector<InputPoint> input_points(const InputEventInfo& e) {
   std::vector<InputPoint> out;
   auto add = [&out](const char* stage, uint32_t pid, uint32_t tid,
@@ -106,8 +106,9 @@ std::vector<InputPoint> input_points(const InputEventInfo& e) {
   add("received", e.pid, e.tid, e.received_ns);
   add("consumed", e.pid, e.tid, e.finished_ns);
   add("acknowledged", e.sender_pid, e.sender_tid, e.finish_received_ns);
-  if (e.frame_end_ns != 0) {
+  if (e.frame_end_ns != 0 || e.present_ns != 0) {
     add("frame end", e.pid, e.tid, e.frame_end_ns);
+    add("present", e.pid, e.tid, e.present_ns);  // a TIMELINE's
     std::stable_sort(
         out.begin(), out.end(),
         [](const InputPoint& a, const InputPoint& b) { return a.ns < b.ns; });

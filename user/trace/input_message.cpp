@@ -88,11 +88,18 @@ std::optional<InputMessageInfo> decode_input_message(const uint8_t* head,
     m.type = static_cast<InputType>(w0);  // 0..7, checked by the layout test
     switch (m.type) {
       case InputType::kKey:
+        m.event_id = static_cast<int32_t>(w2);
         m.event_time_ns = load<int64_t>(buf, 16);
         break;
       case InputType::kMotion:
+        m.event_id = static_cast<int32_t>(w2);
         m.pointer_count = w3;
         m.event_time_ns = load<int64_t>(buf, 16);
+        break;
+      case InputType::kTimeline:  // {eventId, empty, gpuCompleted, present}
+        m.event_id = static_cast<int32_t>(w2);
+        m.gpu_completed_ns = load<int64_t>(buf, 16);
+        m.present_ns = load<int64_t>(buf, 24);
         break;
       case InputType::kFinished:
         m.handled = buf[8] != 0;

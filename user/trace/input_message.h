@@ -46,6 +46,13 @@ struct InputMessageInfo {
   bool handled = false;         // FINISHED
   int64_t consume_time_ns = 0;  // FINISHED, current layout only
   bool has_consume_time = false;
+  // Current layout: KEY's and MOTION's eventId (@8), and the one a
+  // TIMELINE reports on, with its graphics timeline (Android 12+): when
+  // the GPU finished the frame that showed the event, and when it was
+  // presented (@16, @24; CLOCK_MONOTONIC ns, 0 or less: not known).
+  int32_t event_id = 0;
+  int64_t gpu_completed_ns = 0;  // TIMELINE
+  int64_t present_ns = 0;        // TIMELINE
   bool is_event() const {
     return type == InputType::kKey || type == InputType::kMotion;
   }
