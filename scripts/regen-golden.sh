@@ -14,7 +14,7 @@
 # run miss its tolerances; then run it again on a quieter machine.
 #
 # Usage: sudo scripts/regen-golden.sh [-B BUILD_DIR] [--no-build] [NAME...]
-#   NAME: refapp, glib_loop, glib_input (default: all three)
+#   NAME: refapp, refapp_frames, glib_loop, glib_input (default: all four)
 # Exit status: 0 done, 1 a run or a check failed, 2 usage, 3 not root.
 set -euo pipefail
 
@@ -27,11 +27,11 @@ while [[ $# -gt 0 ]]; do
     -B | --build-dir) BUILD_DIR=$(realpath "$2"); shift 2 ;;
     --no-build) DO_BUILD=0; shift ;;
     -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    refapp | glib_loop | glib_input) NAMES+=("$1"); shift ;;
+    refapp | refapp_frames | glib_loop | glib_input) NAMES+=("$1"); shift ;;
     *) echo "regen-golden: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-[[ ${#NAMES[@]} -gt 0 ]] || NAMES=(refapp glib_loop glib_input)
+[[ ${#NAMES[@]} -gt 0 ]] || NAMES=(refapp refapp_frames glib_loop glib_input)
 [[ $(id -u) -eq 0 ]] || { echo "regen-golden: needs root (it traces): sudo $0" >&2; exit 3; }
 for py in glib_loop glib_input; do
   if [[ " ${NAMES[*]} " == *" $py "* ]] &&
@@ -104,6 +104,18 @@ for name in "${NAMES[@]}"; do
         --stall busy:60@400 --stall sleep:80@800 --burst 20@600 \
         --idle-stall busy:40@1100 --barrier 500@1300 --barrier-leak 1500:1 \
         --input-rate 20 --input-stall 120@10 --log refapp.log.jsonl
+      ;;
+    refapp_frames)
+      # The Choreographer stand-in: frames at 60 Hz (doFrame, its phases
+      # doCallbacks input/animation/traversal), every 40th working 25 ms in
+      # its animation phase (janky), and a busy and a sleeping stall that
+      # each hold a frame back past its deadline.
+      record refapp_frames --profile refapp -- \
+        refapp --rate 100 --duration 2000 --barrier-rate 60 \
+        --frame-stall-every 40 --frame-stall-ms 25 \
+        --frame-stall-phase animation \
+        --stall busy:60@410 --stall sleep:45@1005 \
+        --log refapp_frames.log.jsonl
       ;;
     glib_loop)
       # GLib's main loop in Debian's python3: three stalls, busy and asleep.
