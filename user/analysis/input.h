@@ -205,7 +205,7 @@ struct InputAnalysis {
   // FINISHED for an event sent before tracing began, or one whose event
   // records were lost.
   uint64_t unmatched = 0;
-  uint64_t duplicates = 0;      // a seq seen twice in the same role
+  uint64_t duplicates = 0;  // a seq seen twice in the same role
   // FOCUS, CAPTURE, DRAG, TOUCH_MODE; a TIMELINE of no event seen live
   uint64_t other_messages = 0;
   uint64_t legacy_messages = 0;
