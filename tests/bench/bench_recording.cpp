@@ -277,7 +277,9 @@ class Generator {
   struct Head {
     explicit Head(const fixture::Bytes& b)
         : size(static_cast<int64_t>(b.size())) {
-      std::memcpy(bytes.data(), b.data(), bytes.size());
+      // A message shorter than the head (FINISHED: 24 bytes) is
+      // zero-padded, as the kernel leaves it.
+      std::memcpy(bytes.data(), b.data(), std::min(bytes.size(), b.size()));
     }
     std::array<uint8_t, LT_IO_HEAD> bytes{};
     int64_t size;
