@@ -41,6 +41,10 @@ struct ByteRange {
   P* p;
   size_t n;
 };
+template <typename P>
+ByteRange<P> byte_range(P* p, size_t n) {
+  return {p, n};
+}
 
 class Writer {
  public:
@@ -234,8 +238,9 @@ struct Codec<IoEvent> {
     // them; the rest (a TIMELINE's present time) last, absent from
     // recordings made before.
     static_assert(LT_IO_HEAD > kIoHeadFirst);
-    ByteRange first{e.head.data(), kIoHeadFirst};
-    ByteRange rest{e.head.data() + kIoHeadFirst, LT_IO_HEAD - kIoHeadFirst};
+    auto first = byte_range(e.head.data(), kIoHeadFirst);
+    auto rest =
+        byte_range(e.head.data() + kIoHeadFirst, LT_IO_HEAD - kIoHeadFirst);
     if (!a(e.pid, e.tid, e.comm, e.ts_ns, e.enter_ns, e.exit_ns, e.inode,
            e.peer_inode, e.bytes, e.fd, e.op, e.chan, e.depth, e.span_start_ns,
            e.span_id, e.span_probe, first))
