@@ -557,8 +557,7 @@ void InputAnalyzer::on_timeline(const IoEvent& io, const InputMessageInfo& m) {
     e.present_ns = static_cast<uint64_t>(m.present_ns);
   if (e.gpu_completed_ns == 0 && m.gpu_completed_ns > 0)
     e.gpu_completed_ns = static_cast<uint64_t>(m.gpu_completed_ns);
-  note_time(io.ts_ns);
-  settle_ready();
+  // consume() notes the time and settles what is ready, as for any record.
 }
 
 bool InputAnalyzer::awaits_timeline(const InputEventInfo& e) const {
