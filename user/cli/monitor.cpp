@@ -199,6 +199,9 @@ Status MonitorSession::run() {
   o.hang_ns = plan_.hang_ns;
   o.py_frames = &symbols_.python;
   o.call_graph = plan_.opts.call_graph;
+  // Only the slow spans' stacks are worth unwinding: the fast ones of the
+  // window (--record-all) are for their times and counts.
+  o.unwind_slow_ns = plan_.opts.limits.slow_ns;
   o.input = session_.has_input;
   LiveSource source(*tracer_, o, this);
   LT_RETURN_IF_ERROR(source.run(stream));

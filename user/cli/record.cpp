@@ -123,6 +123,10 @@ Status RecordSession::run() {
   o.hang_ns = plan_.hang_ns;
   o.py_frames = &symbols_.python;
   o.call_graph = plan_.opts.call_graph;
+  // A recording of every span may be reported with lower thresholds:
+  // then every stack is unwound.
+  if (!plan_.opts.limits.record_all)
+    o.unwind_slow_ns = plan_.opts.limits.slow_ns;
   LiveSource source(*tracer_, o, this);
   LT_RETURN_IF_ERROR(source.run(stream));
   end_ = source.end();

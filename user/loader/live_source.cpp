@@ -6,13 +6,13 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
 #include "base/log.h"
+#include "pipeline/stack_gate.h"
 #include "proc/maps.h"
 #include "proc/pid.h"
 #include "proc/process.h"
@@ -40,14 +40,21 @@ void on_hangup(int) { g_hangup = 1; }
 // while it lives.
 class MappingsTracker {
  public:
-  MappingsTracker(EventSink& out, Tracer& tracer, python::PyFrames* py,
-                  CallGraph call_graph, bool skip_unknown_exec)
+  MappingsTracker(EventSink& out, Tracer& tracer, const LiveOptions& o)
       : out_(out),
         tracer_(tracer),
-        py_(py),
-        call_graph_(call_graph),
-        skip_unknown_exec_(skip_unknown_exec) {}
+        py_(o.py_frames),
+        call_graph_(o.call_graph),
+        skip_unknown_exec_(o.follow_exits) {
+    if (o.unwind_slow_ns)
+      gate_.emplace(*o.unwind_slow_ns, [this](Event&& ev, bool unwind) {
+        release(std::move(ev), unwind);
+      });
+  }
   ~MappingsTracker() {
+    if (gate_ && gate_->skipped())
+      log::debug("unwind", "{} stacks of fast spans kept their frame pointers",
+                 gate_->skipped());
     if (py_ && (py_->kernel_names() || py_->late_reads()))
       log::debug("python",
                  "{} code objects named from the kernel's records, {} read "
@@ -81,25 +88,33 @@ class MappingsTracker {
       if (pids_.insert(pid).second) emit_maps(pid, tid, 0);
     }
     if (const auto* x = std::get_if<ExecEvent>(&ev)) {
+      // What it held was taken in the mappings the exec replaces.
+      if (gate_) gate_->flush_process(pid);
       py_watched_.erase(pid);
       emit_maps(pid, tid, x->ts_ns);
       unwinder_.forget(pid);
       proc_maps_.erase(pid);
     }
     if (auto* sp = std::get_if<SpanEvent>(&ev); sp && py_) name_callables(sp);
-    if (auto* s = std::get_if<SampleEvent>(&ev)) {
-      fix_stack(s->pid, s->ts_ns, &s->stack);
-      if (s->stack.py && py_) py_->merge(s->pid, &s->stack);
-    } else if (auto* b = std::get_if<BlockEvent>(&ev)) {
-      fix_stack(b->pid, b->ts_ns, &b->stack);
-      if (b->stack.py && py_) py_->merge(b->pid, &b->stack);
-    } else if (auto* w = std::get_if<WakeEvent>(&ev)) {
-      fix_stack(w->waker_pid, w->ts_ns, &w->stack);
-      if (w->stack.py && py_) py_->merge(w->waker_pid, &w->stack);
-    } else if (auto* p = std::get_if<PointEvent>(&ev); p && p->py && py_) {
-      merge_point(p);
-    }
-    out_.consume(ev);
+    // A waker (often another process) may be gone by the time its stack
+    // leaves the gate: its mappings are read while it lives.
+    if (const auto* w = std::get_if<WakeEvent>(&ev);
+        w && gate_ && w->waker_pid && w->stack.ustack)
+      maps_of(w->waker_pid, w->ts_ns);
+    if (gate_)
+      gate_->push(std::move(ev));
+    else
+      release(std::move(ev), true);
+  }
+
+  // Stacks held for their span's fate (LiveOptions::unwind_slow_ns) that
+  // are old enough to be a slow span's.
+  void expire(uint64_t now_ns) {
+    if (gate_) gate_->expire(now_ns);
+  }
+  // Everything held goes (the end of the stream).
+  void flush() {
+    if (gate_) gate_->flush();
   }
 
   // A Python code object's names the kernel sent (LT_REC_PYCODE): false
@@ -121,10 +136,15 @@ class MappingsTracker {
   }
   std::set<std::pair<uint32_t, uint32_t>>& threads() { return threads_; }
   const std::set<uint32_t>& pids() const { return pids_; }
+  // Processes whose stacks were unwound but whose own events never came
+  // (wakers of traced threads).
+  const std::set<uint32_t>& others() const { return others_; }
 
   // A process gone: nothing of it kept (a long run sees thousands).
   void forget(uint32_t pid) {
+    if (gate_) gate_->flush_process(pid);
     pids_.erase(pid);
+    others_.erase(pid);
     std::erase_if(threads_, [pid](const auto& t) { return t.first == pid; });
     proc_maps_.erase(pid);
     unwinder_.forget(pid);
@@ -154,6 +174,29 @@ class MappingsTracker {
   }
 
  private:
+  // An event leaves: its stack unwound and its Python frames named, or
+  // (a fast span's, not worth it) its frame pointers' frames only.
+  void release(Event&& ev, bool unwind) {
+    auto fix = [&](uint32_t pid, uint64_t ts, Stack* st) {
+      if (!unwind) {
+        st->ustack.reset();
+        st->py.reset();
+      }
+      fix_stack(pid, ts, st);
+      if (st->py && py_) py_->merge(pid, st);
+    };
+    if (auto* s = std::get_if<SampleEvent>(&ev)) {
+      fix(s->pid, s->ts_ns, &s->stack);
+    } else if (auto* b = std::get_if<BlockEvent>(&ev)) {
+      fix(b->pid, b->ts_ns, &b->stack);
+    } else if (auto* w = std::get_if<WakeEvent>(&ev)) {
+      fix(w->waker_pid, w->ts_ns, &w->stack);
+    } else if (auto* p = std::get_if<PointEvent>(&ev); p && p->py && py_) {
+      merge_point(p);
+    }
+    out_.consume(ev);
+  }
+
   void emit_maps(uint32_t pid, uint32_t tid, uint64_t ts) {
     auto maps = proc::read_maps(pid);
     // Gone already, or a zombie (no maps): nothing new to say.
@@ -180,15 +223,17 @@ class MappingsTracker {
     auto [it, fresh] = proc_maps_.try_emplace(pid);
     ProcMaps& pm = it->second;
     if (fresh || (pm.short_since && ts_ns > pm.short_since + 1'000'000'000)) {
-      std::string text;
-      std::ifstream in(fmt::format("/proc/{}/maps", pid));
-      text.assign(std::istreambuf_iterator<char>(in),
-                  std::istreambuf_iterator<char>());
-      if (call_graph_ != CallGraph::kFramePointer)
-        unwinder_.set_maps(pid, text);
+      // A process gone meanwhile (ESRCH on open or on read): nothing read.
+      Result<std::string> text =
+          proc::read_text_file(fmt::format("/proc/{}/maps", pid));
+      const std::string none;
+      const std::string& got = text.ok() ? *text : none;
+      if (call_graph_ != CallGraph::kFramePointer) unwinder_.set_maps(pid, got);
       pm.short_since = 0;
-      pm.trampoline = uprobes_page(text);
-      pm.exec = in.is_open() ? ExecRanges(text) : ExecRanges();
+      pm.trampoline = uprobes_page(got);
+      pm.exec = text.ok() ? ExecRanges(got) : ExecRanges();
+      // Another process's (a waker's): forgotten when it is gone too.
+      if (fresh && !pids_.count(pid)) others_.insert(pid);
     }
     return pm;
   }
@@ -214,8 +259,12 @@ class MappingsTracker {
       st->truncated = m.truncated;
       st->unwind = m.dwarf ? Unwind::kDwarf : Unwind::kFramePointer;
     }
+    // A copy that stopped short may have met a library loaded since the
+    // maps were read (frame pointers stop short in most of Debian's code
+    // anyway: no reason to read them again).
+    if (st->ustack && st->truncated && pm.short_since == 0)
+      pm.short_since = ts_ns;
     st->ustack.reset();
-    if (st->truncated && pm.short_since == 0) pm.short_since = ts_ns;
   }
 
   // The CFI's stack of a sample's copy.
@@ -268,6 +317,8 @@ class MappingsTracker {
   std::pair<uint32_t, uint32_t> last_thread_{0, 0};
   std::set<uint32_t> pids_;
   std::set<std::pair<uint32_t, uint32_t>> threads_;
+  std::set<uint32_t> others_;
+  std::optional<StackGate> gate_;  // declared last: its release uses the rest
 };
 
 void install_stop_handlers(bool hangup_stops) {
@@ -342,6 +393,7 @@ int LiveSource::poll_timeout_ms(uint64_t now) const {
 // Between polls: stall checks, hang announcements, progress.
 void LiveSource::check(uint64_t now, MappingsTracker& tracker,
                        const Tracer::Sink& sink) {
+  tracker.expire(now);
   // Stalls are announced as they happen, not only at exit.
   if (opts_.barriers && now - last_stall_check_ >= 20'000'000) {
     last_stall_check_ = now;
@@ -394,8 +446,9 @@ void LiveSource::check_exits(uint64_t now, MappingsTracker& tracker) {
     if (client_) client_->process_gone(pid);
     it = dying_.erase(it);
   }
-  for (uint32_t pid : tracker.pids())
-    if (!proc::pid_running(pid)) dying_.try_emplace(pid, now);
+  for (const std::set<uint32_t>* pids : {&tracker.pids(), &tracker.others()})
+    for (uint32_t pid : *pids)
+      if (!proc::pid_running(pid)) dying_.try_emplace(pid, now);
 }
 
 // Everything is measured to this instant: recording stops, and the spans
@@ -422,12 +475,12 @@ void LiveSource::finish(MappingsTracker& tracker, const Tracer::Sink& sink,
   // A leaked barrier: what is waiting behind it now, at the end.
   if (opts_.barriers) emit_queues(end_.end_ns, true, sink);
   for (SpanEvent& ev : in_flight) sink(Event(std::move(ev)));
+  tracker.flush();
   out.consume(Event(std::move(last)));
 }
 
 Status LiveSource::run(EventSink& out) {
-  MappingsTracker tracker(out, tracer_, opts_.py_frames, opts_.call_graph,
-                          opts_.follow_exits);
+  MappingsTracker tracker(out, tracer_, opts_);
   // -p's process: its first samples already read its Python frames.
   if (opts_.pid > 0 && opts_.py_frames)
     if (auto maps = proc::read_maps(opts_.pid); maps.ok())

@@ -4,9 +4,11 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -69,6 +71,11 @@ struct LiveOptions {
   python::PyFrames* py_frames = nullptr;
   // How user stacks are unwound (the tracer copies stacks unless fp).
   CallGraph call_graph = CallGraph::kFramePointer;
+  // The run's slow thresholds by role: a span shorter than its role's
+  // keeps its stacks' frame pointers' frames, not unwound by CFI nor
+  // named as Python (pipeline/stack_gate.h); nullopt: every stack is (a
+  // recording of every span that a report may judge by lower thresholds).
+  std::optional<std::array<uint64_t, LT_ROLE_MAX>> unwind_slow_ns;
   // A process that exits is forgotten a second later (a run that lasts:
   // `monitor`), and LiveClient::process_gone says so.
   bool follow_exits = false;
