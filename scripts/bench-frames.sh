@@ -13,8 +13,10 @@
 #                on costs a 60 Hz animation, the app and the monitor's own
 #                CPU (its threads' schedstat over the same time)
 # For each, the CPU time of the whole GTK process (user + system, its
-# threads' schedstat) over the animation, from the app's SIGUSR1 to the
-# end of its ticks, per frame the app drew (its own log), as a median over
+# threads' schedstat) over the animation, from --warmup seconds after the
+# app's SIGUSR1 (the tracer reads the app's symbols at its first event:
+# a one-time cost, not the steady state) to the end of its ticks, per frame
+# the app drew in that time (its own log), as a median over
 # --repeats runs, the configurations interleaved run by run. The cost per
 # frame of the role is (frames - no-frames) per frame. One more run of each
 # traced configuration with kernel.bpf_stats_enabled=1 gives ns per run of
@@ -25,7 +27,8 @@
 #   --repeats N    runs of each configuration (default 5)
 #   --seconds S    animation length (default 5)
 #   --gtk 3|4      GTK version (default 3)
-#   (--smoke: one run of each, a 1 s animation)
+#   --warmup S     seconds of animation before the measurement (default 2)
+#   (--smoke: one run of each, a 3 s animation, 1 s of it warm-up)
 # Exit status: 0 done, 1 a run failed, 2 usage, 3 not root.
 set -euo pipefail
 
@@ -38,9 +41,12 @@ USE_BPFTRACE=0
 bench_opt --repeats REPEATS posint
 bench_opt --seconds SECS posint
 bench_opt --gtk GTK posint
+WARMUP=2
+bench_opt --warmup WARMUP posint
 bench_parse "$@"
-bench_smoke REPEATS=1 SECS=1
+bench_smoke REPEATS=1 SECS=3 WARMUP=1
 [[ $GTK == 3 || $GTK == 4 ]] || usage_error "--gtk must be 3 or 4"
+((SECS >= WARMUP + 2)) || usage_error "--seconds must be at least --warmup + 2"
 
 bench_prepare "it loads BPF programs and attaches uprobes" jq awk Xvfb
 # Debian's, with python3-gi (not a python3 earlier on PATH).
@@ -74,6 +80,7 @@ sleep 1
 kill -0 "${PIDS[0]}" 2>/dev/null || die "Xvfb did not start: $(cat "$WORK/xvfb.log")"
 XVFB=${PIDS[0]}
 
+monotonic_ns() { "$PY" -c 'import time; print(time.monotonic_ns())'; }
 cpu_of() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'; }
 
 # run_one CONFIG N: one fresh app under CONFIG; appends
@@ -97,13 +104,18 @@ run_one() {
       wait_for "$d.log" "SIGINT or SIGTERM to stop" 60 ||
         die "$cfg: the monitor did not start: $(cat "$d.log")" ;;
   esac
-  local t0=0 t1=0
+  local t0=0 t1=0 m0 m1
+  kill -USR1 "$app"
+  # The tracer reads the app's symbols at its first event, once: the
+  # steady state is measured after --warmup seconds of animation.
+  sleep "$WARMUP"
+  m0=$(monotonic_ns)
   c0=$(cpu_of "$app")
   [[ -z $lt ]] || t0=$(cpu_of "$lt")
-  kill -USR1 "$app"
-  sleep "$SECS.3"
+  sleep "$((SECS - WARMUP - 1)).8"
   c1=$(cpu_of "$app")
   [[ -z $lt ]] || t1=$(cpu_of "$lt")
+  m1=$(monotonic_ns)
   [[ -z $lt || $STATS_RUN -eq 0 ]] || prog_stats "$lt" "$cfg" >"$d.stats"
   wait "$app" || die "$cfg: the app failed: $(tail -3 "$d.err")"
   if [[ -n $lt ]]; then
@@ -111,7 +123,8 @@ run_one() {
     wait "$lt" || die "$cfg: looptrace failed: $(tail -3 "$d.log")"
   fi
   PIDS=("$XVFB")
-  frames=$(jq -s '[.[] | select(.event == "frame" and .animating)] | length' "$d.app")
+  frames=$(jq -s --argjson m0 "$m0" --argjson m1 "$m1" \
+    '[.[] | select(.event == "frame" and .animating and .start_ns >= $m0 and .start_ns < $m1)] | length' "$d.app")
   [[ $frames -gt 0 ]] || die "$cfg: the app logged no frame"
   echo "$cfg $((c1 - c0)) $frames $((t1 - t0))" >>"$WORK/results"
   if [[ $cfg == frames ]] && check_json "$d.json" "$cfg run $n"; then

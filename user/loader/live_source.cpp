@@ -405,7 +405,8 @@ void LiveSource::check(uint64_t now, MappingsTracker& tracker,
   // has had samples.
   if (opts_.hang_ns && now - last_hang_check_ >= 50'000'000) {
     last_hang_check_ = now;
-    for (SpanEvent& sp : tracer_.read_in_flight(tracker.threads(), now)) {
+    for (SpanEvent& sp :
+         tracer_.read_in_flight(tracker.threads(), now, opts_.hang_ns)) {
       if (sp.duration_ns < opts_.hang_ns ||
           !hung_.insert({sp.pid, sp.tid, sp.span_id}).second)
         continue;

@@ -20,6 +20,8 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -212,6 +214,11 @@ struct Tracer::Impl {
   // kSyscall mode: the hook in use.
   SyscallHook hook = SyscallHook::kAuto;
   std::string input_hook;
+  // Task storage is keyed by a pidfd: those of the threads read_in_flight
+  // reads again and again (a hang check every 50 ms), kept open (an open
+  // and a close each time were a tenth of an idle monitor's CPU).
+  static constexpr size_t kMaxPidfds = 256;
+  std::map<std::pair<uint32_t, uint32_t>, ScopedFd> pidfds;
 
   // One poll hands over a bounded batch: a ring buffer that never empties
   // (a flood, or looptrace's own calls probed) must still let the run check
@@ -841,20 +848,44 @@ uint32_t Tracer::pycode_keys(uint32_t probe_id) const {
 }
 
 std::vector<SpanEvent> Tracer::read_in_flight(
-    const std::set<std::pair<uint32_t, uint32_t>>& threads,
-    uint64_t now_ns) const {
+    const std::set<std::pair<uint32_t, uint32_t>>& threads, uint64_t now_ns,
+    uint64_t min_age_ns) const {
   std::vector<SpanEvent> out;
   const looptrace_bpf* skel = impl_->skel.get();
   int fd = bpf_map__fd(skel->maps.lt_threads);
-  for (auto [pid, tid] : threads) {
-    // Task storage is keyed by a pidfd; PIDFD_THREAD (O_EXCL) names a thread.
-    int pidfd = static_cast<int>(syscall(SYS_pidfd_open, tid, O_EXCL));
-    if (pidfd < 0) continue;  // exited
+  auto& pidfds = impl_->pidfds;
+  std::erase_if(pidfds,
+                [&](const auto& kv) { return !threads.count(kv.first); });
+  for (const auto& key : threads) {
+    const auto [pid, tid] = key;
+    auto cached = pidfds.find(key);
+    std::optional<ScopedFd> once;
+    int pidfd = -1;
+    if (cached != pidfds.end()) {
+      pidfd = cached->second.get();
+    } else {
+      // PIDFD_THREAD (O_EXCL) names a thread.
+      ScopedFd opened(static_cast<int>(syscall(SYS_pidfd_open, tid, O_EXCL)));
+      if (opened.get() < 0) continue;  // exited
+      pidfd = opened.get();
+      if (pidfds.size() < Impl::kMaxPidfds)
+        cached = pidfds.emplace(key, std::move(opened)).first;
+      else
+        once.emplace(std::move(opened));
+    }
     lt_thread st;
     int err = bpf_map_lookup_elem(fd, &pidfd, &st);
-    close(pidfd);
+    // Exited (its storage went with it; the tid may come back as another).
+    if (err != 0 && cached != pidfds.end()) pidfds.erase(cached);
     if (err != 0 || st.depth == 0) continue;
     uint32_t depth = std::min<uint32_t>(st.depth, LT_MAX_DEPTH);
+    // Only the spans old enough are wanted (a hang check): nothing else
+    // of the thread is read.
+    bool old_enough = false;
+    for (uint32_t d = 0; d < depth && !old_enough; ++d)
+      old_enough = now_ns >= st.stack[d].start_ns &&
+                   now_ns - st.stack[d].start_ns >= min_age_ns;
+    if (!old_enough) continue;
     // The thread runs on while this is read: a run that began before now
     // and ended after it was booked whole; its part past now is not the
     // span's (what the books got past now otherwise is trimmed below).
@@ -872,7 +903,9 @@ std::vector<SpanEvent> Tracer::read_in_flight(
     std::string comm = proc::comm(pid, tid);
     for (uint32_t d = 0; d < depth; ++d) {
       const lt_frame& f = st.stack[d];
-      if (f.probe_id >= LT_MAX_PROBES || now_ns < f.start_ns) continue;
+      if (f.probe_id >= LT_MAX_PROBES || now_ns < f.start_ns ||
+          now_ns - f.start_ns < min_age_ns)
+        continue;
       // Only spans can be in flight; a barrier post is a point.
       if (skel->rodata->lt_cfg.probes[f.probe_id].role >= LT_ROLE_MAX) continue;
       // The record the kernel would send if the span ended now.

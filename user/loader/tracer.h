@@ -53,10 +53,11 @@ class Tracer : public KernelCounts {
   // (LT_KEY_OP_PYCODE), as a bit mask of key indices.
   uint32_t pycode_keys(uint32_t probe_id) const;
   // Spans still in flight on these threads (pid, tid) at now_ns
-  // (CLOCK_MONOTONIC): a loop stuck in a dispatch when tracing stops.
+  // (CLOCK_MONOTONIC): a loop stuck in a dispatch when tracing stops; with
+  // min_age_ns, only those running at least that long (a hang check).
   std::vector<SpanEvent> read_in_flight(
-      const std::set<std::pair<uint32_t, uint32_t>>& threads,
-      uint64_t now_ns) const;
+      const std::set<std::pair<uint32_t, uint32_t>>& threads, uint64_t now_ns,
+      uint64_t min_age_ns = 0) const;
   Counters read_counters() const override;
   // How input calls are probed, for the user: "raw syscall tracepoints",
   // "syscall tracepoints", "uprobes"; empty without input.
