@@ -36,6 +36,7 @@ packages=(
   libprotobuf-dev protobuf-compiler # --pprof: pprof's profile.proto
   golang-go # `go tool pprof`: the pprof test's independent reader
   prometheus-cpp-dev # looptrace monitor --metrics (user/monitor/metrics)
+  libcivetweb-dev # its HTTP server, with our handler (user/monitor/metrics)
   prometheus # the metrics test's scraper (and its promtool)
   curl # bench-monitor.sh: what a scrape of /metrics costs (its GETs)
 )

@@ -9,11 +9,13 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "looptrace/abi.h"
+#include "monitor/openmetrics.h"
 
 namespace looptrace {
 namespace {
@@ -344,6 +346,75 @@ TEST(MetricsTest, BusyPortIsAnError) {
   EXPECT_NE(again.status().message().find("Address already in use"),
             std::string::npos)
       << again.status().message();
+}
+
+// OpenMetrics, for a scraper that asks: the same samples as the text
+// format, line for line, with a counter family named without `_total`,
+// every histogram's +Inf bucket, and `# EOF` last.
+TEST(MetricsTest, OpenMetricsHasTheTextFormatsSamples) {
+  MetricsSink m({});
+  m.consume(session());
+  for (uint64_t ms : {1, 3, 20, 150, 700}) m.consume(span(ms * kMs));
+  m.count_dump();
+  m.set_traced_processes(2);
+  const std::string text = m.text();
+  const std::string om = m.openmetrics();
+  std::set<std::string> om_lines;
+  std::istringstream in(om);
+  std::string line, last;
+  while (std::getline(in, line)) {
+    om_lines.insert(line);
+    last = line;
+  }
+  EXPECT_EQ(last, "# EOF");
+  std::istringstream tin(text);
+  size_t samples = 0;
+  while (std::getline(tin, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    ++samples;
+    EXPECT_TRUE(om_lines.count(line)) << line;
+  }
+  EXPECT_GT(samples, 20u);
+  EXPECT_TRUE(om_lines.count("# TYPE looptrace_slow_spans counter"));
+  EXPECT_TRUE(om_lines.count("# TYPE looptrace_dumps counter"));
+  EXPECT_TRUE(om_lines.count("looptrace_dumps_total 1"));
+  EXPECT_TRUE(om_lines.count("# TYPE looptrace_traced_processes gauge"));
+  EXPECT_TRUE(
+      om_lines.count("# TYPE looptrace_span_duration_seconds histogram"));
+  EXPECT_TRUE(om_lines.count(
+      "looptrace_span_duration_seconds_bucket{comm=\"app\",profile="
+      "\"refapp\",role=\"dispatch\",le=\"+Inf\"} 5"));
+  EXPECT_EQ(om.find("_total counter"), std::string::npos);
+}
+
+TEST(MetricsTest, OpenMetricsEscapesHostileComms) {
+  MetricsSink m({});
+  m.consume(session());
+  m.consume(span(1 * kMs, std::string("a\"b\\c\nd")));
+  const std::string om = m.openmetrics();
+  // printable() made the line feed a backslash and an n; OpenMetrics
+  // escapes the quote and each backslash.
+  EXPECT_NE(om.find("looptrace_span_duration_seconds_count{comm=\"a\\\"b\\\\"
+                    "c\\\\nd\",profile=\"refapp\",role=\"dispatch\"} 1"),
+            std::string::npos)
+      << om;
+  for (unsigned char c : om) EXPECT_LT(c, 0x80u);
+}
+
+TEST(MetricsTest, OpenMetricsOnlyWhenTheScraperPrefersIt) {
+  // Prometheus 2's own Accept header.
+  EXPECT_TRUE(wants_openmetrics(
+      "application/openmetrics-text;version=1.0.0,application/"
+      "openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,"
+      "*/*;q=0.1"));
+  EXPECT_FALSE(wants_openmetrics("*/*"));  // curl
+  EXPECT_FALSE(wants_openmetrics("text/plain; version=0.0.4"));
+  EXPECT_FALSE(wants_openmetrics("application/openmetrics-text; q=0"));
+  EXPECT_FALSE(wants_openmetrics(
+      "text/plain;q=0.9, application/openmetrics-text;q=0.5"));
+  EXPECT_TRUE(wants_openmetrics(
+      " application/openmetrics-text ; version=1.0.0 , text/plain;q=0.2"));
+  EXPECT_FALSE(wants_openmetrics(""));
 }
 
 }  // namespace

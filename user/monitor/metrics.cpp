@@ -1,9 +1,9 @@
 #include "monitor/metrics.h"
 
+#include <CivetServer.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <prometheus/counter.h>
-#include <prometheus/exposer.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
@@ -20,6 +20,7 @@
 
 #include "analysis/input.h"
 #include "base/text.h"
+#include "monitor/openmetrics.h"
 
 namespace looptrace {
 namespace {
@@ -175,9 +176,36 @@ MetricsSink::MetricsSink(const MetricsOptions& options)
         metrics_buckets()));
 }
 
+// GET /metrics: the registry's families in the format the scraper asks
+// for (Accept), as prometheus-cpp's own handler does for the text format.
+// civetweb answers any other path with 404.
+class MetricsSink::Handler : public CivetHandler {
+ public:
+  explicit Handler(std::shared_ptr<prometheus::Registry> registry)
+      : registry_(std::move(registry)) {}
+  bool handleGet(CivetServer*, mg_connection* conn) override {
+    const char* accept = mg_get_header(conn, "Accept");
+    const bool om = accept && wants_openmetrics(accept);
+    const auto families = registry_->Collect();
+    const std::string body =
+        om ? openmetrics_text(families)
+           : prometheus::TextSerializer().Serialize(families);
+    mg_printf(conn,
+              "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: "
+              "%zu\r\nConnection: close\r\n\r\n",
+              om ? kOpenMetricsType : kPrometheusTextType, body.size());
+    mg_write(conn, body.data(), body.size());
+    return true;
+  }
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+};
+
 MetricsSink::~MetricsSink() {
   // The server first: no scrape runs while the metrics go.
-  exposer_.reset();
+  server_.reset();
+  handler_.reset();
 }
 
 Result<std::unique_ptr<MetricsSink>> MetricsSink::Start(
@@ -190,21 +218,27 @@ Result<std::unique_ptr<MetricsSink>> MetricsSink::Start(
       try_bind(options.listen, host,
                static_cast<uint16_t>(std::stoi(addr->substr(colon + 1)))));
   auto sink = std::make_unique<MetricsSink>(options);
+  sink->handler_ = std::make_unique<Handler>(sink->registry_);
   try {
     // One serving thread: a scrape is small, and a monitor is frugal.
-    sink->exposer_ = std::make_unique<prometheus::Exposer>(*addr, 1);
+    sink->server_ = std::make_unique<CivetServer>(
+        std::vector<std::string>{"listening_ports", *addr, "num_threads", "1"});
   } catch (const std::exception& e) {
     return Status::Error(fmt::format("--metrics {}: cannot listen: {}",
                                      printable(options.listen, 80), e.what()));
   }
-  sink->exposer_->RegisterCollectable(sink->registry_);
+  sink->server_->addHandler("/metrics", sink->handler_.get());
   return sink;
 }
 
 int MetricsSink::port() const {
-  if (!exposer_) return 0;
-  auto ports = exposer_->GetListeningPorts();
+  if (!server_) return 0;
+  auto ports = server_->getListeningPorts();
   return ports.empty() ? 0 : ports.front();
+}
+
+std::string MetricsSink::openmetrics() const {
+  return openmetrics_text(registry_->Collect());
 }
 
 std::string MetricsSink::text() const {

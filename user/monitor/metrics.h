@@ -2,9 +2,10 @@
 // one more sink of the monitor's pipeline. Every finished span goes into a
 // histogram of its role, comm and profile; finished input events into one
 // per Perfetto stage; the tracer's loss counters, the dumps written and
-// the processes traced are set by the monitor. prometheus-cpp keeps them
-// and serves /metrics (its pull Exposer); docs/looptrace.md, MONITOR,
-// lists the names, labels and buckets.
+// the processes traced are set by the monitor. prometheus-cpp keeps them;
+// civetweb (the server of prometheus-cpp's pull Exposer) serves /metrics
+// in prometheus-cpp's text format, or in OpenMetrics when asked;
+// docs/looptrace.md, MONITOR, lists the names, labels and buckets.
 #pragma once
 
 #include <array>
@@ -24,13 +25,14 @@
 
 namespace prometheus {
 class Counter;
-class Exposer;
 class Gauge;
 class Histogram;
 class Registry;
 template <typename T>
 class Family;
 }  // namespace prometheus
+
+class CivetServer;
 
 namespace looptrace {
 
@@ -76,8 +78,10 @@ class MetricsSink : public EventSink {
   // The tracer's counters so far (cumulative, as the loader sums them).
   void set_lost(const Counters& c);
 
-  // The exposition a scrape gets (text format 0.0.4).
+  // The exposition a scrape gets: the text format 0.0.4, or OpenMetrics
+  // 1.0 for a scraper that asks for it (Prometheus does).
   std::string text() const;
+  std::string openmetrics() const;
   // The port served (0 without a server).
   int port() const;
 
@@ -114,7 +118,11 @@ class MetricsSink : public EventSink {
   // What each loss counter was at the last set_lost, by reason.
   std::map<std::string, uint64_t> lost_seen_;
   std::map<std::string, prometheus::Counter*> lost_counters_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  // civetweb, the server prometheus-cpp's Exposer runs on, with a handler
+  // of our own: prometheus-cpp 1.0's writes no OpenMetrics.
+  class Handler;
+  std::unique_ptr<Handler> handler_;
+  std::unique_ptr<CivetServer> server_;
 };
 
 }  // namespace looptrace
