@@ -98,8 +98,8 @@ deb=$(BUILD_DIR=$build scripts/package.sh)
 dpkg-deb --info "$deb" >"$tmp/info"
 depends=$(sed -n 's/^ Depends: //p' "$tmp/info")
 # What the binaries link (zlib streams are written with libdeflate;
-# libdebuginfod fetches debug files).
-for lib in libbpf1 libelf1 libdw1 libdebuginfod1 libdeflate0 liblzma5 libfmt9 libprotobuf32 libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 libc6 libstdc++6; do
+# libdebuginfod fetches debug files; civetweb serves --metrics).
+for lib in libbpf1 libelf1 libdw1 libdebuginfod1 libdeflate0 liblzma5 libfmt9 libprotobuf32 libprometheus-cpp-core1.0 libcivetweb1 libc6 libstdc++6; do
   tr ',' '\n' <<<"$depends" | sed 's/^ *//; s/ .*//' | found -xF "$lib" ||
     fail "package Depends lacks $lib: $depends"
 done
