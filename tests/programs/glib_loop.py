@@ -23,10 +23,12 @@ memory and written when the loop ends, so no file I/O lengthens a dispatch):
                                     start/end taken at the very start and end
                                     of the stall callback; pieces: time.sleep
                                     calls (sleep), 0 (busy)
-  {"event":"late","index","added_ns","due_ns","start_ns","pid","tid"}
-                                    --late-timer: the timeout a stall added
+  {"event":"late","index","added_ns","due_ns","due_by_ns","start_ns","pid",
+   "tid"}                           --late-timer: the timeout a stall added
                                     (added_ns read just before GLib reads
-                                    its clock for the due time), and when its
+                                    its clock for the due time, in
+                                    g_timeout_source_new; due_by_ns that
+                                    read's latest due time), and when its
                                     callback started
   {"event":"nested","at_ms","requested_ms","start_ns","end_ns","pid","tid"}
                                     --nested-loop: the timeout whose callback
@@ -174,9 +176,11 @@ class App:
         if self.args.late_timer:
             # A one-shot timeout due during the stall: GLib reads the clock
             # for its due time right after this read.
+            added = now_ns()
             source = GLib.timeout_source_new(self.args.late_timer)
+            added_by = now_ns()
             source.set_name("late-%d" % index)
-            source.set_callback(self.late, (index, now_ns()))
+            source.set_callback(self.late, (index, added, added_by))
             source.attach(None)
         pieces = 0
         stacks = [] if self.args.dump_stack else None
@@ -201,10 +205,12 @@ class App:
         return GLib.SOURCE_REMOVE
 
     def late(self, data):
-        index, added_ns = data
+        index, added_ns, added_by_ns = data
+        ms = self.args.late_timer * 1000000
         self.pending.append({"event": "late", "index": index,
                              "added_ns": added_ns,
-                             "due_ns": added_ns + self.args.late_timer * 1000000,
+                             "due_ns": added_ns + ms,
+                             "due_by_ns": added_by_ns + ms,
                              "start_ns": now_ns(), "pid": self.pid,
                              "tid": self.tid})
         return GLib.SOURCE_REMOVE
