@@ -273,8 +273,9 @@ TEST(GlibSources, ANamedSourceIsReportedByItsName) {
 // stall's callback, 10 ms out) is dispatched when the stall ends. Its due
 // time is GLib's, read between the app's two clock reads around the
 // source's creation; its lag, from its GSource's ready time to the
-// dispatch, is the app's own (its callback start - due) within 1 ms, it is reported as slow behind the
-// stall, and the profile says which GLib it checked.
+// dispatch, is the app's own (its callback start - due) within 1 ms, it is
+// reported as slow behind the stall, and the profile says which GLib it
+// checked.
 TEST(GlibSources, ALateTimeoutHasItsDeliveryLag) {
   LT_REQUIRE_BPF();
   LT_REQUIRE_SYSTEM_PYTHON();
@@ -298,12 +299,10 @@ TEST(GlibSources, ALateTimeoutHasItsDeliveryLag) {
     ASSERT_NE(m, nullptr) << name << "\n" << slow.dump();
     // GLib read its clock for the due time between the app's two reads
     // (in microseconds: up to 1 us below them).
-    EXPECT_GE(diff((*m)["due_ns"], l["due_ns"]), -1'000)
-        << m->dump() << "\n"
-        << l.dump();
-    EXPECT_LE(diff((*m)["due_ns"], l["due_by_ns"]), 0)
-        << m->dump() << "\n"
-        << l.dump();
+    EXPECT_GE(diff((*m)["due_ns"], l["due_ns"]), -1'000) << m->dump() << "\n"
+                                                         << l.dump();
+    EXPECT_LE(diff((*m)["due_ns"], l["due_by_ns"]), 0) << m->dump() << "\n"
+                                                       << l.dump();
     const int64_t app_lag = diff(l["start_ns"], l["due_ns"]);
     EXPECT_GE(app_lag, 40'000'000) << l.dump();
     EXPECT_LE(std::llabs((*m)["lag_ns"].get<int64_t>() - app_lag), g.slack_ns)
