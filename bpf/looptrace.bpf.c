@@ -11,7 +11,7 @@
  * maps), cputime.h and sched.h (the CPU/run-queue/blocked books), keys.h
  * (what probes read), threads.h (per-thread state, histograms), ustack.h
  * (user stack copies for unwinding), python.h (Python frames and
- * callables), spans.h (the span and point probes), lifecycle.h (exit, fork,
+ * callables), v8.h (JavaScript frames), spans.h (the span and point probes), lifecycle.h (exit, fork,
  * exec), sampler.h (stack samples), io_sock.h, io_calls.h and io_hooks.h
  * (input channels).
  */
@@ -32,6 +32,7 @@ char LICENSE[] SEC("license") = "GPL";
 #include "threads.h"
 #include "ustack.h"
 #include "python.h"
+#include "v8.h"
 #include "spans.h"
 #include "sched.h"
 #include "lifecycle.h"

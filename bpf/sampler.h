@@ -7,10 +7,12 @@
 
 /* A sample for unwinding in userspace: the frame-pointer frames (used as
  * they are where they are whole) and the copy of the user stack; then the
- * Python frames in a CPython process (pys, walked by py_stack). */
+ * Python frames in a CPython process (pys, walked by py_stack) or the
+ * JavaScript frames in a V8 one (jss, js_stack). */
 static __noinline int sample_ustack(struct bpf_perf_event_data *ctx, struct lt_thread *st,
 				    struct lt_frame *f, __u64 now, const struct lt_pystack *pys)
 {
+	const struct lt_jsstack *jss = pys ? 0 : js_stack(js_proc(), LT_JS_SLOT_SAMPLE);
 	__u32 size = sizeof(struct lt_ustack_rec);
 	struct lt_ustack_rec *rec;
 	long n;
@@ -18,6 +20,9 @@ static __noinline int sample_ustack(struct bpf_perf_event_data *ctx, struct lt_t
 	if (pys) {
 		size = sizeof(struct lt_py_ustack_rec);
 		rec = bpf_ringbuf_reserve(&lt_events, sizeof(struct lt_py_ustack_rec), 0);
+	} else if (jss) {
+		size = sizeof(struct lt_js_ustack_rec);
+		rec = bpf_ringbuf_reserve(&lt_events, sizeof(struct lt_js_ustack_rec), 0);
 	} else {
 		rec = bpf_ringbuf_reserve(&lt_events, sizeof(struct lt_ustack_rec), 0);
 	}
@@ -34,6 +39,8 @@ static __noinline int sample_ustack(struct bpf_perf_event_data *ctx, struct lt_t
 	}
 	if (pys)
 		py_copy(&((struct lt_py_ustack_rec *)rec)->py, pys);
+	else if (jss)
+		js_copy(&((struct lt_js_ustack_rec *)rec)->js, jss);
 	fill_header(&rec->s.hdr, LT_REC_USTACK, size, now);
 	rec->s.span_id = f->span_id;
 	rec->s.probe_id = f->probe_id;
@@ -49,6 +56,7 @@ int lt_sample(struct bpf_perf_event_data *ctx)
 {
 	const struct lt_py_proc *py;
 	struct lt_pystack *pys = 0;
+	struct lt_jsstack *jss = 0;
 	struct lt_sample_rec *rec;
 	struct lt_thread *st;
 	__u32 size;
@@ -76,9 +84,15 @@ int lt_sample(struct bpf_perf_event_data *ctx)
 		pys = py_stack(py, LT_PY_SLOT_SAMPLE);
 	if (lt_cfg.stack_copy)
 		return sample_ustack(ctx, st, f, now, pys);
-	size = pys ? sizeof(struct lt_py_sample_rec) : sizeof(*rec);
+	if (!pys)
+		jss = js_stack(js_proc(), LT_JS_SLOT_SAMPLE);
+	size = pys ? sizeof(struct lt_py_sample_rec)
+	       : jss ? sizeof(struct lt_js_sample_rec)
+		     : sizeof(*rec);
 	if (pys)
 		rec = bpf_ringbuf_reserve(&lt_events, sizeof(struct lt_py_sample_rec), 0);
+	else if (jss)
+		rec = bpf_ringbuf_reserve(&lt_events, sizeof(struct lt_js_sample_rec), 0);
 	else
 		rec = bpf_ringbuf_reserve(&lt_events, sizeof(*rec), 0);
 	if (!rec) {
@@ -93,6 +107,8 @@ int lt_sample(struct bpf_perf_event_data *ctx)
 	}
 	if (pys)
 		py_copy(&((struct lt_py_sample_rec *)rec)->py, pys);
+	else if (jss)
+		js_copy(&((struct lt_js_sample_rec *)rec)->js, jss);
 	fill_header(&rec->hdr, LT_REC_SAMPLE, size, now);
 	rec->span_id = f->span_id;
 	rec->probe_id = f->probe_id;

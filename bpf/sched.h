@@ -82,6 +82,7 @@ static __always_inline __u32 offcpu_base(void)
 static __always_inline void on_block(void *ctx, struct lt_thread *st, __u64 now)
 {
 	struct lt_pystack *pys = 0;
+	struct lt_jsstack *jss = 0;
 	const struct lt_py_proc *py;
 	struct lt_offcpu_rec *rec;
 	__u32 d = st->depth;
@@ -102,8 +103,12 @@ static __always_inline void on_block(void *ctx, struct lt_thread *st, __u64 now)
 	py = py_proc_cached(st);
 	if (py)
 		pys = py_stack(py, LT_PY_SLOT_SCHED);
+	else
+		jss = js_stack(js_proc(), LT_JS_SLOT_SCHED);
 	if (py)
 		rec = bpf_ringbuf_reserve(&lt_events, offcpu_base() + sizeof(struct lt_pystack), 0);
+	else if (jss)
+		rec = bpf_ringbuf_reserve(&lt_events, offcpu_base() + sizeof(struct lt_jsstack), 0);
 	else
 		rec = bpf_ringbuf_reserve(&lt_events, offcpu_base(), 0);
 	if (!rec) {
@@ -118,7 +123,12 @@ static __always_inline void on_block(void *ctx, struct lt_thread *st, __u64 now)
 		fill_ucopy(&((struct lt_offcpu_copy_rec *)rec)->u, st);
 	if (py)
 		py_copy((struct lt_pystack *)((char *)rec + offcpu_base()), pys);
-	fill_header(&rec->hdr, LT_REC_OFFCPU, offcpu_base() + (py ? sizeof(struct lt_pystack) : 0),
+	else if (jss)
+		js_copy((struct lt_jsstack *)((char *)rec + offcpu_base()), jss);
+	fill_header(&rec->hdr, LT_REC_OFFCPU,
+		    offcpu_base() + (py    ? sizeof(struct lt_pystack)
+				     : jss ? sizeof(struct lt_jsstack)
+					   : 0),
 		    now);
 	rec->span_id = f->span_id;
 	rec->probe_id = f->probe_id;

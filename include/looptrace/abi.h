@@ -255,6 +255,9 @@ struct lt_config {
 	 * none does (-p of a process that maps no CPython), and the verifier
 	 * drops the walk: attach is faster. */
 	__u32 python_on;
+	/* 1: a traced process may run V8 (its JavaScript frames are walked,
+	 * lt_v8_procs); 0: none does (-p of a process that maps no V8). */
+	__u32 v8_on;
 	/* The kernel's interrupt entry code (__irqentry_text_start/_end from
 	 * kallsyms; 0 when hidden): a wakeup whose kernel stack passes through
 	 * it came from an interrupt (LT_WAKE_IRQ). */
@@ -315,7 +318,10 @@ enum lt_counter {
 	 * longer than LT_REC_PYCODE carries: cut (a name ends in "...", lines
 	 * past the table's cut are the function's first). */
 	LT_CNT_PY_NAME_CUT = 17,
-	LT_CNT_MAX = 18,
+	/* JavaScript stacks with more than LT_MAX_JSFRAMES frames: their
+	 * outermost JavaScript frames are missing. */
+	LT_CNT_JS_CUT = 18,
+	LT_CNT_MAX = 19,
 };
 
 struct lt_rec_header {
@@ -543,6 +549,68 @@ struct lt_py_sample_rec {
 struct lt_py_ustack_rec {
 	struct lt_ustack_rec s;
 	struct lt_pystack py;
+};
+
+/* V8 (Node): where a JavaScript frame keeps what it runs, from the V8
+ * build's own post-mortem metadata (v8dbg_*, user/v8/metadata.h). The
+ * kernel walks the frame pointers from the user registers and, at each
+ * frame, reads the window_len bytes at fp + window in one copy; the slot_*
+ * fields index its 8-byte words (the loader checks them). A frame whose
+ * marker word is a heap object (a context, not a Smi frame type) is a
+ * JavaScript frame: its function's SharedFunctionInfo is read (the word at
+ * function - heap_object_tag + js_function_shared). */
+struct lt_v8_proc {
+	__s16 window;	   /* first byte read, from fp (negative) */
+	__u16 window_len;  /* bytes read, <= LT_JS_WINDOW */
+	__u8 slot_saved_fp; /* the caller's fp (fp + 0) */
+	__u8 slot_ret;	    /* the return address (fp + 8) */
+	__u8 slot_marker;   /* context or Smi frame type */
+	__u8 slot_function; /* the JSFunction, tagged */
+	__u8 slot_bytecode_array;
+	__u8 slot_bytecode_offset;
+	__u16 js_function_shared; /* JSFunction::shared */
+	__u64 heap_object_tag_mask;
+	__u64 heap_object_tag;
+};
+
+/* Bytes of a frame read in one copy (lt_v8_proc). */
+#define LT_JS_WINDOW 64
+/* Frame-pointer frames walked per stack at most. */
+#define LT_JS_WALK 96
+/* JavaScript frames per stack; the rest is cut (LT_JS_CUT). */
+#define LT_MAX_JSFRAMES 40
+
+/* One JavaScript frame as the kernel found it. Userspace names sfi (after
+ * checking it is one) and finds the line from the bytecode offset. */
+struct lt_jsframe {
+	__u64 pc;	      /* where the frame runs: matches a native frame */
+	__u64 sfi;	      /* its SharedFunctionInfo, tagged */
+	__u64 function;	      /* its JSFunction, tagged (its code: lines, inlining) */
+	__u64 bytecode_array; /* the frame's slot: a BytecodeArray when interpreted */
+	__u64 bytecode_offset; /* the frame's slot: a Smi when interpreted */
+};
+
+/* lt_jsstack.flags */
+#define LT_JS_CUT 1u /* deeper than LT_MAX_JSFRAMES: the outermost are missing */
+
+/* The JavaScript frames of a thread, innermost first. A sample or a
+ * blocking point (LT_REC_OFFCPU) of a process in lt_v8_procs carries them
+ * after its record (and its copy): hdr.size says so (its size is not
+ * lt_pystack's). */
+struct lt_jsstack {
+	__u32 nframes;
+	__u32 flags; /* LT_JS_* */
+	struct lt_jsframe frames[LT_MAX_JSFRAMES];
+};
+
+struct lt_js_sample_rec {
+	struct lt_sample_rec s;
+	struct lt_jsstack js;
+};
+
+struct lt_js_ustack_rec {
+	struct lt_ustack_rec s;
+	struct lt_jsstack js;
 };
 
 /* A thread blocked (switched out, not runnable) inside a span: its user

@@ -431,7 +431,7 @@ CLI::App* add_check_command(CLI::App& app, looptrace::InspectArgs& args) {
 std::string check_debug_areas(const std::string& text) {
   static const std::set<std::string> kAreas{"elf",    "resolve",   "loader",
                                             "libbpf", "symbolize", "unwind",
-                                            "python", "all"};
+                                            "python", "v8",        "all"};
   size_t pos = 0;
   while (pos <= text.size()) {
     size_t comma = std::min(text.find(',', pos), text.size());
@@ -439,7 +439,7 @@ std::string check_debug_areas(const std::string& text) {
     if (!kAreas.count(area))
       return fmt::format(
           "unknown area '{}' (elf, resolve, loader, libbpf, symbolize, "
-          "unwind, python or all)",
+          "unwind, python, v8 or all)",
           looptrace::log::printable(area, 40));
     pos = comma + 1;
   }

@@ -198,6 +198,7 @@ Status MonitorSession::run() {
   o.follow_exits = true;
   o.hang_ns = plan_.hang_ns;
   o.py_frames = &symbols_.python;
+  o.js_frames = &symbols_.js;
   o.call_graph = plan_.opts.call_graph;
   // Only the slow spans' stacks are worth unwinding: the fast ones of the
   // window (--record-all) are for their times and counts.

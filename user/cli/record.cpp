@@ -122,6 +122,7 @@ Status RecordSession::run() {
   o.input = session_.has_input;
   o.hang_ns = plan_.hang_ns;
   o.py_frames = &symbols_.python;
+  o.js_frames = &symbols_.js;
   o.call_graph = plan_.opts.call_graph;
   // A recording of every span may be reported with lower thresholds:
   // then every stack is unwound.

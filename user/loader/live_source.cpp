@@ -19,6 +19,7 @@
 #include "python/frames.h"
 #include "unwind/dwarf_unwinder.h"
 #include "unwind/stack_trust.h"
+#include "v8/frames.h"
 
 namespace looptrace {
 namespace {
@@ -44,6 +45,7 @@ class MappingsTracker {
       : out_(out),
         tracer_(tracer),
         py_(o.py_frames),
+        js_(o.js_frames),
         call_graph_(o.call_graph),
         skip_unknown_exec_(o.follow_exits) {
     if (o.unwind_slow_ns)
@@ -60,6 +62,15 @@ class MappingsTracker {
                  "{} code objects named from the kernel's records, {} read "
                  "from the process afterwards",
                  py_->kernel_names(), py_->late_reads());
+    if (js_ && js_->functions_read())
+      log::debug("v8",
+                 "{} JavaScript functions named ({} frames were none) in "
+                 "{:.1f} ms",
+                 js_->functions_read(), js_->not_functions(),
+                 js_->read_ns() / 1e6);
+    if (js_ && js_->recovered())
+      log::debug("v8", "{} stacks' JavaScript frames found in their copy",
+                 js_->recovered());
     if (unwound_ == 0) return;
     log::debug("unwind",
                "{} stacks unwound by CFI in {:.1f} ms: {:.0f} stacks/s, {:.1f} "
@@ -91,6 +102,7 @@ class MappingsTracker {
       // What it held was taken in the mappings the exec replaces.
       if (gate_) gate_->flush_process(pid);
       py_watched_.erase(pid);
+      if (js_watched_.erase(pid) && js_) js_->forget(pid);
       emit_maps(pid, tid, x->ts_ns);
       unwinder_.forget(pid);
       proc_maps_.erase(pid);
@@ -153,6 +165,10 @@ class MappingsTracker {
       py_->forget(pid);
       (void)tracer_.set_python(pid, nullptr);
     }
+    if (js_watched_.erase(pid) && js_) {
+      js_->forget(pid);
+      (void)tracer_.set_v8(pid, nullptr);
+    }
   }
 
   // The Python callables the kernel read as code objects: each stands as
@@ -163,6 +179,15 @@ class MappingsTracker {
     for (uint32_t k = 0; mask != 0 && k < LT_MAX_KEYS; ++k, mask >>= 1)
       if ((mask & 1) && !(sp->key_fault_mask & (1u << k)))
         sp->keys[k] = py_->callable_address(sp->pid, sp->keys[k]);
+  }
+
+  // A process that runs V8: its samples and blocking points read its
+  // JavaScript frames.
+  void watch_v8(uint32_t pid, const std::vector<MapEntry>& maps) {
+    if (!js_ || !js_watched_.insert(pid).second) return;
+    std::optional<lt_v8_proc> p = js_->attach(pid, maps);
+    if (Status st = tracer_.set_v8(pid, p ? &*p : nullptr); !st.ok())
+      log::warn("pid {}: {}", pid, st.message());
   }
 
   // A process that runs CPython: its samples read its Python frames.
@@ -181,9 +206,12 @@ class MappingsTracker {
       if (!unwind) {
         st->ustack.reset();
         st->py.reset();
+        st->js.reset();
       }
+      if (js_) js_->recover(pid, st);
       fix_stack(pid, ts, st);
       if (st->py && py_) py_->merge(pid, st);
+      if (st->js && js_) js_->merge(pid, st);
     };
     if (auto* s = std::get_if<SampleEvent>(&ev)) {
       fix(s->pid, s->ts_ns, &s->stack);
@@ -202,6 +230,7 @@ class MappingsTracker {
     // Gone already, or a zombie (no maps): nothing new to say.
     if (!maps.ok() || maps->empty()) return;
     watch_python(pid, *maps);
+    watch_v8(pid, *maps);
     MappingsEvent m;
     m.pid = pid;
     m.tid = tid;
@@ -298,9 +327,11 @@ class MappingsTracker {
   EventSink& out_;
   Tracer& tracer_;
   python::PyFrames* py_;
+  v8::JsFrames* js_;
   const CallGraph call_graph_;
   const bool skip_unknown_exec_;
   std::set<uint32_t> py_watched_;  // since their last exec
+  std::set<uint32_t> js_watched_;  // since their last exec
   DwarfUnwinder unwinder_;
   uint64_t unwound_ = 0;    // stacks unwound by CFI
   uint64_t unwind_ns_ = 0;  // time spent doing it
@@ -483,9 +514,11 @@ void LiveSource::finish(MappingsTracker& tracker, const Tracer::Sink& sink,
 Status LiveSource::run(EventSink& out) {
   MappingsTracker tracker(out, tracer_, opts_);
   // -p's process: its first samples already read its Python frames.
-  if (opts_.pid > 0 && opts_.py_frames)
-    if (auto maps = proc::read_maps(opts_.pid); maps.ok())
+  if (opts_.pid > 0 && (opts_.py_frames || opts_.js_frames))
+    if (auto maps = proc::read_maps(opts_.pid); maps.ok()) {
       tracker.watch_python(opts_.pid, *maps);
+      tracker.watch_v8(opts_.pid, *maps);
+    }
   Tracer::Sink sink = [&tracker](Event&& ev) { tracker(std::move(ev)); };
   tracer_.set_pycode_hook([&tracker](const void* data, size_t size) {
     return tracker.learn_code(data, size);

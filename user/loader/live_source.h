@@ -24,6 +24,9 @@ namespace looptrace {
 namespace python {
 class PyFrames;
 }
+namespace v8 {
+class JsFrames;
+}
 
 // What a live run asks of its consumers while it runs.
 class LiveClient {
@@ -69,6 +72,9 @@ struct LiveOptions {
   // Names the Python frames of samples of CPython processes; nullptr: none
   // are read.
   python::PyFrames* py_frames = nullptr;
+  // Names the JavaScript frames of samples and blocking points of V8
+  // (Node) processes; nullptr: none are read.
+  v8::JsFrames* js_frames = nullptr;
   // How user stacks are unwound (the tracer copies stacks unless fp).
   CallGraph call_graph = CallGraph::kFramePointer;
   // The run's slow thresholds by role: a span shorter than its role's

@@ -747,6 +747,7 @@ Result<std::unique_ptr<Tracer>> Tracer::CreateWith(const TraceOptions& opts,
   cfg.sample_after_ns = opts.limits.sample_after_ns;
   cfg.record_all = opts.limits.record_all ? 1 : 0;
   cfg.python_on = opts.python ? 1 : 0;
+  cfg.v8_on = opts.v8 ? 1 : 0;
   cfg.nprobes = static_cast<uint32_t>(opts.probes.size());
   cfg.hist_max = opts.hist_max;
   cfg.use_steal = kernel_accounts_steal() ? 1 : 0;
@@ -1014,6 +1015,17 @@ Status Tracer::set_python(uint32_t pid, const lt_py_proc* py) {
   // After the entry: a thread that cached its process's absence looks
   // again (one that just exec'd into python3, say).
   __atomic_fetch_add(&impl_->skel->bss->lt_py_gen, 1u, __ATOMIC_RELEASE);
+  return Status::Ok();
+}
+
+Status Tracer::set_v8(uint32_t pid, const lt_v8_proc* v8) {
+  int fd = bpf_map__fd(impl_->skel->maps.lt_v8_procs);
+  if (v8 == nullptr) {
+    bpf_map_delete_elem(fd, &pid);
+    return Status::Ok();
+  }
+  if (bpf_map_update_elem(fd, &pid, v8, BPF_ANY) != 0)
+    return Status::Errno("filling lt_v8_procs", errno);
   return Status::Ok();
 }
 

@@ -68,6 +68,9 @@ class Tracer : public KernelCounts {
   // Samples of pid read its Python frames where `py` says (nullptr: no
   // more). python/frames.h PyFrames::attach finds it.
   Status set_python(uint32_t pid, const lt_py_proc* py);
+  // Samples and blocking points of pid read its JavaScript frames where
+  // `v8` says (nullptr: no more). v8/frames.h JsFrames::attach finds it.
+  Status set_v8(uint32_t pid, const lt_v8_proc* v8);
   // Where the names of Python code objects the kernel sends go
   // (LT_REC_PYCODE records, in stream order, before the records whose
   // frames need them): not events. `hook` returns false for a malformed

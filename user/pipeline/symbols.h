@@ -16,6 +16,7 @@
 #include "symbolize/symbolizer.h"
 #include "trace/events.h"
 #include "trace/stream.h"
+#include "v8/frames.h"
 
 namespace looptrace {
 
@@ -83,7 +84,9 @@ struct LiveSymbols {
   ProcSymbolizer proc{options()};
   SystemSymbolizer system{&proc};
   python::PyFrames python;
-  python::PySymbolizer live{&system, &python};
+  v8::JsFrames js;
+  v8::JsSymbolizer js_live{&system, &js};
+  python::PySymbolizer live{&js_live, &python};
   CapturingSymbolizer capture{&live, &proc};
   Symbolizer* for_analysis(bool recording) {
     return recording ? static_cast<Symbolizer*>(&capture) : &live;

@@ -9,6 +9,7 @@
 
 #include "base/log.h"
 #include "python/frames.h"
+#include "v8/frames.h"
 
 namespace looptrace::report {
 namespace {
@@ -61,6 +62,11 @@ bool owned_by_default(const std::string& module, bool py,
   // [vdso], [anon], [python] (an unreadable code object), <frozen ...>,
   // <string>, an unknown module.
   if (module.empty() || module[0] == '[' || module[0] == '<') return false;
+  // Node's own scripts (node:internal/timers) and a program's
+  // dependencies (node_modules/express/...) are not the program's code.
+  if (module.rfind("node:", 0) == 0 ||
+      module.find("/node_modules/") != std::string::npos)
+    return false;
   if (py && in_package(module, package)) return true;
   if (system_path(module)) return false;
   if (py) return true;
@@ -176,7 +182,9 @@ std::optional<KeyFrame> key_frame(uint32_t pid,
       app.patterns().empty() ? main_script_package(pid, frames, names) : "";
   for (size_t i = 0; i < frames.size(); ++i) {
     const Frame& f = names.frame(pid, frames[i]);
-    if (!app.owns(f, python::is_py_frame(frames[i]), &k.by, package)) continue;
+    const bool script =
+        python::is_py_frame(frames[i]) || v8::is_js_frame(frames[i]);
+    if (!app.owns(f, script, &k.by, package)) continue;
     k.index = i;
     return k;
   }

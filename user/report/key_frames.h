@@ -25,7 +25,9 @@ namespace looptrace::report {
 // frame whose file is not under /usr/lib, /lib (and their 32/64 kin), the
 // interpreter's standard library or a site-packages/dist-packages
 // directory, nor <frozen ...> or <string>, or one in the installed package
-// named after the main script (/usr/bin/meld: dist-packages/meld/); a native
+// named after the main script (/usr/bin/meld: dist-packages/meld/); a
+// JavaScript frame (as a Python one) whose script is not Node's own
+// (node:internal/...) nor under a node_modules directory; a native
 // frame whose module is a file outside those directories that is not an
 // interpreter (python*, node...). With patterns (--app-code), only the frames
 // whose module path (a native frame's mapped file, a Python frame's source
@@ -38,7 +40,8 @@ class AppCode {
   // (check_app_code refuses them on the command line).
   explicit AppCode(const std::vector<std::string>& patterns = {});
 
-  // Whether f (a Python frame when py) is the program's own code; *by is
+  // Whether f (a Python or JavaScript frame when py) is the program's own
+  // code; *by is
   // "default" or the pattern that matched. `package`: by default, Python
   // files of the installed package of that name (dist-packages/NAME/)
   // are the program's own too (key_frame: the main script's name).

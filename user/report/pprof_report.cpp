@@ -15,6 +15,7 @@
 #include "python/frames.h"
 #include "report/pprof/profile.pb.h"
 #include "report/report_common.h"
+#include "v8/frames.h"
 
 namespace looptrace {
 namespace {
@@ -49,8 +50,9 @@ class Builder {
     pb::Location* loc = p_->add_location();
     loc->set_id(static_cast<uint64_t>(p_->location_size()));
     pb::Line* line = loc->add_line();
-    if (python::is_py_frame(addr) && f.known()) {
-      // "qualname (file.py:22)": the function, its file, the line.
+    if ((python::is_py_frame(addr) || v8::is_js_frame(addr)) && f.known()) {
+      // "qualname (file.py:22)", "stall (app.js:8)": the function, its
+      // file, the line.
       auto [qualname, lineno] = split_python(f.function);
       line->set_function_id(function(qualname, f.module));
       line->set_line(lineno);

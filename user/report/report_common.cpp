@@ -9,6 +9,7 @@
 #include "python/frames.h"
 #include "symbolize/kernel_frames.h"
 #include "symbolize/kernel_symbols.h"
+#include "v8/frames.h"
 
 namespace looptrace::report {
 
@@ -159,7 +160,7 @@ const FrameNames::Names& FrameNames::names(uint32_t pid, uint64_t addr) {
     if (f.addr == 0) f.addr = addr;
     it->second.name = f.to_string();
     it->second.frame = f;
-    if (f.known() && python::is_py_frame(addr)) {
+    if (f.known() && (python::is_py_frame(addr) || v8::is_js_frame(addr))) {
       it->second.function = without_line(f.function);
     } else if (f.known()) {
       it->second.function = f.function;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "report/key_frames.h"
 #include "report/report.h"
 #include "report/report_common.h"
+#include "v8/frames.h"
 
 namespace looptrace {
 namespace {
@@ -569,12 +571,19 @@ void write_lost(std::ostream& os, const DispatchAnalysis& a,
   }
 }
 
-// Node without a perf map: its JavaScript runs from anonymous memory that
-// no symbol names. Says how to name it, once.
+// Node whose JavaScript frames looptrace could not name (a V8 layout it
+// does not read: a warning said why) and without a perf map: its
+// JavaScript runs from anonymous memory that no symbol names. Says how to
+// name it, once.
 void write_hints(std::ostream& os, const DispatchAnalysis& a,
                  report::FrameNames& names) {
+  std::set<uint32_t> named;  // processes with named JavaScript frames
+  for (const SlowSpan& s : a.slow)
+    for (const StackGroup& g : s.stacks)
+      if (std::any_of(g.frames.begin(), g.frames.end(), v8::is_js_frame))
+        named.insert(s.span.pid);
   for (const SlowSpan& s : a.slow) {
-    if (s.span.comm.rfind("node", 0) != 0) continue;
+    if (s.span.comm.rfind("node", 0) != 0 || named.count(s.span.pid)) continue;
     for (const StackGroup& g : s.stacks)
       for (uint64_t addr : g.frames) {
         const Frame& f = names.frame(s.span.pid, addr);

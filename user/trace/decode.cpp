@@ -44,12 +44,16 @@ template <typename R, typename C>
 std::unique_ptr<C> read_with_copy(const void* data, size_t size, bool* copy,
                                   bool py = false) {
   static_assert(sizeof(R) + sizeof(lt_pystack) != sizeof(C));
+  static_assert(sizeof(R) + sizeof(lt_jsstack) != sizeof(C));
   lt_rec_header hdr;
   std::memcpy(&hdr, data, sizeof(hdr));
   size_t base = hdr.size;
   if (py && (base == sizeof(R) + sizeof(lt_pystack) ||
              base == sizeof(C) + sizeof(lt_pystack)))
     base -= sizeof(lt_pystack);
+  else if (py && (base == sizeof(R) + sizeof(lt_jsstack) ||
+                  base == sizeof(C) + sizeof(lt_jsstack)))
+    base -= sizeof(lt_jsstack);
   auto out = std::make_unique<C>();
   if (base == sizeof(C) && size >= sizeof(C)) {
     std::memcpy(out.get(), data, sizeof(C));
@@ -118,7 +122,7 @@ bool py_tail(const void* data, size_t size, size_t base,
              std::shared_ptr<const PyStack>* out) {
   lt_rec_header hdr;
   std::memcpy(&hdr, data, sizeof(hdr));
-  if (hdr.size == base) return true;
+  if (hdr.size == base || hdr.size == base + sizeof(lt_jsstack)) return true;
   if (hdr.size != base + sizeof(lt_pystack) || size < hdr.size) return false;
   const char* at = static_cast<const char*>(data) + base;
   lt_pystack head;
@@ -134,13 +138,39 @@ bool py_tail(const void* data, size_t size, size_t base,
   return true;
 }
 
+// A sample or blocking point of a V8 thread has its JavaScript frames
+// after the record of `base` bytes, as py_tail's Python frames (the two
+// tails differ in size).
+static_assert(sizeof(lt_jsstack) != sizeof(lt_pystack));
+bool js_tail(const void* data, size_t size, size_t base,
+             std::shared_ptr<const JsStack>* out) {
+  lt_rec_header hdr;
+  std::memcpy(&hdr, data, sizeof(hdr));
+  if (hdr.size != base + sizeof(lt_jsstack)) return true;
+  if (size < hdr.size) return false;
+  const char* at = static_cast<const char*>(data) + base;
+  lt_jsstack head;
+  std::memcpy(&head, at, offsetof(lt_jsstack, frames));
+  if (head.nframes > LT_MAX_JSFRAMES) return false;
+  auto js = std::make_shared<JsStack>();
+  js->flags = head.flags;
+  js->frames.resize(head.nframes);
+  if (head.nframes)
+    std::memcpy(js->frames.data(), at + offsetof(lt_jsstack, frames),
+                head.nframes * sizeof(lt_jsframe));
+  *out = std::move(js);
+  return true;
+}
+
 bool decode_sample(const void* data, size_t size, Event* out) {
   lt_sample_rec r;
   if (size < sizeof(r)) return false;
   std::memcpy(&r, data, sizeof(r));
   if (r.nframes > LT_MAX_STACK) return false;
   SampleEvent ev = sample_event(r, nullptr);
-  if (!py_tail(data, size, sizeof(r), &ev.stack.py)) return false;
+  if (!py_tail(data, size, sizeof(r), &ev.stack.py) ||
+      !js_tail(data, size, sizeof(r), &ev.stack.js))
+    return false;
   *out = std::move(ev);
   return true;
 }
@@ -153,7 +183,9 @@ bool decode_ustack(const void* data, size_t size, Event* out) {
   std::memcpy(r.get(), data, sizeof(lt_ustack_rec));
   if (r->s.nframes > LT_MAX_STACK || !ucopy_ok(r->u)) return false;
   SampleEvent ev = sample_event(r->s, &r->u);
-  if (!py_tail(data, size, sizeof(lt_ustack_rec), &ev.stack.py)) return false;
+  if (!py_tail(data, size, sizeof(lt_ustack_rec), &ev.stack.py) ||
+      !js_tail(data, size, sizeof(lt_ustack_rec), &ev.stack.js))
+    return false;
   *out = std::move(ev);
   return true;
 }
@@ -175,8 +207,9 @@ bool decode_offcpu(const void* data, size_t size, Event* out) {
   ev.seq = r.seq;
   ev.stack = stack_of(r.frames, r.nframes, copy ? &c->u : nullptr);
   ev.kframes.assign(r.kframes, r.kframes + r.nkframes);
-  if (!py_tail(data, size, copy ? sizeof(lt_offcpu_copy_rec) : sizeof(r),
-               &ev.stack.py))
+  const size_t base = copy ? sizeof(lt_offcpu_copy_rec) : sizeof(r);
+  if (!py_tail(data, size, base, &ev.stack.py) ||
+      !js_tail(data, size, base, &ev.stack.js))
     return false;
   *out = std::move(ev);
   return true;

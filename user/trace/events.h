@@ -76,6 +76,13 @@ struct PyStack {
   uint32_t flags = 0;  // LT_PY_*
 };
 
+// The JavaScript frames the kernel read from a V8 thread (abi.h
+// lt_jsstack), innermost first.
+struct JsStack {
+  std::vector<lt_jsframe> frames;
+  uint32_t flags = 0;  // LT_JS_*
+};
+
 // How a sample's frames were found.
 enum class Unwind : uint8_t {
   kFramePointer = 0,  // the kernel walked the frame pointers
@@ -99,6 +106,8 @@ struct Stack {
   // named and merged into frames (python/merge.h); never recorded (the
   // frames are).
   std::shared_ptr<const PyStack> py;
+  // The same for the JavaScript frames (v8/frames.h).
+  std::shared_ptr<const JsStack> js;
 };
 
 // A user stack sampled while a span was running.

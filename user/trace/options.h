@@ -101,6 +101,8 @@ struct TraceOptions {
   // the BPF programs, a faster attach); a child of it that execs python
   // later gets native frames only.
   bool python = true;
+  // A traced process may run V8 (Node): its JavaScript frames are walked.
+  bool v8 = true;
   InputTrace input;
 };
 

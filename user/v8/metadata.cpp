@@ -143,6 +143,8 @@ const Slot kSlots[] = {
      LT_FIELD(objects.uncompiled_data_start_position)},
     {"class_UncompiledData__end_position__int32_t", O,
      LT_FIELD(objects.uncompiled_data_end_position)},
+    {"DeoptimizationDataSharedFunctionInfoIndex", O,
+     LT_FIELD(objects.deoptimization_data_sfi_index)},
 
     {"type_JSFunction__JS_FUNCTION_TYPE", R, LT_FIELD(types.js_function)},
     {"type_SharedFunctionInfo__SHARED_FUNCTION_INFO_TYPE", R,
@@ -237,13 +239,12 @@ void derive(V8Layout* l) {
   for (Constant& c : l->constants) {
     int32_t& field = kSlots[c.slot].field(*l);
     Tagging& t = l->tagging;
-    // A Smi's value sits above its tag bits and the shift V8 adds (31 on
-    // 64-bit without pointer compression).
+    // V8 exports the Smi tag's size as SmiValueShift (the value sits
+    // above it and SmiShiftSize more bits).
     if (&field == &t.smi_value_shift &&
         (c.origin == Origin::kAbsent || c.origin == Origin::kDerived) &&
-        t.smi_shift_size != kAbsent && t.smi_tag_mask != kAbsent) {
-      field = t.smi_shift_size +
-              std::popcount(static_cast<uint32_t>(t.smi_tag_mask));
+        t.smi_tag_mask != kAbsent) {
+      field = std::popcount(static_cast<uint32_t>(t.smi_tag_mask));
       c.value = field;
       c.origin = Origin::kDerived;
     }

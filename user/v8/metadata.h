@@ -81,7 +81,9 @@ struct FrameTypes {
 
 // How a tagged word says what it is: a heap object pointer has
 // (word & heap_object_tag_mask) == heap_object_tag; a Smi (small integer)
-// has (word & smi_tag_mask) == smi_tag and its value at smi_value_shift.
+// has (word & smi_tag_mask) == smi_tag and its value at bit
+// smi_value_shift + smi_shift_size (smi_value_shift is the tag's size, as
+// V8 exports it: 1 + 31 on 64-bit without pointer compression).
 struct Tagging {
   int32_t heap_object_tag = kAbsent;
   int32_t heap_object_tag_mask = kAbsent;
@@ -128,6 +130,10 @@ struct ObjectOffsets {
   int32_t uncompiled_data_inferred_name = kAbsent;
   int32_t uncompiled_data_start_position = kAbsent;
   int32_t uncompiled_data_end_position = kAbsent;
+  // An index, not an offset: DeoptimizationData's element that holds the
+  // compiled function's SharedFunctionInfo (the walker's check that the
+  // rest of that array's layout is the one it knows).
+  int32_t deoptimization_data_sfi_index = kAbsent;
 };
 
 // Map::instance_type values.
