@@ -218,7 +218,7 @@ constexpr std::string_view kGlibProfile = R"json({
 // Checked against Node 20 (Debian 12).
 constexpr std::string_view kNodeProfile = R"json({
   "name": "node",
-  "description": "Node.js: timer runs and every callback into JavaScript",
+  "description": "Node.js: timer runs, every callback into JavaScript and HTTP requests read",
   "probes": [
     {
       "role": "dispatch",
@@ -231,6 +231,12 @@ constexpr std::string_view kNodeProfile = R"json({
       "binary": "node",
       "symbol": "node::InternalMakeCallback(node::Environment*, v8::Local<v8::Object>, v8::Local<v8::Object>, v8::Local<v8::Function>, int, v8::Local<v8::Value>*, node::async_context)",
       "label": "Node callback"
+    },
+    {
+      "role": "dispatch",
+      "binary": "node",
+      "symbol": "non-virtual thunk to node::(anonymous namespace)::Parser::OnStreamRead(long, uv_buf_t const&)",
+      "label": "Node HTTP"
     }
   ]
 })json";

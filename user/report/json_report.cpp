@@ -9,10 +9,12 @@
 
 #include "analysis/list_limits.h"
 #include "profiles/profile.h"
+#include "python/frames.h"
 #include "report/key_frames.h"
 #include "report/report.h"
 #include "report/report_common.h"
 #include "symbolize/kernel_symbols.h"
+#include "v8/frames.h"
 
 namespace looptrace {
 namespace {
@@ -35,17 +37,38 @@ json frames_json(uint32_t pid, const std::vector<uint64_t>& frames,
 }
 
 // The same frames whole, for tools that aggregate them: address, module
-// (path, [vdso], [anon], [kernel]), function (null when unknown) and the
-// offset into it.
+// (path, [vdso], [anon], [kernel]; a script's name for a Python or
+// JavaScript frame), function (null when unknown), the offset into it and
+// the frame's kind: "native", "python" or "js" (the last two with their
+// script's line, null when unknown).
 json frames_detail_json(uint32_t pid, const std::vector<uint64_t>& frames,
                         report::FrameNames& names) {
   json out = json::array();
   for (uint64_t addr : frames) {
     const Frame& f = names.frame(pid, addr);
-    out.push_back({{"addr", addr},
-                   {"module", f.module},
-                   {"function", f.known() ? json(f.function) : json()},
-                   {"offset", f.known() ? json(f.offset) : json()}});
+    json d = {{"addr", addr},
+              {"module", f.module},
+              {"function", f.known() ? json(f.function) : json()},
+              {"offset", f.known() ? json(f.offset) : json()}};
+    const bool py = python::is_py_frame(addr), js = v8::is_js_frame(addr);
+    d["kind"] = py ? "python" : js ? "js" : "native";
+    if (py || js) {
+      // "stall (app.js:46)": the number after the script's name.
+      json line;
+      const size_t colon = f.function.rfind(':');
+      if (f.known() && colon != std::string::npos && f.function.back() == ')')
+        try {
+          size_t used = 0;
+          const std::string digits =
+              f.function.substr(colon + 1, f.function.size() - colon - 2);
+          const int n = std::stoi(digits, &used);
+          if (used == digits.size() && n > 0) line = n;
+        } catch (const std::exception&) {
+        }
+      d["script"] = f.module;
+      d["line"] = line;
+    }
+    out.push_back(std::move(d));
   }
   return out;
 }
