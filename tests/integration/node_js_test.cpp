@@ -137,6 +137,15 @@ TEST(NodeJsFrames, EveryFrameNamedWithNoFlagAsErrStackNamesIt) {
         EXPECT_EQ(ours[i + 1].line, truth[i].line) << all;
       }
     }
+    // The span's JavaScript identity: the program's callback that Node
+    // called (err.stack's outermost frame in the program), with nearly
+    // all of its samples.
+    const json& cbs = (*span)["js_callbacks"];
+    ASSERT_FALSE(cbs.empty()) << span->dump();
+    EXPECT_EQ(cbs[0]["function"],
+              truth.back().function + " (node_js_frames.js)")
+        << cbs.dump();
+    EXPECT_GE(cbs[0]["samples"].get<int64_t>() * 10, samples * 9) << cbs.dump();
     // The stall is busy's: almost every sample is in it.
     EXPECT_GE(in_busy * 10, samples * 9) << span->dump();
     EXPECT_GT(in_busy, 0);

@@ -84,6 +84,17 @@ void add_key_frame(json* entry, uint32_t pid,
   (*entry)["key_frame_by"] = k ? json(k->by) : json();
 }
 
+// The program's JavaScript callbacks that took the span's samples
+// (report/key_frames.h js_callbacks): function and samples, most first;
+// empty outside JavaScript.
+json js_callbacks_json(const SlowSpan& s, report::AppCode& app,
+                       report::FrameNames& names) {
+  json out = json::array();
+  for (const report::JsCallback& c : report::js_callbacks(s, app, names))
+    out.push_back({{"function", c.function}, {"samples", c.samples}});
+  return out;
+}
+
 // Where the span was stuck, as the text report says it: its stacks merged
 // by function, shown by the commonest exact one; null without samples.
 json stuck_here_json(const SlowSpan& s, report::AppCode& app,
@@ -209,6 +220,7 @@ json slow_span_json(const SlowSpan& s, const ReportContext& ctx,
                     : frames_json(e.pid, s.stacks[0].frames, names)},
       {"stacks", stacks},
       {"stuck_here", stuck_here_json(s, app, names)},
+      {"js_callbacks", js_callbacks_json(s, app, names)},
       {"blocked", blocked_json(s, app, names)},
       {"blocked_recorded_ns", s.blocked_recorded_ns},
   };

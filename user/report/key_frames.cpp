@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <string_view>
 
 #include "base/log.h"
@@ -189,6 +190,27 @@ std::optional<KeyFrame> key_frame(uint32_t pid,
     return k;
   }
   return std::nullopt;
+}
+
+std::vector<JsCallback> js_callbacks(const SlowSpan& s, AppCode& app,
+                                     FrameNames& names) {
+  std::map<std::string, uint32_t> by_function;
+  const uint32_t pid = s.span.pid;
+  for (const StackGroup& g : s.stacks)
+    for (size_t i = g.frames.size(); i-- > 0;) {
+      if (!v8::is_js_frame(g.frames[i])) continue;
+      if (!app.owns(names.frame(pid, g.frames[i]), true)) continue;
+      by_function[names.function(pid, g.frames[i])] += g.count;
+      break;
+    }
+  std::vector<JsCallback> out;
+  for (auto& [function, samples] : by_function)
+    out.push_back({function, samples});
+  std::stable_sort(out.begin(), out.end(),
+                   [](const JsCallback& a, const JsCallback& b) {
+                     return a.samples > b.samples;
+                   });
+  return out;
 }
 
 std::vector<FunctionStack> function_stacks(const SlowSpan& s,

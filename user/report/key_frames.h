@@ -96,4 +96,15 @@ struct StuckHere {
 };
 StuckHere stuck_here(const SlowSpan& s, AppCode& app, FrameNames& names);
 
+// The JavaScript identity of a span (a Node timer batch, a callback): per
+// sample, its outermost JavaScript frame of the program's own code (the
+// callback the program gave Node: onTimer, the HTTP handler), merged by
+// function; most samples first. Empty when no sample has one.
+struct JsCallback {
+  std::string function;  // "onTimer (app.js)"
+  uint32_t samples = 0;
+};
+std::vector<JsCallback> js_callbacks(const SlowSpan& s, AppCode& app,
+                                     FrameNames& names);
+
 }  // namespace looptrace::report

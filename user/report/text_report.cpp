@@ -206,6 +206,21 @@ void write_frames(std::ostream& os, uint32_t pid,
                         LT_MAX_PYFRAMES));
 }
 
+// A Node span's JavaScript identity: the program's callbacks that took its
+// samples, with their share (the three commonest).
+void write_js_callbacks(std::ostream& os, const SlowSpan& s,
+                        report::AppCode& app, report::FrameNames& names) {
+  const std::vector<report::JsCallback> cbs =
+      report::js_callbacks(s, app, names);
+  if (cbs.empty() || s.nsamples == 0) return;
+  std::string line = "    JavaScript:";
+  for (size_t i = 0; i < cbs.size() && i < 3; ++i)
+    line += fmt::format("{} {} {}%", i ? "," : "", cbs[i].function,
+                        cbs[i].samples * 100 / s.nsamples);
+  if (cbs.size() > 3) line += fmt::format(", +{} more", cbs.size() - 3);
+  put(os, line);
+}
+
 // Where the span was stuck: its samples merged by function (a Python loop
 // spreads them over lines), shown by the commonest exact stack.
 // `nested`: where the samples went when the span has none of its own (a
@@ -532,6 +547,7 @@ void write_slow(std::ostream& os, const DispatchAnalysis& a,
     if (e.flags & LT_SPAN_EXEC) line += "  CUT BY EXEC";
     put(os, line);
     put(os, "    " + report::describe_target(e, ctx).text);
+    write_js_callbacks(os, *spans[i], app, names);
     // Where the wall time went: on a CPU, waiting for one, or blocked.
     auto share = [&e](uint64_t ns) {
       return e.duration_ns ? ns * 100 / e.duration_ns : 0;
