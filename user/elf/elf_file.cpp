@@ -251,7 +251,8 @@ Status ElfFile::load(Read what) {
 
   load_build_id();
   load_debuglink();
-  return what == Read::kAll ? load_symbols() : Status::Ok();
+  if (what == Read::kHeaders) return Status::Ok();
+  return load_symbols(what == Read::kDynsym);
 }
 
 void ElfFile::load_build_id() {
@@ -326,7 +327,7 @@ void ElfFile::merge_symbols(const std::vector<Symbol>& more) {
              symbols_.size(), more.size());
 }
 
-Status ElfFile::load_symbols() {
+Status ElfFile::load_symbols(bool dynsym_only) {
   // .gnu.version runs parallel to .dynsym; its hidden bit marks versions
   // that only old binaries bind to.
   Elf_Data* versym = nullptr;
@@ -344,6 +345,7 @@ Status ElfFile::load_symbols() {
     if (!gelf_getshdr(scn, &shdr)) continue;
     if (shdr.sh_type != SHT_SYMTAB && shdr.sh_type != SHT_DYNSYM) continue;
     bool dynsym = shdr.sh_type == SHT_DYNSYM;
+    if (dynsym_only && !dynsym) continue;
     if (!dynsym) has_symtab_ = true;
     Elf_Data* data = elf_getdata(scn, nullptr);
     if (!data || shdr.sh_entsize == 0) continue;

@@ -40,8 +40,10 @@ struct Segment {
 class ElfFile {
  public:
   // What Open reads: everything, or the headers alone (segments, build-id,
-  // debuglink; no symbols(): a 100 MB binary opens in a millisecond).
-  enum class Read { kAll, kHeaders };
+  // debuglink; no symbols(): a 100 MB binary opens in a millisecond), or
+  // the headers and the exported symbols (.dynsym only: symbols() holds no
+  // .symtab entry, has_symtab() stays false).
+  enum class Read { kAll, kHeaders, kDynsym };
   // Errors: "open /x: No such file or directory", "/x: not an ELF file".
   static Result<ElfFile> Open(const std::string& path, Read what = Read::kAll);
   // An image in memory (a [vdso] read from /proc/PID/mem, the ELF inside
@@ -119,7 +121,7 @@ class ElfFile {
   Status load(Read what = Read::kAll);
   // Every header table, loadable segment and section lies inside the file.
   Status check_extents() const;
-  Status load_symbols();
+  Status load_symbols(bool dynsym_only = false);
   void load_build_id();
   void load_debuglink();
   // Sorts all_, merges duplicates into symbols_ and builds max_end_.

@@ -71,6 +71,13 @@ class MappingsTracker {
     if (js_ && js_->recovered())
       log::debug("v8", "{} stacks' JavaScript frames found in their copy",
                  js_->recovered());
+    if (js_ && js_->merged())
+      log::debug(
+          "v8",
+          "{} stacks with {} JavaScript frames named and placed in "
+          "{:.1f} ms: {:.2f} us a frame",
+          js_->merged(), js_->merged_frames(), js_->merge_ns() / 1e6,
+          js_->merge_ns() / 1e3 / std::max<uint64_t>(js_->merged_frames(), 1));
     if (unwound_ == 0) return;
     log::debug("unwind",
                "{} stacks unwound by CFI in {:.1f} ms: {:.0f} stacks/s, {:.1f} "

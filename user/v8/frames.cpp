@@ -745,6 +745,7 @@ void JsFrames::merge(uint32_t pid, Stack* st) {
   auto it = procs_.find(pid);
   if (!js || js->frames.empty() || it == procs_.end()) return;
   const Proc& p = it->second;
+  const uint64_t t0 = now_ns();
   std::vector<uint64_t> pcs;
   std::vector<std::vector<uint64_t>> addrs;
   const uint64_t sampled = st->frames.empty() ? 0 : st->frames[0];
@@ -758,6 +759,9 @@ void JsFrames::merge(uint32_t pid, Stack* st) {
         [pc](const auto& r) { return pc >= r.first && pc < r.second; });
   });
   if (js->flags & LT_JS_CUT) st->python_cut = true;
+  ++merged_;
+  merged_frames_ += js->frames.size();
+  merge_ns_ += now_ns() - t0;
 }
 
 Frame JsFrames::frame(uint64_t addr) const {

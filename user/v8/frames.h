@@ -126,6 +126,11 @@ class JsFrames {
   uint64_t functions_read() const { return functions_read_; }
   // Stacks whose JavaScript frames came from their copy (recover).
   uint64_t recovered() const { return recovered_; }
+  // Stacks merged, their JavaScript frames, and the time merge() took
+  // (names and lines read, or found in the caches, and placed).
+  uint64_t merged() const { return merged_; }
+  uint64_t merged_frames() const { return merged_frames_; }
+  uint64_t merge_ns() const { return merge_ns_; }
   uint64_t not_functions() const { return not_functions_; }
   // Time spent reading the process's memory for names and lines.
   uint64_t read_ns() const { return read_ns_; }
@@ -180,6 +185,9 @@ class JsFrames {
   std::vector<Frame> frames_;
   uint64_t functions_read_ = 0;
   uint64_t recovered_ = 0;
+  uint64_t merged_ = 0;
+  uint64_t merged_frames_ = 0;
+  uint64_t merge_ns_ = 0;
   uint64_t not_functions_ = 0;
   uint64_t read_ns_ = 0;
 };
