@@ -694,18 +694,16 @@ void JsFrames::recover(uint32_t pid, Stack* st) {
   for (int32_t t : {l.frame_types.exit, l.frame_types.builtin_exit})
     if (t != kAbsent) exits.push_back(uint64_t(t) << shift);
   const int32_t marker_off = l.frame.context_or_frame_type;
-  for (size_t off = 0; off + 8 <= len; off += 8) {
-    uint64_t w = 0;
-    std::memcpy(&w, &u.bytes[off], 8);
-    if (std::find(exits.begin(), exits.end(), w) == exits.end()) continue;
-    // The exit frame's fp, its marker below it.
-    uint64_t fp = sp + off - uint64_t(marker_off);
+  // The frame-pointer chain from fp (its code at pc), within the copy; the
+  // first frame is skipped when it is an exit frame. Whether it found a
+  // function.
+  auto walk = [&](uint64_t fp, uint64_t pc, bool skip_first) {
     auto js = std::make_shared<JsStack>();
-    uint64_t pc = 0, saved = 0;
+    uint64_t saved = 0;
     for (int i = 0; i < LT_JS_WALK; ++i) {
       uint64_t marker = 0, fn = 0, ret = 0;
       if (!word(fp, &saved) || !word(fp + 8, &ret)) break;
-      if (i > 0 && word(fp + marker_off, &marker) &&
+      if ((i > 0 || !skip_first) && word(fp + marker_off, &marker) &&
           word(fp + l.frame.function, &fn) && h.is_heap(marker) &&
           h.is_heap(fn)) {
         auto sfi = h.word(fn, l.objects.js_function_shared);
@@ -733,10 +731,20 @@ void JsFrames::recover(uint32_t pid, Stack* st) {
                      [&](const lt_jsframe& f) {
                        return f.sfi && function(pid, f.sfi).ok;
                      }))
-      continue;
+      return false;
     st->js = std::move(js);
     ++recovered_;
-    return;
+    return true;
+  };
+  // As the kernel walks (a copy taken by ptrace, a test's), then from
+  // each exit frame's marker.
+  if (walk(u.regs[6], u.regs[16], false)) return;
+  for (size_t off = 0; off + 8 <= len; off += 8) {
+    uint64_t w = 0;
+    std::memcpy(&w, &u.bytes[off], 8);
+    if (std::find(exits.begin(), exits.end(), w) == exits.end()) continue;
+    // The exit frame's fp, its marker below it.
+    if (walk(sp + off - uint64_t(marker_off), 0, true)) return;
   }
 }
 

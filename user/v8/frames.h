@@ -109,7 +109,8 @@ class JsFrames {
   // A stack whose kernel walk found no JavaScript frame (the thread ran
   // native code built without frame pointers: a V8 runtime function, a
   // Node binding) but that has the copy of its top: st->js from the
-  // frames the copy holds, found from the exit frame V8 pushed where
+  // frames the copy holds, found as the kernel walks (from rbp: for a copy
+  // taken otherwise, by ptrace) or else from the exit frame V8 pushed where
   // JavaScript called out (its marker, then the frame-pointer chain), each
   // frame's function read from the process. Before fix_stack drops the
   // copy.
