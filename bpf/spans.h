@@ -49,18 +49,29 @@ static __always_inline int handles_input(const volatile struct lt_probe_cfg *cfg
 	return v < 64 && ((cfg->input_types >> v) & 1);
 }
 
-/* Whether span f's str key's string is one of the probe's frame_names:
- * 1 or 0, -1 when it could not be read. */
-static __always_inline int name_is_frame(const volatile struct lt_probe_cfg *cfg,
-					 struct lt_frame *f)
+/* The address of span f's str key's string (cfg's), 0 when it has none or
+ * its read faulted. */
+static __always_inline __u64 frame_name_ptr(const volatile struct lt_probe_cfg *cfg,
+					    struct lt_frame *f)
 {
-	char name[LT_FRAME_NAME_LEN];
-	__u32 k = cfg->str_key, nn = cfg->frame_nnames, j, i;
-	__u64 ptr;
+	__u32 k = cfg->str_key;
 
 	if (!k || k > LT_MAX_KEYS || (f->key_fault_mask & (1u << (k - 1))))
-		return -1;
-	ptr = f->keys[(k - 1) & (LT_MAX_KEYS - 1)];
+		return 0;
+	return f->keys[(k - 1) & (LT_MAX_KEYS - 1)];
+}
+
+/* Whether the string at ptr (a span's str key) is one of probe probe_id's
+ * frame_names: 1 or 0, -1 when it could not be read. A global function:
+ * its loops are verified once, not at each state of lt_span_return that
+ * reaches them (the probe's names are not known to the verifier there:
+ * that took 0.35 s of every attach). */
+__noinline int name_is_frame(__u32 probe_id, __u64 ptr)
+{
+	const volatile struct lt_probe_cfg *cfg = &lt_cfg.probes[probe_id & (LT_MAX_PROBES - 1)];
+	char name[LT_FRAME_NAME_LEN];
+	__u32 nn = cfg->frame_nnames, j, i;
+
 	if (!ptr || bpf_probe_read_user_str(name, sizeof(name), (void *)ptr) <= 0)
 		return -1;
 	for (j = 0; j < LT_FRAME_NAMES && j < nn; j++) {
@@ -101,14 +112,14 @@ static __always_inline int is_frame(struct lt_thread *st, const volatile struct 
 	if (!cfg->frame_nnames)
 		return 0;
 	if (!cfg->frame_by[0])
-		return name_is_frame(cfg, f) > 0;
+		return name_is_frame(probe_id, frame_name_ptr(cfg, f)) > 0;
 	a = frame_by_value(cfg->frame_by[0], f);
 	b = frame_by_value(cfg->frame_by[1], f);
 	slot = (__u32)((a >> 4) ^ (b >> 4) ^ probe_id) & (LT_FRAME_MEMO - 1);
 	if (st->frame_memo[slot].probe == probe_id + 1 && st->frame_memo[slot].by[0] == a &&
 	    st->frame_memo[slot].by[1] == b)
 		return st->frame_memo[slot].frame;
-	r = name_is_frame(cfg, f);
+	r = name_is_frame(probe_id, frame_name_ptr(cfg, f));
 	if (r < 0)
 		return 0; /* unread: not remembered */
 	st->frame_memo[slot].by[0] = a;
@@ -621,13 +632,16 @@ static __always_inline void submit_span(struct lt_span_rec *rec, struct lt_threa
  * top `d`: the frame entered at sp - 8 (the return address is popped by
  * now). Frames entered deeper than it were abandoned (drop_abandoned) and
  * are dropped, each counted. -1 when no frame matches (its entry was not
- * recorded: before the probes were ready).
+ * recorded: before the probes were ready). A global function: its loop is
+ * verified once, not at each of lt_span_return's states.
  */
-static __always_inline int frame_of_return(struct lt_thread *st, __u32 d, __u64 sp)
+__noinline int frame_of_return(struct lt_thread *st, __u32 d, __u64 sp)
 {
 	__u64 entry_sp = sp - 8;
 	int k;
 
+	if (!st)
+		return -1;
 	for (k = 0; k < LT_MAX_DEPTH; k++) {
 		__u64 fsp;
 
