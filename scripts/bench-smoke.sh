@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 build_dir=${BUILD_DIR:-build}
 names=("$@")
 if [[ ${#names[@]} -eq 0 ]]; then
-  names=(bench bench-whole bench-attach bench-stacks bench-python bench-input bench-x11 bench-frames bench-record bench-soak bench-monitor bench-whole-vcall bench-android)
+  names=(bench bench-whole bench-attach bench-stacks bench-python bench-js bench-input bench-x11 bench-frames bench-record bench-soak bench-monitor bench-whole-vcall bench-android)
 fi
 
 failed=()

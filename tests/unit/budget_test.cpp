@@ -65,6 +65,7 @@ json lost(uint64_t ringbuf_full = 0, uint64_t orphan_samples = 0) {
           {"delivery_unmatched", 0},
           {"python_cut", 0},
           {"python_names_cut", 0},
+          {"js_cut", 0},
           {"watch_full", 0},
           {"unseen_switches", 0},
           {"blocks_capped", 0},

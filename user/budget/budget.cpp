@@ -405,7 +405,7 @@ Measure lost_sum(const json& j) {
   std::string which;
   for (const auto& [k, v] : lost->items()) {
     if (k == "unseen_switches" || k == "blocks_capped" || k == "python_cut" ||
-        k == "python_names_cut")
+        k == "python_names_cut" || k == "js_cut")
       continue;
     uint64_t n = u64(*lost, k).value_or(0);
     sum += n;
@@ -418,7 +418,7 @@ Measure lost_sum(const json& j) {
 void add_lost_metrics(Metrics& m) {
   add(m, "lost", kCount,
       "the sum of the counters in lost but unseen_switches, blocks_capped, "
-      "python_cut and python_names_cut (no event is lost there)",
+      "python_cut, python_names_cut and js_cut (no event is lost there)",
       lost_sum);
   // One metric per counter the reports know, named as in the JSON.
   for (const report::LostItem& l : report::lost_items(DispatchAnalysis{})) {

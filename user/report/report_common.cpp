@@ -115,6 +115,10 @@ std::vector<LostItem> lost_items(const DispatchAnalysis& a) {
                    "(past {}/{}/{} bytes)",
                    c[LT_CNT_PY_NAME_CUT], LT_PY_NAME_BYTES, LT_PY_FILE_BYTES,
                    LT_PY_TABLE_BYTES)},
+      {"js_cut", c[LT_CNT_JS_CUT],
+       fmt::format("JavaScript stacks deeper than {} frames: {} (outermost "
+                   "JavaScript frames missing)",
+                   LT_MAX_JSFRAMES, c[LT_CNT_JS_CUT])},
       {"watch_full", c[LT_CNT_WATCH_FULL],
        fmt::format("process/channel table full: {} not followed (raise "
                    "--max-processes)",

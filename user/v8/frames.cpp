@@ -766,7 +766,8 @@ void JsFrames::merge(uint32_t pid, Stack* st) {
         p.file_code.begin(), p.file_code.end(),
         [pc](const auto& r) { return pc >= r.first && pc < r.second; });
   });
-  if (js->flags & LT_JS_CUT) st->python_cut = true;
+  // A cut walk (LT_JS_CUT) is counted by the kernel (lost.js_cut); the
+  // stack's native frames are whole.
   ++merged_;
   merged_frames_ += js->frames.size();
   merge_ns_ += now_ns() - t0;

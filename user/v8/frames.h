@@ -116,8 +116,7 @@ class JsFrames {
   // copy.
   void recover(uint32_t pid, Stack* st);
 
-  // Names st->js's frames and puts them among st->frames (python_cut when
-  // the kernel cut them, as for Python); drops st->js.
+  // Names st->js's frames and puts them among st->frames; drops st->js.
   void merge(uint32_t pid, Stack* st);
 
   // The frame an address from merge() stands for.
