@@ -11,9 +11,9 @@
  * maps), cputime.h and sched.h (the CPU/run-queue/blocked books), keys.h
  * (what probes read), threads.h (per-thread state, histograms), ustack.h
  * (user stack copies for unwinding), python.h (Python frames and
- * callables), v8.h (JavaScript frames), spans.h (the span and point probes), lifecycle.h (exit, fork,
- * exec), sampler.h (stack samples), io_sock.h, io_calls.h and io_hooks.h
- * (input channels).
+ * callables), v8.h (JavaScript frames), spans.h (the span and point
+ * probes), lifecycle.h (exit, fork, exec), sampler.h (stack samples),
+ * io_sock.h, io_calls.h and io_hooks.h (input channels).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>

@@ -21,6 +21,7 @@ constexpr int32_t kMaxSource = 64 << 20;  // a script's source scanned for lines
 constexpr int32_t kMaxLines = 4 << 20;    // line ends read from V8's table
 constexpr int32_t kMaxTable = 1 << 20;    // a source position table's bytes
 constexpr int kMaxStringDepth = 16;       // cons and thin strings followed
+constexpr size_t kMaxPlaced = 1 << 16;    // frame states cached
 
 uint64_t now_ns() {
   timespec ts{};
@@ -614,8 +615,9 @@ std::vector<std::pair<uint64_t, int>> JsFrames::code_frames(uint32_t pid,
             h.at(*inl) + l.objects.fixed_array_data + 16 * uint64_t(inlining),
             &entry, sizeof(entry)))
       return {};
+    if (entry.function_id < 0) return {};
     auto sfi = element(*lits, entry.function_id);
-    if (!sfi || entry.function_id < 0) return {};
+    if (!sfi) return {};
     // A weak reference's tag.
     out.emplace_back(*sfi & ~uint64_t{2}, script_offset(*raw));
     raw = entry.position;
@@ -629,6 +631,9 @@ std::vector<uint64_t> JsFrames::addresses_of(uint32_t pid, const Proc& p,
                                              bool innermost) {
   auto key = std::make_tuple(pid, f.sfi, f.function, f.pc, f.bytecode_array,
                              f.bytecode_offset, innermost);
+  // Each closure is a function of its own: a run that lasts (monitor)
+  // would keep them all. The names stay cached per SFI.
+  if (placed_.size() >= kMaxPlaced) placed_.clear();
   auto [it, fresh] = placed_.try_emplace(key);
   if (!fresh) return it->second;
   std::vector<uint64_t>& out = it->second;
