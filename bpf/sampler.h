@@ -86,7 +86,7 @@ int lt_sample(struct bpf_perf_event_data *ctx)
 		return sample_ustack(ctx, st, f, now, pys);
 	if (!pys)
 		jss = js_stack(js_proc(), LT_JS_SLOT_SAMPLE);
-	size = pys ? sizeof(struct lt_py_sample_rec)
+	size = pys   ? sizeof(struct lt_py_sample_rec)
 	       : jss ? sizeof(struct lt_js_sample_rec)
 		     : sizeof(*rec);
 	if (pys)

@@ -126,7 +126,7 @@ static __always_inline void on_block(void *ctx, struct lt_thread *st, __u64 now)
 	else if (jss)
 		js_copy((struct lt_jsstack *)((char *)rec + offcpu_base()), jss);
 	fill_header(&rec->hdr, LT_REC_OFFCPU,
-		    offcpu_base() + (py    ? sizeof(struct lt_pystack)
+		    offcpu_base() + (py	   ? sizeof(struct lt_pystack)
 				     : jss ? sizeof(struct lt_jsstack)
 					   : 0),
 		    now);

@@ -63,9 +63,9 @@ static int js_step(__u32 index, void *data)
 			count(LT_CNT_JS_CUT);
 			return 1;
 		}
-		bpf_probe_read_user(&sfi, sizeof(sfi),
-				    (const void *)(fn - c->p.heap_object_tag +
-						   c->p.js_function_shared));
+		bpf_probe_read_user(
+		    &sfi, sizeof(sfi),
+		    (const void *)(fn - c->p.heap_object_tag + c->p.js_function_shared));
 		f = &out->frames[n];
 		f->pc = c->pc;
 		f->sfi = sfi;

@@ -560,8 +560,8 @@ struct lt_py_ustack_rec {
  * JavaScript frame: its function's SharedFunctionInfo is read (the word at
  * function - heap_object_tag + js_function_shared). */
 struct lt_v8_proc {
-	__s16 window;	   /* first byte read, from fp (negative) */
-	__u16 window_len;  /* bytes read, <= LT_JS_WINDOW */
+	__s16 window;	    /* first byte read, from fp (negative) */
+	__u16 window_len;   /* bytes read, <= LT_JS_WINDOW */
 	__u8 slot_saved_fp; /* the caller's fp (fp + 0) */
 	__u8 slot_ret;	    /* the return address (fp + 8) */
 	__u8 slot_marker;   /* context or Smi frame type */
@@ -583,10 +583,10 @@ struct lt_v8_proc {
 /* One JavaScript frame as the kernel found it. Userspace names sfi (after
  * checking it is one) and finds the line from the bytecode offset. */
 struct lt_jsframe {
-	__u64 pc;	      /* where the frame runs: matches a native frame */
-	__u64 sfi;	      /* its SharedFunctionInfo, tagged */
-	__u64 function;	      /* its JSFunction, tagged (its code: lines, inlining) */
-	__u64 bytecode_array; /* the frame's slot: a BytecodeArray when interpreted */
+	__u64 pc;	       /* where the frame runs: matches a native frame */
+	__u64 sfi;	       /* its SharedFunctionInfo, tagged */
+	__u64 function;	       /* its JSFunction, tagged (its code: lines, inlining) */
+	__u64 bytecode_array;  /* the frame's slot: a BytecodeArray when interpreted */
 	__u64 bytecode_offset; /* the frame's slot: a Smi when interpreted */
 };
 
