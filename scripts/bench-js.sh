@@ -77,35 +77,6 @@ setTimeout(function onTimer() { down(depth); }, at);
 process.stderr.write('stall.js: ready\n');
 JS
 
-map_id() {
-  local ids
-  ids=$(fd_ids "$1" map_id)
-  bpftool -j map show | jq -r --argjson ids "$ids" --arg n "$2" \
-    '.[] | select((.id as $i | $ids | index($i)) and .name == $n) | .id' | head -1
-}
-# samples MAP_ID: LT_CNT_SAMPLES summed over the CPUs.
-samples() {
-  bpftool -j map lookup id "$1" key 7 0 0 0 | jq -e '[.formatted.values[].value] | add'
-}
-# snapshot HOLDER COUNTERS: "runs run_time_ns samples" now.
-snapshot() {
-  local s
-  s=$(prog_stats "$1" x | awk '$2 ~ /^lt_sample#/ { print $3, $4 }')
-  echo "$s $(samples "$2")"
-}
-# window HOLDER COUNTERS: "runs ns samples" over one window.
-window() {
-  local a b
-  a=$(snapshot "$1" "$2")
-  sleep "$WINDOW"
-  b=$(snapshot "$1" "$2")
-  echo "$a $b" | awk '{ print $4 - $1, $5 - $2, $6 - $3 }'
-}
-# per_sample "runs ns samples" IDLE_NS_PER_RUN: ns per sample sent.
-per_sample() {
-  echo "$1" | awk -v e="$2" '{ printf "%.0f", $3 ? ($2 - ($1 - $3) * e) / $3 : 0 }'
-}
-
 sysctl -q -w kernel.bpf_stats_enabled=1
 printf '%-8s %8s %9s %9s %9s %8s %10s %10s\n' stack samples idle_ns js_ns \
   native_ns js/nat us/frame us/function

@@ -254,3 +254,35 @@ check_not_lost() {
 check_same_json() {
   cmp -s "$1" "$2" || fail "$3: the replayed JSON differs from the live one"
 }
+
+# --- lt_sample's cost per sample (bench-python.sh, bench-js.sh) ---------------
+# map_id HOLDER NAME: the id of map NAME among those process HOLDER holds.
+map_id() {
+  local ids
+  ids=$(fd_ids "$1" map_id)
+  bpftool -j map show | jq -r --argjson ids "$ids" --arg n "$2" \
+    '.[] | select((.id as $i | $ids | index($i)) and .name == $n) | .id' | head -1
+}
+# samples MAP_ID: LT_CNT_SAMPLES summed over the CPUs (the map's BTF gives
+# bpftool's "formatted" values).
+samples() {
+  bpftool -j map lookup id "$1" key 7 0 0 0 | jq -e '[.formatted.values[].value] | add'
+}
+# snapshot HOLDER COUNTERS: "runs run_time_ns samples" now.
+snapshot() {
+  local s
+  s=$(prog_stats "$1" x | awk '$2 ~ /^lt_sample#/ { print $3, $4 }')
+  echo "$s $(samples "$2")"
+}
+# window HOLDER COUNTERS (over WINDOW seconds): "runs ns samples" over one window.
+window() {
+  local a b
+  a=$(snapshot "$1" "$2")
+  sleep "$WINDOW"
+  b=$(snapshot "$1" "$2")
+  echo "$a $b" | awk '{ print $4 - $1, $5 - $2, $6 - $3 }'
+}
+# per_sample "runs ns samples" IDLE_NS_PER_RUN: ns per sample sent.
+per_sample() {
+  echo "$1" | awk -v e="$2" '{ printf "%.0f", $3 ? ($2 - ($1 - $3) * e) / $3 : 0 }'
+}
